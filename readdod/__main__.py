@@ -1,0 +1,3 @@
+from readdod.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""One error tree for readdod, with stable codes.
+
+::
+
+    ReaddodError                      error_code, message for people
+    ├── RequestError                  answered to a client; has an HTTP-like status
+    │   ├── NotFound                    404 NOT_FOUND
+    │   ├── InvalidTransition           409 INVALID_TRANSITION / PROCESSING_IN_PROGRESS
+    │   ├── ValidationFailed            422 VALIDATION_ERROR
+    │   ├── IdempotencyConflict         409 IDEMPOTENCY_CONFLICT
+    │   ├── PayloadTooLarge             413 PAYLOAD_TOO_LARGE
+    │   ├── Forbidden                   403 FORBIDDEN
+    │   └── ShuttingDown                503 SHUTTING_DOWN
+    ├── StepError                     a pipeline step failed; becomes items.failure
+    │   ├── ExtractionError             EXTRACTION_*  -> FAILED_EXTRACTION
+    │   ├── AIError                     AI_*, RUN_INCONSISTENT -> FAILED_AI
+    │   └── WorkerLost                  WORKER_LOST
+    ├── ConfigError                   a bad config file or value
+    ├── InstanceLocked                another daemon owns the database
+    └── DaemonUnavailable             (client side) no daemon answers on the socket
+
+Failure kinds come from these types, never from matching message text.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+
+class ErrorCode(enum.StrEnum):
+    # requests
+    NOT_FOUND = "NOT_FOUND"
+    INVALID_TRANSITION = "INVALID_TRANSITION"
+    PROCESSING_IN_PROGRESS = "PROCESSING_IN_PROGRESS"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    FORBIDDEN = "FORBIDDEN"
+    SHUTTING_DOWN = "SHUTTING_DOWN"
+    # extraction
+    EXTRACTION_FETCH_FAILED = "EXTRACTION_FETCH_FAILED"
+    EXTRACTION_PARSE_FAILED = "EXTRACTION_PARSE_FAILED"
+    EXTRACTION_EMPTY = "EXTRACTION_EMPTY"
+    EXTRACTION_TOO_LARGE = "EXTRACTION_TOO_LARGE"
+    EXTRACTION_UNSUPPORTED_TYPE = "EXTRACTION_UNSUPPORTED_TYPE"
+    EXTRACTION_BLOCKED_ADDRESS = "EXTRACTION_BLOCKED_ADDRESS"
+    # AI steps
+    AI_TIMEOUT = "AI_TIMEOUT"
+    AI_SCHEMA_INVALID = "AI_SCHEMA_INVALID"
+    AI_PARSE_ERROR = "AI_PARSE_ERROR"
+    AI_RATE_LIMITED = "AI_RATE_LIMITED"
+    AI_PROVIDER_ERROR = "AI_PROVIDER_ERROR"
+    AI_INPUT_EMPTY = "AI_INPUT_EMPTY"
+    RUN_INCONSISTENT = "RUN_INCONSISTENT"
+    # export
+    EXPORT_RENDER_FAILED = "EXPORT_RENDER_FAILED"
+    EXPORT_WRITE_FAILED = "EXPORT_WRITE_FAILED"
+    # runtime
+    WORKER_LOST = "WORKER_LOST"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    CONFIG_INVALID = "CONFIG_INVALID"
+    INSTANCE_LOCKED = "INSTANCE_LOCKED"
+    DAEMON_UNAVAILABLE = "DAEMON_UNAVAILABLE"
+
+
+class ReaddodError(Exception):
+    """Root of every error readdod raises on purpose."""
+
+    code: ErrorCode = ErrorCode.INTERNAL_ERROR
+
+    def __init__(self, message: str, *, code: ErrorCode | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    @property
+    def error_code(self) -> str:
+        return self.code.value
+
+
+# --- errors answered to clients -------------------------------------------
+
+
+class RequestError(ReaddodError):
+    http_status: int = 400
+
+    def data(self) -> dict[str, Any]:
+        return {"error_code": self.error_code, "status": self.http_status}
+
+
+class NotFound(RequestError):
+    code = ErrorCode.NOT_FOUND
+    http_status = 404
+
+
+class InvalidTransition(RequestError):
+    code = ErrorCode.INVALID_TRANSITION
+    http_status = 409
+
+    def __init__(self, message: str, *, src: str, dst: str, code: ErrorCode | None = None) -> None:
+        super().__init__(message, code=code)
+        self.src = src
+        self.dst = dst
+
+    def data(self) -> dict[str, Any]:
+        return {**super().data(), "from": self.src, "to": self.dst}
+
+
+class ValidationFailed(RequestError):
+    code = ErrorCode.VALIDATION_ERROR
+    http_status = 422
+
+
+class IdempotencyConflict(RequestError):
+    code = ErrorCode.IDEMPOTENCY_CONFLICT
+    http_status = 409
+
+
+class PayloadTooLarge(RequestError):
+    code = ErrorCode.PAYLOAD_TOO_LARGE
+    http_status = 413
+
+
+class Forbidden(RequestError):
+    code = ErrorCode.FORBIDDEN
+    http_status = 403
+
+
+class ShuttingDown(RequestError):
+    code = ErrorCode.SHUTTING_DOWN
+    http_status = 503
+
+
+# --- pipeline failures -----------------------------------------------------
+
+
+class StepError(ReaddodError):
+    """A step failed. The orchestrator records it as ``items.failure``."""
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: ErrorCode | None = None,
+        retryable: bool | None = None,
+        debug: str | None = None,
+    ) -> None:
+        super().__init__(message, code=code)
+        if retryable is not None:
+            self.retryable = retryable
+        self.debug = debug
+
+
+class ExtractionError(StepError):
+    code = ErrorCode.EXTRACTION_PARSE_FAILED
+
+
+class AIError(StepError):
+    code = ErrorCode.AI_PROVIDER_ERROR
+
+
+class WorkerLost(StepError):
+    code = ErrorCode.WORKER_LOST
+
+
+# --- process-level errors --------------------------------------------------
+
+
+class ConfigError(ReaddodError):
+    code = ErrorCode.CONFIG_INVALID
+
+
+class InstanceLocked(ReaddodError):
+    code = ErrorCode.INSTANCE_LOCKED
+
+
+class DaemonUnavailable(ReaddodError):
+    code = ErrorCode.DAEMON_UNAVAILABLE

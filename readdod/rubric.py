@@ -1,0 +1,111 @@
+"""The quality rubric for AI artifacts (seed 000 §7, 001 §4, 003).
+
+Pure: no I/O. Struct constraints already bound lengths and ranges; this
+module adds what a type cannot say. The READY gate, the engines and `eval`
+all judge output with these same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from readdod.models import AI_STEPS, PAYLOAD_TYPES, Card, Payload, Score, Summary, Todos
+
+TL_DR_MAX = 280
+
+
+def _summary(p: Summary) -> list[str]:
+    problems = []
+    if not p.tl_dr.strip():
+        problems.append("summary.tl_dr is blank")
+    if any(not k.strip() for k in p.key_points):
+        problems.append("summary.key_points has a blank point")
+    if len({k.strip().lower() for k in p.key_points}) != len(p.key_points):
+        problems.append("summary.key_points repeats a point")
+    return problems
+
+
+def _score(p: Score) -> list[str]:
+    problems = []
+    if len([r for r in p.reasons if r.strip()]) < 3:
+        problems.append("score needs at least 3 non-blank reasons")
+    return problems
+
+
+def _todos(p: Todos) -> list[str]:
+    problems = []
+    if not any(t.kind == "output" for t in p.items):
+        problems.append("todos need at least one todo of kind 'output'")
+    if any(not t.title.strip() for t in p.items):
+        problems.append("todos has a blank title")
+    return problems
+
+
+def _card(p: Card) -> list[str]:
+    problems = []
+    if not p.render_spec.sections:
+        problems.append("card.render_spec has no sections")
+    if not any(t.kind == "output" for t in p.todos):
+        problems.append("card.todos need at least one todo of kind 'output'")
+    return problems
+
+
+_CHECKS: dict[type[Any], Callable[[Any], list[str]]] = {
+    Summary: _summary,
+    Score: _score,
+    Todos: _todos,
+    Card: _card,
+}
+
+
+def check(payload: Payload) -> list[str]:
+    """Problems with a decoded payload; empty when it passes."""
+    fn = _CHECKS.get(type(payload))
+    return fn(payload) if fn else []
+
+
+def validate(artifact_type: str, raw: Any) -> tuple[Payload | None, list[str]]:
+    """Decode ``raw`` (builtins or JSON bytes) as ``artifact_type`` and judge it."""
+    typ = PAYLOAD_TYPES.get(artifact_type)
+    if typ is None:
+        return None, [f"unknown artifact type {artifact_type!r}"]
+    try:
+        if isinstance(raw, bytes | str):
+            payload: Payload = msgspec.json.decode(raw, type=typ)
+        else:
+            payload = msgspec.convert(raw, type=typ)
+    except msgspec.ValidationError as exc:
+        return None, [f"{artifact_type}: {exc}"]
+    except msgspec.DecodeError as exc:
+        return None, [f"{artifact_type}: not valid JSON ({exc})"]
+    return payload, check(payload)
+
+
+def gate(run_id: str, artifacts: Mapping[str, tuple[str | None, Any]]) -> tuple[str | None, list[str]]:
+    """The READY gate.
+
+    ``artifacts`` maps each AI step to ``(meta.run_id, raw payload)`` of the
+    version the item would show. Returns ``(error_code, problems)``;
+    ``error_code`` is None when the item may become READY.
+    """
+    problems: list[str] = []
+    inconsistent = False
+    for step in AI_STEPS:
+        entry = artifacts.get(step)
+        if entry is None:
+            problems.append(f"{step} is missing for run {run_id}")
+            inconsistent = True
+            continue
+        art_run, raw = entry
+        if art_run != run_id:
+            problems.append(f"{step} belongs to run {art_run}, not {run_id}")
+            inconsistent = True
+            continue
+        _, found = validate(step, raw)
+        problems.extend(found)
+    if not problems:
+        return None, []
+    return ("RUN_INCONSISTENT" if inconsistent else "AI_SCHEMA_INVALID"), problems
