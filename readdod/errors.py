@@ -10,7 +10,9 @@
     │   ├── IdempotencyConflict         409 IDEMPOTENCY_CONFLICT
     │   ├── PayloadTooLarge             413 PAYLOAD_TOO_LARGE
     │   ├── Forbidden                   403 FORBIDDEN
-    │   └── ShuttingDown                503 SHUTTING_DOWN
+    │   ├── ShuttingDown                503 SHUTTING_DOWN
+    │   ├── StoreBusy                   503 STORE_BUSY (another process holds the database)
+    │   └── InternalError               500 INTERNAL_ERROR
     ├── StepError                     a pipeline step failed; becomes items.failure
     │   ├── ExtractionError             EXTRACTION_*  -> FAILED_EXTRACTION
     │   ├── AIError                     AI_*, RUN_INCONSISTENT -> FAILED_AI
@@ -61,6 +63,7 @@ class ErrorCode(enum.StrEnum):
     INTERNAL_ERROR = "INTERNAL_ERROR"
     CONFIG_INVALID = "CONFIG_INVALID"
     INSTANCE_LOCKED = "INSTANCE_LOCKED"
+    STORE_BUSY = "STORE_BUSY"
     DAEMON_UNAVAILABLE = "DAEMON_UNAVAILABLE"
 
 
@@ -131,6 +134,16 @@ class Forbidden(RequestError):
 class ShuttingDown(RequestError):
     code = ErrorCode.SHUTTING_DOWN
     http_status = 503
+
+
+class StoreBusy(RequestError):
+    code = ErrorCode.STORE_BUSY
+    http_status = 503
+
+
+class InternalError(RequestError):
+    code = ErrorCode.INTERNAL_ERROR
+    http_status = 500
 
 
 # --- pipeline failures -----------------------------------------------------

@@ -84,7 +84,9 @@ def validate(artifact_type: str, raw: Any) -> tuple[Payload | None, list[str]]:
     return payload, check(payload)
 
 
-def gate(run_id: str, artifacts: Mapping[str, tuple[str | None, Any]]) -> tuple[str | None, list[str]]:
+def gate(
+    run_id: str, artifacts: Mapping[str, tuple[str | None, Any]]
+) -> tuple[str | None, list[str]]:
     """The READY gate.
 
     ``artifacts`` maps each AI step to ``(meta.run_id, raw payload)`` of the

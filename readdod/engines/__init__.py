@@ -2,3 +2,17 @@
 
 Engines know nothing of items, leases or runs (DESIGN §10).
 """
+
+from readdod.config import AIConfig
+from readdod.engines.base import Engine
+
+
+def make_engine(cfg: AIConfig) -> Engine:
+    """The engine ``ai.engine`` names."""
+    if cfg.engine == "fixed":
+        from readdod.engines.fixed import FixedEngine
+
+        return FixedEngine(cfg.fixed_delay_ms)
+    from readdod.engines.local import LocalEngine
+
+    return LocalEngine()

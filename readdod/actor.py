@@ -1,0 +1,110 @@
+"""One item's run under its lease.
+
+The actor walks the steps in order, skipping those whose artifact for this
+run already exists (a crash never re-pays for finished work), and hands each
+result to the orchestrator. It stops at a step boundary when the supervisor
+asks (pause, shutdown) and, when cancelled, returns the item to QUEUED in a
+shielded scope before letting the cancellation go on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import anyio
+import msgspec
+
+from readdod.errors import ErrorCode, StepError
+from readdod.logging import get_logger
+from readdod.models import STEPS
+from readdod.orchestrator import Claimed, Orchestrator
+from readdod.pipeline import Pipeline, RunContext, decode_payload
+
+log = get_logger("readdod.actor")
+_enc = msgspec.json.Encoder()
+
+#: How long a shielded cleanup write may take before it is abandoned.
+CLEANUP_TIMEOUT_S = 10.0
+
+
+async def run(
+    claimed: Claimed,
+    orch: Orchestrator,
+    pipeline: Pipeline,
+    stop_reason: Callable[[], str | None],
+) -> None:
+    """Run ``claimed`` to READY/FAILED_*, or back to QUEUED if told to stop."""
+    lease = claimed.lease
+    item = claimed.item
+    ctx = RunContext(
+        item_id=item.id,
+        url=item.url,
+        intent=item.intent_text,
+        title=item.title,
+        tags=tuple(msgspec.json.decode(item.tags, type=list[str])),
+        done={k: decode_payload(k, a.payload) for k, a in claimed.done.items()},
+    )
+    step = "extraction"
+    bound = log.bind(item_id=item.id, run_id=lease.run_id, worker_id=lease.owner)
+    try:
+        for step in STEPS:
+            if step in ctx.done:
+                continue
+            reason = stop_reason()
+            if reason is not None:
+                with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+                    await orch.release(lease, reason)
+                return
+            if step == "extraction" and claimed.run_mode == "REGENERATE" and not claimed.refetch:
+                newest = await orch.latest_extraction(item.id)
+                if newest is not None:
+                    ctx.done["extraction"] = decode_payload("extraction", newest.payload)
+                    continue
+            started = time.perf_counter()
+            bound.debug("step.started", step=step)
+            if step == "extraction":
+                html, text = await orch.source(item.id)
+                result = await pipeline.extraction(ctx, html, text)
+            else:
+                result = await pipeline.ai_step(step, ctx)
+            version = await orch.put_artifact(
+                lease,
+                step,
+                _enc.encode(result.payload),
+                result.meta,
+                item_fields=result.item_fields,
+            )
+            if version is None:
+                return
+            ctx.done[step] = result.payload
+            if "title" in result.item_fields:
+                ctx.title = result.item_fields["title"]
+            bound.info(
+                "step.finished",
+                step=step,
+                version=version,
+                duration_ms=round((time.perf_counter() - started) * 1000, 2),
+            )
+        step = "gate"
+        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+            await orch.complete(lease)
+    except StepError as exc:
+        bound.warning("step.failed", step=step, error_code=exc.error_code, error=exc.message)
+        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+            await orch.fail(lease, step, exc)
+    except anyio.get_cancelled_exc_class():
+        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+            await orch.release(lease, stop_reason() or "cancelled")
+        raise
+    except Exception as exc:
+        bound.exception("step.crashed", step=step, error_code=ErrorCode.INTERNAL_ERROR)
+        err = StepError(
+            f"readdod hit an internal error in step {step} ({type(exc).__name__}: {exc});"
+            " please report it. The item can be retried with `readdod process`.",
+            code=ErrorCode.INTERNAL_ERROR,
+            retryable=False,
+            debug=repr(exc),
+        )
+        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+            await orch.fail(lease, step, err)

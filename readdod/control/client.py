@@ -1,0 +1,91 @@
+"""A small blocking client for the control socket (used by the CLI and tests)."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import msgspec
+
+from readdod.errors import DaemonUnavailable, ReaddodError
+
+
+class RpcError(ReaddodError):
+    """An error answer from the daemon."""
+
+    def __init__(self, code: int, message: str, data: dict[str, Any] | None) -> None:
+        super().__init__(message)
+        self.rpc_code = code
+        self.data = data or {}
+
+    @property
+    def error_code(self) -> str:
+        return str(self.data.get("error_code", f"RPC_{self.rpc_code}"))
+
+
+def not_running_message(path: Path) -> str:
+    return (
+        f"readdod is not running (nothing answers on {path}). Start it with"
+        " `readdod serve`, or `systemctl --user start readdod` if it is installed as a service."
+    )
+
+
+class Client:
+    def __init__(self, path: Path, timeout_s: float | None = 60.0) -> None:
+        self.path = path
+        self._ids = itertools.count(1)
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout_s)
+        try:
+            self._sock.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            self._sock.close()
+            raise DaemonUnavailable(not_running_message(path)) from exc
+        except PermissionError as exc:
+            self._sock.close()
+            raise DaemonUnavailable(
+                f"permission denied on {path}: run readdod as the daemon's user"
+            ) from exc
+        self._file = self._sock.makefile("rb")
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()
+        self._sock.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self._sock.sendall(data)
+
+    def read_raw(self) -> bytes:
+        line = self._file.readline()
+        if not line:
+            raise DaemonUnavailable("the daemon closed the connection")
+        return line
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        req_id = next(self._ids)
+        msg = {"jsonrpc": "2.0", "id": req_id, "method": method, "params": params or {}}
+        try:
+            self._sock.sendall(msgspec.json.encode(msg) + b"\n")
+            answer = msgspec.json.decode(self.read_raw())
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise DaemonUnavailable(f"lost the connection to the daemon ({exc})") from exc
+        if "error" in answer:
+            err = answer["error"]
+            raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
+        return answer["result"]
+
+
+def call(path: Path, method: str, params: dict[str, Any] | None = None) -> Any:
+    with Client(path) as client:
+        return client.call(method, params)

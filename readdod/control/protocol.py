@@ -1,0 +1,145 @@
+"""Wire format: JSON-RPC 2.0 envelopes, method params, framing.
+
+One UTF-8 JSON object per line, at most :data:`MAX_LINE` bytes. Protocol
+errors use JSON-RPC codes; application errors use the HTTP-like status as
+``code`` with ``data.error_code``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from anyio.abc import ByteReceiveStream
+
+MAX_LINE: Final = 1024 * 1024
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+Id = int | str | None
+
+
+class Request(msgspec.Struct, forbid_unknown_fields=True):
+    jsonrpc: str
+    method: str
+    id: Id = None
+    params: dict[str, Any] | None = None
+
+
+class ErrorObject(msgspec.Struct, omit_defaults=True):
+    code: int
+    message: str
+    data: dict[str, Any] | None = None
+
+
+class ErrorResponse(msgspec.Struct):
+    id: Id
+    error: ErrorObject
+    jsonrpc: str = "2.0"
+
+
+class Response(msgspec.Struct):
+    id: Id
+    result: Any
+    jsonrpc: str = "2.0"
+
+
+class Notification(msgspec.Struct):
+    method: str
+    params: Any
+    jsonrpc: str = "2.0"
+
+
+# --- params, one Struct per method -------------------------------------------
+
+
+class _Params(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class ItemRef(_Params):
+    id: str
+
+
+class ProcessParams(_Params):
+    id: str
+    regenerate: bool = False
+    refetch: bool = False
+    process_request_id: str | None = None
+
+
+class ArchiveParams(_Params):
+    id: str
+    reason: str | None = None
+
+
+class UnarchiveParams(_Params):
+    id: str
+    regenerate: bool = False
+
+
+class GetParams(_Params):
+    id: str
+    history: bool = False
+
+
+class ArtifactParams(_Params):
+    id: str
+    type: str
+    version: int | None = None
+
+
+class ListParams(_Params):
+    status: list[str] | None = None
+    priority: str | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
+class Empty(_Params):
+    pass
+
+
+class LineTooLong(Exception):
+    """A line exceeded :data:`MAX_LINE`; it has been skipped."""
+
+
+class LineReader:
+    """Splits a byte stream into lines, skipping (not buffering) oversized ones."""
+
+    def __init__(self, stream: ByteReceiveStream, max_line: int = MAX_LINE) -> None:
+        self._stream = stream
+        self._max = max_line
+        self._buf = bytearray()
+        self._skipping = False
+
+    async def next_line(self) -> bytes | None:
+        """The next line without its newline; None at end of stream.
+
+        Raises :class:`LineTooLong` once per oversized line, after dropping it.
+        """
+        import anyio
+
+        while True:
+            idx = self._buf.find(b"\n")
+            if idx >= 0:
+                line = bytes(self._buf[:idx])
+                del self._buf[: idx + 1]
+                if self._skipping:
+                    self._skipping = False
+                    raise LineTooLong
+                if len(line) > self._max:
+                    raise LineTooLong
+                return line
+            if len(self._buf) > self._max:
+                self._buf.clear()
+                self._skipping = True
+            try:
+                data = await self._stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return None
+            self._buf.extend(data)

@@ -1,0 +1,171 @@
+"""The composition root: wires the parts together and runs the event loop."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import signal
+import socket
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import IO
+
+import anyio
+from anyio.abc import TaskStatus
+
+from readdod import __version__, config, systemd
+from readdod.clock import Clock, SystemClock
+from readdod.config import Config
+from readdod.control.server import ControlServer
+from readdod.engines import make_engine
+from readdod.errors import InstanceLocked
+from readdod.extraction.fetch import make_client
+from readdod.logging import get_logger
+from readdod.orchestrator import Orchestrator
+from readdod.pipeline import Pipeline
+from readdod.store import Store
+from readdod.supervisor import Supervisor, worker_id
+
+log = get_logger("readdod.daemon")
+
+
+def acquire_instance_lock(db: Path) -> IO[bytes]:
+    """Hold ``<db>.lock`` for the life of the process: one daemon per database."""
+    lock_path = db.with_name(db.name + ".lock")
+    handle = lock_path.open("ab")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        handle.close()
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise InstanceLocked(
+                f"another readdod daemon is already running on {db} (it holds {lock_path});"
+                " stop it first, or give this one another daemon.data_dir"
+            ) from exc
+        raise
+    return handle
+
+
+def _claim_socket_path(path: Path) -> None:
+    """Make ``path`` bindable, refusing to steal a live daemon's socket."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not path.exists() and not path.is_symlink():
+        return
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        path.unlink(missing_ok=True)  # stale: nobody listens
+        return
+    finally:
+        probe.close()
+    raise InstanceLocked(
+        f"another readdod daemon already listens on {path}; stop it, or set control.socket"
+    )
+
+
+async def serve(
+    cfg: Config,
+    *,
+    clock: Clock | None = None,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    clock = clock or SystemClock()
+    data = config.data_dir(cfg)
+    data.mkdir(parents=True, exist_ok=True, mode=0o700)
+    db = data / "readdod.db"
+    lock = acquire_instance_lock(db)
+    sock_path = config.socket_path(cfg)
+    owner = worker_id()
+    started = time.monotonic()
+    try:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            _claim_socket_path(sock_path)
+            async with Store.open(db, synchronous=cfg.daemon.synchronous) as store:
+                orch = Orchestrator(
+                    store,
+                    clock,
+                    auto_process=cfg.daemon.auto_process,
+                    max_orphanings=cfg.daemon.max_orphanings,
+                )
+                t0 = time.perf_counter()
+                requeued, failed = await orch.recover(owner)
+                log.info(
+                    "recovery.done",
+                    requeued=requeued,
+                    failed=failed,
+                    duration_ms=round((time.perf_counter() - t0) * 1000, 2),
+                )
+                async with make_client(
+                    user_agent=cfg.fetch.user_agent,
+                    timeout_s=cfg.fetch.timeout_s,
+                    max_redirects=cfg.fetch.max_redirects,
+                ) as http:
+                    pipeline = Pipeline(make_engine(cfg.ai), http, cfg.fetch)
+                    supervisor = Supervisor(
+                        orch,
+                        pipeline,
+                        clock,
+                        owner=owner,
+                        concurrency=cfg.daemon.concurrency,
+                        batch_size=cfg.daemon.batch_size,
+                        lease_ttl_s=cfg.daemon.lease_ttl_s,
+                        claim_interval_s=cfg.daemon.claim_interval_s,
+                        shutdown_grace_s=cfg.daemon.shutdown_grace_s,
+                    )
+                    server = ControlServer(orch, supervisor)
+                    listener = await anyio.create_unix_listener(sock_path)
+                    try:
+                        sock_path.chmod(0o600)
+                        await _run(server, supervisor, listener, signals, task_status)
+                    finally:
+                        sock_path.unlink(missing_ok=True)
+        log.info("daemon.stopped", uptime_s=round(time.monotonic() - started, 3))
+    finally:
+        lock.close()
+
+
+async def _run(
+    server: ControlServer,
+    supervisor: Supervisor,
+    listener: anyio.abc.Listener[anyio.abc.SocketStream],
+    signals: AsyncIterator[signal.Signals],
+    task_status: TaskStatus[None],
+) -> None:
+    done = anyio.Event()
+
+    async def supervise(*, task_status: TaskStatus[None]) -> None:
+        try:
+            await supervisor.run(task_status=task_status)
+        finally:
+            done.set()
+
+    async def watch_signals() -> None:
+        count = 0
+        async for signum in signals:
+            count += 1
+            log.info("daemon.signal", signal=signum.name, count=count)
+            if count == 1:
+                systemd.notify("STOPPING=1")
+                supervisor.stop()
+            else:
+                supervisor.force_stop()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.serve, listener)
+        await tg.start(supervise)
+        tg.start_soon(watch_signals)
+        log.info(
+            "daemon.ready",
+            version=__version__,
+            pid=os.getpid(),
+            socket=str(listener.extra(anyio.abc.SocketAttribute.local_address)),
+            worker_id=supervisor.owner,
+            paused=supervisor.paused,
+        )
+        systemd.notify("READY=1")
+        task_status.started()
+        await done.wait()
+        tg.cancel_scope.cancel()

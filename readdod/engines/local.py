@@ -1,0 +1,1064 @@
+"""The offline engine: extractive, deterministic, no model and no network.
+
+It exists so readdod works with no AI provider at all, and so tests and the
+demo get the same output every run. Every result is built from the text
+itself: sentences are ranked by TF-IDF centrality plus overlap with the
+intent, and scores and todos cite counts found in the text.
+
+All real work happens in the pure functions below (no I/O, no clock, no
+randomness, no set-order dependence); :class:`LocalEngine` only decides
+whether a text is long enough to be worth a worker thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final, Literal, TypeVar
+
+import anyio.to_thread
+
+from readdod.engines.base import EngineInput, EngineOutput
+from readdod.errors import AIError, ErrorCode
+from readdod.models import (
+    Card,
+    CardSource,
+    Priority,
+    Recommendation,
+    RenderSpec,
+    Score,
+    Summary,
+    Todo,
+    TodoKind,
+    Todos,
+)
+
+__all__ = [
+    "LocalEngine",
+    "TextAnalysis",
+    "analyze",
+    "build_card",
+    "plan_todos",
+    "score_text",
+    "summarize_text",
+]
+
+T = TypeVar("T")
+Genre = Literal["tutorial", "research", "opinion", "general"]
+
+TL_DR_MAX: Final = 280
+LINE_MAX: Final = 500
+CARD_TITLE_MAX: Final = 300
+TODO_TITLE_MAX: Final = 200
+#: Texts longer than this are processed in a worker thread so the event loop stays responsive.
+OFFLOAD_CHARS: Final = 20_000
+WORDS_PER_MIN: Final = 230
+#: Ideographic/syllabic scripts are read per character, roughly this fast.
+CHARS_PER_MIN: Final = 500
+#: Sentences longer than this are split into clause-sized chunks before ranking.
+LONG_SENTENCE: Final = 600
+CHUNK_TARGET: Final = 300
+
+# --- scripts and tokens ----------------------------------------------------
+
+# Scripts written without spaces between words: CJK ideographs, kana, Thai, Lao,
+# Myanmar, Khmer. They are tokenised into character bigrams instead of words.
+_UNSPACED: Final = (
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+)
+# Combining marks that Python's \w does not count as word characters but that sit
+# inside words (Latin diacritics, Cyrillic, Hebrew, Arabic, Indic vowel signs).
+_MARKS: Final = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0dff"
+_UNSPACED_RE: Final = re.compile(f"[{_UNSPACED}]+")
+_WORD_CHAR: Final = f"(?:[^\\W_{_UNSPACED}]|[{_MARKS}])"
+_TOKEN_RE: Final = re.compile(
+    f"(?P<unspaced>[{_UNSPACED}]+)|(?P<word>{_WORD_CHAR}+(?:['’]{_WORD_CHAR}+)*)"
+)
+# Particles that glue CJK words together; splitting on them gives cleaner bigrams.
+_CJK_PARTICLES: Final = re.compile(
+    "(?:でした|ました|です|ます|から|まで|する|した|して|[的了是在和与及也就都而或着のにはをがでともへや])+"
+)
+_HIRAGANA: Final = re.compile("[\u3040-\u309f]")
+
+_SCRIPTS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("kana", re.compile("[\u3040-\u30ff]")),
+    ("han", re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")),
+    ("hangul", re.compile("[\uac00-\ud7af\u1100-\u11ff]")),
+    ("cyrillic", re.compile("[\u0400-\u04ff]")),
+    ("greek", re.compile("[\u0370-\u03ff]")),
+    ("arabic", re.compile("[\u0600-\u06ff]")),
+    ("hebrew", re.compile("[\u0590-\u05ff]")),
+    ("devanagari", re.compile("[\u0900-\u097f]")),
+    ("thai", re.compile("[\u0e00-\u0e7f]")),
+    ("latin", re.compile("[A-Za-z\u00c0-\u024f]")),
+)
+_SCRIPT_LANG: Final[Mapping[str, str]] = {
+    "han": "zh",
+    "hangul": "ko",
+    "cyrillic": "ru",
+    "greek": "el",
+    "arabic": "ar",
+    "hebrew": "he",
+    "devanagari": "hi",
+    "thai": "th",
+}
+
+
+def _words(spec: str) -> frozenset[str]:
+    return frozenset(spec.split())
+
+
+# Small, deliberately incomplete lists: they only sharpen ranking. Any other
+# language still works, its function words just count as ordinary terms.
+_STOPWORDS: Final = _words(
+    """
+    a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing don't down during each either
+    etc even ever every few for from further had has have having he her here hers herself him
+    himself his how however i i'm if in into is it it's its itself just let's like may me might
+    more most much must my myself no nor not now of off often on once one only or other our ours
+    ourselves out over own per quite rather really same she should so some such than that that's
+    the their theirs them themselves then there there's these they this those through to too
+    under until up upon us very via was we were what when where whether which while who whom
+    whose why will with within without would yet you your yours yourself yourselves
+    и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее
+    мне было вот от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был
+    него до вас нибудь опять уж вам ведь там потом себя ничего ей может они тут где есть надо ней
+    для мы тебя их чем была сам чтоб без будто чего раз тоже себе под будет ж тогда кто этот того
+    потому этого какой совсем ним здесь этом один почти мой тем чтобы нее были куда зачем всех
+    никогда можно при наконец два об другой хоть после над больше тот через эти нас про всего них
+    какая много разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя
+    такой им более всегда конечно всю между это как
+    """
+)
+# Words that say *that* someone wants to read, not *what* about.
+_INTENT_FILLER: Final = _words(
+    """
+    want wants wanted need needs learn learning know knowing understand understanding read
+    reading find finding get getting use using better more about how what why way ways something
+    interested interest looking look figure out improve try trying some idea ideas thing things
+    хочу хочется узнать изучить понять разобраться научиться нужно про
+    """
+)
+_ABBREVIATIONS: Final = _words(
+    "mr mrs ms dr prof sr jr st vs etc e.g i.e fig no vol approx cf al inc ltd co jan feb mar "
+    "apr jun jul aug sep sept oct nov dec т.е т.д др см г"
+)
+_LANG_HINTS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
+    ("en", _words("the and of to is that with for this are was it you")),
+    ("de", _words("der die das und ist nicht mit sich auf für ein eine dem den")),
+    ("fr", _words("le la les et est des une dans pour qui pas sur du au")),
+    ("es", _words("el los las y es del una para por que con se su al")),
+)
+
+
+def _normalize_space(s: str) -> str:
+    return " ".join(s.split())
+
+
+def _term(word: str) -> str:
+    """Normalise a spaced-script word: casefold, unify apostrophes, drop plural -s.
+
+    Stopwords are returned unstemmed so that e.g. 'does' is not mistaken for 'doe'.
+    """
+    w = word.casefold().replace("’", "'")
+    if w in _STOPWORDS:
+        return w
+    if w.endswith("'s"):
+        w = w[:-2]
+    if w.isascii() and w.isalpha():
+        if len(w) > 4 and w.endswith("ies"):
+            w = w[:-3] + "y"
+        elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+            w = w[:-1]
+    return w
+
+
+def _is_gram(term: str) -> bool:
+    return len(term) == 2 and _UNSPACED_RE.fullmatch(term) is not None
+
+
+def _bigrams(run: str) -> list[str]:
+    """Character bigrams of an unspaced run, split at particles first."""
+    out: list[str] = []
+    for part in _CJK_PARTICLES.split(run):
+        if len(part) == 1:
+            if not _HIRAGANA.match(part):  # a lone kana is grammar, a lone ideograph is a word
+                out.append(part)
+        else:
+            out.extend(part[i : i + 2] for i in range(len(part) - 1))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Tokens:
+    terms: tuple[str, ...]
+    """Content terms (stopwords, digits and 1-letter words dropped), in order."""
+    surfaces: tuple[str, ...]
+    """The text each term came from, for display."""
+    words: int
+    """Spaced-script words, digits included."""
+    unspaced_chars: int
+    numbers: tuple[str, ...]
+
+
+def _tokenize(text: str) -> _Tokens:
+    terms: list[str] = []
+    surfaces: list[str] = []
+    numbers: list[str] = []
+    words = 0
+    unspaced = 0
+    for m in _TOKEN_RE.finditer(text):
+        run = m.group("unspaced")
+        if run is not None:
+            unspaced += len(run)
+            grams = _bigrams(run)
+            terms.extend(grams)
+            surfaces.extend(grams)
+            continue
+        word = m.group("word")
+        words += 1
+        if word.isdigit():
+            numbers.append(word)
+            continue
+        t = _term(word)
+        if len(t) < 2 or t in _STOPWORDS:
+            continue
+        terms.append(t)
+        surfaces.append(word)
+    return _Tokens(tuple(terms), tuple(surfaces), words, unspaced, tuple(numbers))
+
+
+# --- sentences -------------------------------------------------------------
+
+_BOUNDARY_RE: Final = re.compile(
+    r"(?P<cjk>[。！？।؟]+[」』”’）\"')]*\s*)|(?P<latin>[.!?…]+[\"'”’»)\]]*\s+)"
+)
+_LIST_ITEM_RE: Final = re.compile(r"^(?:[-*•–]|\d{1,3}[.)]|step\s+\d+)\s", re.IGNORECASE)
+_LINE_END_RE: Final = re.compile(r"[.!?…:;。！？।؟][\"'”’»)\]」』）]*$")
+_CLAUSE_RE: Final = re.compile(r"(?<=[,;:，、；：])\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    paragraph: int
+    text: str
+    code: bool
+
+
+_COMPLETE_RE: Final = re.compile(r"[.!?…。！？।؟][\"'”’»)\]」』）]*$")
+
+
+def _is_complete(sentence: str) -> bool:
+    """Ends like a finished sentence (not a heading, not a colon before a list)."""
+    return _COMPLETE_RE.search(sentence) is not None
+
+
+def _units(text: str) -> list[_Unit]:
+    """Cut text into paragraphs and units: hard-wrapped lines are joined, while headings,
+    list items and code (indented, shell prompts, ``` fences) stay separate lines."""
+    units: list[_Unit] = []
+    buf: list[str] = []
+    para = 0
+    prev = ""
+    in_fence = False
+
+    def flush() -> None:
+        if buf:
+            units.append(_Unit(para, " ".join(buf), code=False))
+            buf.clear()
+
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if line.startswith("```"):
+            flush()
+            in_fence = not in_fence
+            continue
+        if not line:
+            if not in_fence:
+                flush()
+                if units and units[-1].paragraph == para:
+                    para += 1
+            continue
+        if in_fence or raw.startswith(("    ", "\t")) or line.startswith(("$ ", ">>> ")):
+            flush()
+            units.append(_Unit(para, line, code=True))
+            continue
+        if buf and (
+            len(prev) < 50
+            or _LINE_END_RE.search(prev) is not None
+            or _LIST_ITEM_RE.match(line) is not None
+        ):
+            flush()
+        buf.append(line)
+        prev = line
+    flush()
+    return units
+
+
+def _split_sentences(unit: str) -> list[str]:
+    """Split at sentence marks; a Latin mark ends a sentence only before a non-lowercase start."""
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY_RE.finditer(unit):
+        end = m.end()
+        if m.group("latin") is not None:
+            nxt = unit[end : end + 1]
+            if nxt.islower():
+                continue
+            if unit[m.start()] == ".":
+                cut = max(unit.rfind(" ", start, m.start()), start - 1)
+                prev_word = unit[cut + 1 : m.start()].casefold()
+                if prev_word in _ABBREVIATIONS or (len(prev_word) == 1 and prev_word.isalpha()):
+                    continue
+        piece = unit[start:end].strip()
+        if piece:
+            out.append(piece)
+        start = end
+    tail = unit[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+def _pack(parts: Iterable[str], sep: str, limit: int) -> list[str]:
+    """Greedily join parts into chunks of at most about ``limit`` characters."""
+    chunks: list[str] = []
+    cur = ""
+    for p in parts:
+        if cur and len(cur) + len(sep) + len(p) > limit:
+            chunks.append(cur)
+            cur = p
+        else:
+            cur = f"{cur}{sep}{p}" if cur else p
+    if cur:
+        chunks.append(cur)
+    return chunks
+
+
+def _chunk(sentence: str) -> list[str]:
+    """Break a run-on 'sentence' (no marks at all, e.g. a list or unpunctuated CJK) apart."""
+    if len(sentence) <= LONG_SENTENCE:
+        return [sentence]
+    out: list[str] = []
+    for clause in _pack(_CLAUSE_RE.split(sentence), " ", CHUNK_TARGET):
+        if len(clause) <= LONG_SENTENCE:
+            out.append(clause)
+            continue
+        for piece in _pack(clause.split(" "), " ", CHUNK_TARGET):
+            if len(piece) <= LONG_SENTENCE:
+                out.append(piece)
+            else:
+                out.extend(piece[i : i + CHUNK_TARGET] for i in range(0, len(piece), CHUNK_TARGET))
+    return [c.strip() for c in out if c.strip()]
+
+
+# --- analysis --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    index: int
+    paragraph: int
+    text: str
+    terms: tuple[str, ...]
+    words: int
+    unspaced_chars: int
+    code: bool
+    """A code or shell line: counted, but never used as a summary sentence."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextAnalysis:
+    """Everything the four steps need to know about one text. Read-only."""
+
+    sentences: tuple[Sentence, ...]
+    paragraphs: int
+    chars: int
+    words: int
+    unspaced_chars: int
+    term_counts: Mapping[str, int]
+    surface: Mapping[str, str]
+    numbers: tuple[str, ...]
+    first_paragraph_terms: frozenset[str]
+    lang: str | None
+    snippet: str
+
+    @property
+    def reading_time_min(self) -> int:
+        return math.ceil(self.words / WORDS_PER_MIN + self.unspaced_chars / CHARS_PER_MIN)
+
+    @property
+    def has_words(self) -> bool:
+        return bool(self.term_counts)
+
+    def top_terms(self, n: int) -> list[tuple[str, int]]:
+        """Most frequent content terms; ties broken alphabetically so order is stable.
+
+        A CJK bigram that overlaps a better one (器学 after 学习) is a fragment, not a
+        term, so it is skipped.
+        """
+        pool = heapq.nsmallest(n * 6, self.term_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        out: list[tuple[str, int]] = []
+        for term, count in pool:
+            if _is_gram(term) and any(
+                _is_gram(t) and (term[1] == t[0] or term[0] == t[1]) for t, _ in out
+            ):
+                continue
+            out.append((term, count))
+            if len(out) == n:
+                break
+        return out
+
+
+def _require_text(text: str) -> None:
+    if not text.strip():
+        raise AIError(
+            "There is no text to work with: the article came out empty. "
+            "Check the page or paste the text, then process it again.",
+            code=ErrorCode.AI_INPUT_EMPTY,
+            retryable=False,
+        )
+
+
+def _guess_lang(text: str) -> str | None:
+    """Guess a language from the dominant script; Latin is told apart by function words."""
+    sample = text[:20_000]
+    counts = {name: len(rx.findall(sample)) for name, rx in _SCRIPTS}
+    if counts["kana"]:
+        return "ja"
+    best = max(counts, key=lambda k: counts[k])  # dict order breaks ties deterministically
+    if counts[best] == 0:
+        return None
+    if best == "cyrillic" and re.search("[іїєґІЇЄҐ]", sample):
+        return "uk"
+    if best != "latin":
+        return _SCRIPT_LANG.get(best)
+    words = [w.casefold() for w in re.findall(r"[^\W\d_]+", sample)]
+    votes = [(sum(1 for w in words if w in hints), lang) for lang, hints in _LANG_HINTS]
+    top = max(v for v, _ in votes)
+    if top > 0:
+        return next(lang for v, lang in votes if v == top)
+    letters = re.findall(r"[^\W\d_]", sample)
+    ascii_share = sum(1 for c in letters if c.isascii()) / max(1, len(letters))
+    return "en" if ascii_share >= 0.95 else None
+
+
+@functools.lru_cache(maxsize=4)
+def analyze(text: str) -> TextAnalysis:
+    """Split, tokenise and count once; the four steps of one run share the result."""
+    _require_text(text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    sentences: list[Sentence] = []
+    term_counts: Counter[str] = Counter()
+    surface: dict[str, str] = {}
+    numbers: dict[str, None] = {}
+    words = unspaced = 0
+    first_para: int | None = None
+    first_para_terms: list[str] = []
+    units = _units(text)
+    for unit in units:
+        for raw in [unit.text] if unit.code else _split_sentences(unit.text):
+            for piece in _chunk(_normalize_space(raw)):
+                tok = _tokenize(piece)
+                words += tok.words
+                unspaced += tok.unspaced_chars
+                term_counts.update(tok.terms)
+                for t, s in zip(tok.terms, tok.surfaces, strict=True):
+                    surface.setdefault(t, s)
+                for n in tok.numbers:
+                    if len(numbers) < 8:
+                        numbers.setdefault(n)
+                if tok.terms and not unit.code and first_para is None:
+                    first_para = unit.paragraph
+                if first_para == unit.paragraph and len(first_para_terms) < 150:
+                    first_para_terms.extend(tok.terms)
+                sentences.append(
+                    Sentence(
+                        index=len(sentences),
+                        paragraph=unit.paragraph,
+                        text=piece,
+                        terms=tok.terms,
+                        words=tok.words,
+                        unspaced_chars=tok.unspaced_chars,
+                        code=unit.code,
+                    )
+                )
+    return TextAnalysis(
+        sentences=tuple(sentences),
+        paragraphs=units[-1].paragraph + 1 if units else 0,
+        chars=len(text),
+        words=words,
+        unspaced_chars=unspaced,
+        term_counts=MappingProxyType(dict(term_counts)),
+        surface=MappingProxyType(surface),
+        numbers=tuple(numbers),
+        first_paragraph_terms=frozenset(first_para_terms),
+        lang=_guess_lang(text),
+        snippet=_trim(_normalize_space(text), 120),
+    )
+
+
+# --- text helpers ----------------------------------------------------------
+
+
+def _trim(s: str, limit: int) -> str:
+    """Cut ``s`` to ``limit`` chars at a word boundary, marking the cut with an ellipsis."""
+    s = s.strip()
+    if len(s) <= limit:
+        return s
+    cut = s[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    cut = cut.rstrip(" ,;:-–—")
+    return f"{cut}…"
+
+
+def _quote(s: str, limit: int = 60) -> str:
+    return f"“{_trim(_normalize_space(s), limit)}”"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _join(items: Sequence[str]) -> str:
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+def _length_phrase(an: TextAnalysis) -> str:
+    parts = []
+    if an.words:
+        parts.append(_plural(an.words, "word"))
+    if an.unspaced_chars:
+        parts.append(_plural(an.unspaced_chars, "CJK/Thai character"))
+    if not parts:
+        return f"no words, only {_plural(an.chars, 'symbol')}"
+    return " and ".join(parts)
+
+
+def _reading_phrase(minutes: int) -> str:
+    return "under a minute to read" if minutes == 0 else f"about {minutes} min to read"
+
+
+# --- intent ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Intent:
+    raw: str
+    terms: tuple[str, ...]
+    surface: Mapping[str, str]
+
+    @property
+    def label(self) -> str:
+        return _quote(self.raw) if self.raw.strip() else "your goal"
+
+
+def _intent(intent: str) -> _Intent:
+    """The intent's topic terms; filler such as 'learn' counts only if nothing else is left."""
+    tok = _tokenize(intent)
+    surface: dict[str, str] = {}
+    for t, s in zip(tok.terms, tok.surfaces, strict=True):
+        surface.setdefault(t, s)
+    topical = [t for t in surface if t not in _INTENT_FILLER]
+    chosen = topical or list(surface)
+    return _Intent(intent, tuple(chosen[:20]), MappingProxyType(surface))
+
+
+# --- ranking ---------------------------------------------------------------
+
+
+def _rank(an: TextAnalysis, intent: _Intent) -> list[tuple[float, Sentence]]:
+    """Sentences with content, best first.
+
+    Score = TF-IDF cosine to the whole text (normalised to the best sentence)
+    + 0.6 x share of intent terms in the sentence + a small lead bonus.
+    """
+    candidates = [s for s in an.sentences if s.terms and not s.code]
+    candidates = candidates or [s for s in an.sentences if s.terms]
+    if not candidates:
+        return []
+    df: Counter[str] = Counter()
+    for s in candidates:
+        df.update(dict.fromkeys(s.terms, 1))
+    n = len(candidates)
+    idf = {t: math.log((n + 1) / (c + 1)) + 1.0 for t, c in df.items()}
+    doc = {t: an.term_counts.get(t, 0) * w for t, w in idf.items()}
+    doc_norm = math.sqrt(sum(v * v for v in doc.values())) or 1.0
+    wanted = dict.fromkeys(intent.terms)
+    raw: list[tuple[float, float, Sentence]] = []
+    for s in candidates:
+        tf = Counter(s.terms)
+        dot = sum(c * idf[t] * doc[t] for t, c in tf.items())
+        norm = math.sqrt(sum((c * idf[t]) ** 2 for t, c in tf.items())) or 1.0
+        cos = dot / (norm * doc_norm)
+        if s.words < 4 and s.unspaced_chars < 8:
+            cos *= 0.5  # fragments rarely summarise anything
+        elif not _is_complete(s.text):
+            cos *= 0.7  # nor do headings or lines that introduce a list or code
+        rel = sum(1 for t in wanted if t in tf) / len(wanted) if wanted else 0.0
+        raw.append((cos, rel, s))
+    top_cos = max(c for c, _, _ in raw) or 1.0
+    lead = {0: 0.15, 1: 0.05}
+    scored = [(c / top_cos + 0.6 * r + lead.get(s.index, 0.0), s) for c, r, s in raw]
+    scored.sort(key=lambda x: (-x[0], x[1].index))
+    return scored
+
+
+def _join_sentences(sentences: Iterable[str]) -> str:
+    """Join with a space, except after CJK full stops, where a space would look wrong."""
+    out = ""
+    for s in sentences:
+        s = s.strip()
+        if not s:
+            continue
+        if out and not _UNSPACED_RE.fullmatch(out[-1]) and out[-1] not in "。！？」』）":
+            out += " "
+        out += s
+    return out
+
+
+def _dup_key(s: str) -> str:
+    return s.strip().lower()
+
+
+def _near_duplicate(a: Sentence, b: Sentence) -> bool:
+    if _dup_key(a.text) == _dup_key(b.text):
+        return True
+    sa, sb = set(a.terms), set(b.terms)
+    return len(sa & sb) / max(1, len(sa | sb)) >= 0.8
+
+
+def _select(ranked: Sequence[tuple[float, Sentence]], k: int) -> list[Sentence]:
+    chosen: list[Sentence] = []
+    for _, s in ranked:
+        if len(chosen) >= k:
+            break
+        if not any(_near_duplicate(s, c) for c in chosen):
+            chosen.append(s)
+    return chosen
+
+
+# --- summary ---------------------------------------------------------------
+
+
+def _fact_points(an: TextAnalysis, rt: int) -> list[str]:
+    """Points that are true of any text, used when it has too few sentences of its own."""
+    facts = [
+        f"Length: {_length_phrase(an)}, {_reading_phrase(rt)}.",
+        f"Structure: {_plural(len(an.sentences), 'sentence')} "
+        f"in {_plural(an.paragraphs, 'paragraph')}.",
+    ]
+    top = an.top_terms(5)
+    if top:
+        facts.append("Most frequent terms: " + ", ".join(f"{an.surface[t]} ({c}×)" for t, c in top))
+    else:
+        facts.append(f"No words to summarise; the text reads {_quote(an.snippet, 200)}.")
+    if an.numbers:
+        facts.append("Numbers mentioned: " + ", ".join(an.numbers[:6]) + ".")
+    return facts
+
+
+def _clause_points(sentences: Sequence[Sentence]) -> list[str]:
+    out: list[str] = []
+    for s in sentences:
+        clauses = [c.strip(" ,;:，、；：") for c in _CLAUSE_RE.split(s.text)]
+        if len(clauses) > 1:
+            out.extend(c for c in clauses if len(_tokenize(c).terms) >= 2)
+    return out
+
+
+def _dedupe(items: Iterable[str], limit: int) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for item in items:
+        key = _dup_key(item)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(item)
+        if len(out) == limit:
+            break
+    return out
+
+
+def _intent_relevance(an: TextAnalysis, intent: _Intent, best: Sentence | None) -> str:
+    topics = ", ".join(an.surface[t] for t, _ in an.top_terms(3)) or "no identifiable topic"
+    if not intent.terms:
+        return (
+            f"The intent {intent.label} names no topic to look for, so relevance cannot be "
+            f"measured; the text is mainly about {topics}."
+        )
+    found = [t for t in intent.terms if an.term_counts.get(t)]
+    missing = [t for t in intent.terms if not an.term_counts.get(t)]
+    if not found:
+        listed = _join([_quote(intent.surface[t], 40) for t in intent.terms[:6]])
+        return (
+            f"None of the intent terms ({listed}) appear in the text; it is mainly about "
+            f"{topics}, so it likely does not serve {intent.label}."
+        )
+    hits = ", ".join(f"“{intent.surface[t]}” {an.term_counts[t]}×" for t in found[:6])
+    text = (
+        f"Serves {intent.label}: mentions {len(found)} of {len(intent.terms)} intent terms ({hits})"
+    )
+    if missing:
+        text += f" but not {_join([_quote(intent.surface[t], 40) for t in missing[:4]])}"
+    text += "."
+    if best is not None:
+        text += f" Most relevant passage: {_quote(best.text, 200)}"
+    return text
+
+
+def _tl_dr(chosen: Sequence[Sentence]) -> tuple[str, list[Sentence]]:
+    """The best sentence, plus the runner-up when both fit; always in reading order.
+
+    Finished sentences are preferred: a heading reads badly as a summary.
+    """
+    chosen = [s for s in chosen if _is_complete(s.text)] or chosen
+    first = chosen[0]
+    used = [first]
+    if len(chosen) > 1 and len(first.text) < 140:
+        second = chosen[1]
+        if len(first.text) + 1 + len(second.text) <= TL_DR_MAX:
+            used.append(second)
+    used.sort(key=lambda s: s.index)
+    return _trim(_join_sentences(s.text for s in used), TL_DR_MAX), used
+
+
+def _key_points(
+    an: TextAnalysis, chosen: Sequence[Sentence], used: Sequence[Sentence]
+) -> list[str]:
+    """3-7 distinct points: ranked sentences, then their clauses, then facts about the text."""
+    k = min(6, 3 + len(an.sentences) // 15)
+    rest = [s for s in chosen if s not in used]
+    body = sorted(rest[:k] if len(rest) >= 3 else chosen[:k], key=lambda s: s.index)
+    points = _dedupe((_trim(s.text, LINE_MAX) for s in body), 7)
+    if len(points) < 3:
+        clauses = (_trim(c, LINE_MAX) for c in _clause_points(chosen))
+        points = _dedupe([*points, *clauses], 3)
+    if len(points) < 3:
+        # The facts are >= 3 mutually distinct strings, so this always reaches 3.
+        points = _dedupe([*points, *_fact_points(an, an.reading_time_min)], 7)
+    return points
+
+
+def summarize_text(inp: EngineInput) -> Summary:
+    """An extractive, intent-aware summary of ``inp.text``."""
+    an = analyze(inp.text)
+    intent = _intent(inp.intent)
+    ranked = _rank(an, intent)
+    chosen = _select(ranked, 8)
+    if chosen:
+        tl_dr, used = _tl_dr(chosen)
+    else:
+        tl_dr = _trim(
+            f"A text of {_plural(an.chars, 'symbol')} without words: {_quote(an.snippet, 200)}",
+            TL_DR_MAX,
+        )
+        used = []
+    wanted = set(intent.terms)
+    best = next((s for _, s in ranked if wanted.intersection(s.terms)), None)
+    return Summary(
+        tl_dr=tl_dr,
+        key_points=_key_points(an, chosen, used),
+        intent_relevance=_intent_relevance(an, intent, best),
+        reading_time_min=an.reading_time_min,
+        lang=inp.lang or an.lang,
+    )
+
+
+# --- score -----------------------------------------------------------------
+
+
+def _priority(score: int) -> Priority:
+    if score >= 80:
+        return "P0"
+    if score >= 60:
+        return "P1"
+    if score >= 40:
+        return "P2"
+    return "P3"
+
+
+def _recommendation(score: int) -> Recommendation:
+    if score >= 60:
+        return "read"
+    if score >= 40:
+        return "skim"
+    return "skip"
+
+
+#: Score when the intent names no topic: neither a match nor a mismatch.
+NEUTRAL_SCORE: Final = 40
+
+
+def score_text(inp: EngineInput, summary: Summary) -> Score:
+    """Match score from intent-term coverage (60%), density (25%) and prominence (15%)."""
+    an = analyze(inp.text)
+    intent = _intent(inp.intent)
+    rt = summary.reading_time_min
+    length_reason = f"Length: {_length_phrase(an)}, {_reading_phrase(rt)}."
+    top = an.top_terms(5)
+    topics = ", ".join(f"{an.surface[t]} ({c}×)" for t, c in top)
+    if not intent.terms:
+        reasons = [
+            f"The intent {intent.label} names no topic, so the score is a neutral {NEUTRAL_SCORE}.",
+            f"Most frequent terms: {topics}." if top else "The text has no words to match.",
+            length_reason,
+        ]
+        return _make_score(NEUTRAL_SCORE, reasons)
+    found = [t for t in intent.terms if an.term_counts.get(t)]
+    missing = [t for t in intent.terms if t not in found]
+    hits = sum(an.term_counts[t] for t in found)
+    tokens = max(1, an.words + an.unspaced_chars)
+    per_k = hits * 1000 / tokens
+    title_terms = set(_tokenize(inp.title or "").terms)
+    prominent = [t for t in found if t in title_terms or t in an.first_paragraph_terms]
+    coverage = len(found) / len(intent.terms)
+    density = min(1.0, per_k / 10)
+    prominence = len(prominent) / len(intent.terms)
+    match = round(100 * (0.6 * coverage + 0.25 * density + 0.15 * prominence))
+
+    def names(ts: Sequence[str]) -> str:
+        return _join([_quote(intent.surface[t], 40) for t in ts[:6]])
+
+    if found:
+        coverage_reason = f"Found {len(found)} of {len(intent.terms)} intent terms: {names(found)}"
+        coverage_reason += f"; missing {names(missing)}." if missing else "."
+        counts = ", ".join(f"“{intent.surface[t]}” {an.term_counts[t]}×" for t in found[:6])
+        density_reason = (
+            f"Intent terms occur {_plural(hits, 'time')} ({per_k:.1f} per 1,000 words): {counts}."
+        )
+        where = []
+        for t in found[:4]:
+            spots = [
+                spot
+                for spot, ok in (
+                    ("the title", t in title_terms),
+                    ("the opening paragraph", t in an.first_paragraph_terms),
+                )
+                if ok
+            ]
+            first = next(s.index for s in an.sentences if t in s.terms) + 1
+            at = _join(spots) if spots else f"sentence {first} of {len(an.sentences)}"
+            where.append(f"“{intent.surface[t]}” in {at}")
+        reasons = [
+            coverage_reason,
+            density_reason,
+            "Where: " + "; ".join(where) + ".",
+            length_reason,
+        ]
+    else:
+        reasons = [
+            f"None of the intent terms ({names(intent.terms)}) appear in the text.",
+            f"The text is about other things; most frequent terms: {topics}."
+            if top
+            else "The text has no words that could match the intent.",
+            length_reason,
+        ]
+    return _make_score(match, reasons)
+
+
+def _make_score(match: int, reasons: Sequence[str]) -> Score:
+    match = max(0, min(100, match))
+    return Score(
+        match_score=match,
+        priority=_priority(match),
+        reasons=_dedupe((_trim(r, LINE_MAX) for r in reasons), 10),
+        recommendation=_recommendation(match),
+    )
+
+
+# --- todos -----------------------------------------------------------------
+
+_TUTORIAL_RE: Final = re.compile(
+    r"\b(?:install(?:ing|ation)?|step|steps|tutorial|how to|guide|walkthrough|configure|set ?up|"
+    r"prerequisites|you'll need|run the|command)\b|"
+    r"установ|шаг|руководств|安装|步骤|教程|インストール|手順",
+    re.IGNORECASE,
+)
+_CODE_RE: Final = re.compile(r"^(?:```|\$ |>>> |#!|pip install|npm |cargo )", re.MULTILINE)
+_STEP_RE: Final = re.compile(r"^\s*(?:step\s+)?\d{1,2}[.):]\s+\S", re.MULTILINE | re.IGNORECASE)
+_RESEARCH_RE: Final = re.compile(
+    r"\b(?:abstract|study|studies|paper|experiments?|dataset|results|methods?|methodology|"
+    r"hypothes[ie]s|participants|et al|arxiv|doi|findings|we propose|statistically|"
+    r"peer[- ]reviewed|researchers|sample)\b|исследован|эксперимент|研究|论文|实验|論文|実験",
+    re.IGNORECASE,
+)
+_OPINION_RE: Final = re.compile(
+    r"\b(?:i think|i believe|in my (?:view|opinion)|i argue|i'm convinced|we should|we must|"
+    r"should|ought to|frankly|overrated|underrated|the problem is|mistake|wrong)\b|"
+    r"я думаю|я считаю|по-моему|мнени|我认为|我觉得|观点|と思う",
+    re.IGNORECASE,
+)
+#: Hits per 1,000 words a genre needs before the todos are shaped for it.
+GENRE_THRESHOLD: Final = 4.0
+
+
+def detect_genre(text: str, words: int) -> Genre:
+    """Tutorial, research or opinion, by density of telltale words and code/step lines."""
+    scale = 1000 / max(200, words)
+    scores: dict[Genre, float] = {
+        "tutorial": (
+            len(_TUTORIAL_RE.findall(text))
+            + 3 * len(_CODE_RE.findall(text))
+            + 2 * len(_STEP_RE.findall(text))
+        )
+        * scale,
+        "research": len(_RESEARCH_RE.findall(text)) * scale,
+        "opinion": len(_OPINION_RE.findall(text)) * scale,
+    }
+    best = max(scores, key=lambda g: scores[g])
+    return best if scores[best] >= GENRE_THRESHOLD else "general"
+
+
+def _clamp_minutes(n: int) -> int:
+    return max(1, min(600, n))
+
+
+def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
+    """3-5 todos shaped by genre; the 'output' todo always names the intent."""
+    an = analyze(inp.text)
+    intent = _intent(inp.intent)
+    genre = detect_genre(inp.text, an.words)
+    title = _quote(_display_title(inp, an), 60)
+    focus = [intent.surface[t] for t in intent.terms if an.term_counts.get(t)]
+    focus += [an.surface[t] for t, _ in an.top_terms(3)]
+    topics = _join(list(dict.fromkeys(focus))[:3]) or "the key points"
+    goal = intent.label
+    rt = summary.reading_time_min
+    items: list[tuple[str, TodoKind, int]]
+    if genre == "tutorial":
+        items = [
+            (f"Try the steps from {title} yourself, aiming at {goal}", "action", rt * 3 + 10),
+            (f"Write down the working commands or code from {title} for {goal}", "output", 15),
+            (f"Look up anything unclear about {topics} before relying on it", "learn", 10),
+        ]
+    elif genre == "research":
+        items = [
+            (
+                f"Write a note on the findings of {title} and what they mean for {goal}",
+                "output",
+                20,
+            ),
+            (f"Check the method and evidence behind the claims about {topics}", "learn", 15),
+            (f"Save the key reference from {title} where you keep sources", "action", 5),
+        ]
+    elif genre == "opinion":
+        items = [
+            (f"Decide whether you agree with the argument of {title} for {goal}", "action", 10),
+            (
+                f"Write a short response: where you agree or disagree with {title}, and why",
+                "output",
+                15,
+            ),
+            (f"Find one counter-argument or independent source on {topics}", "learn", 15),
+        ]
+    else:
+        items = [
+            (f"Write three takeaways from {title} that serve {goal}", "output", 10),
+            (f"Pick one idea about {topics} and act on it this week", "action", 15),
+            (f"Look further into {topics}", "learn", 20),
+        ]
+    if score.recommendation == "read":
+        items.append((f"Read {title} in full ({_reading_phrase(rt)})", "read", rt))
+    elif score.recommendation == "skim":
+        items.append((f"Skim {title} for the parts about {topics}", "read", max(1, rt // 3)))
+    else:
+        items.append(
+            (f"Archive {title}: it matches {goal} poorly (score {score.match_score})", "action", 1)
+        )
+    return Todos(
+        items=[
+            Todo(title=_trim(t, TODO_TITLE_MAX), kind=k, estimate_min=_clamp_minutes(m))
+            for t, k, m in items
+        ]
+    )
+
+
+# --- card ------------------------------------------------------------------
+
+CARD_SECTIONS: Final = ("one_liner", "summary", "key_points", "todos", "reasons", "source")
+
+
+def _display_title(inp: EngineInput, an: TextAnalysis) -> str:
+    """The given title, else the first sentence, else a snippet of the text."""
+    title = _normalize_space(inp.title or "")
+    if title:
+        return _trim(title, CARD_TITLE_MAX)
+    wordy = (s for s in an.sentences if not s.code and (s.words >= 3 or s.unspaced_chars >= 6))
+    first = next(wordy, an.sentences[0] if an.sentences else None)
+    return _trim(first.text if first else an.snippet, 120)
+
+
+def build_card(inp: EngineInput, summary: Summary, score: Score, todos: Todos) -> Card:
+    """Assemble the card from the earlier payloads; only the title may come from the text."""
+    an = analyze(inp.text)
+    tl_dr = _normalize_space(summary.tl_dr)
+    first = next(iter(_split_sentences(tl_dr)), tl_dr)
+    balanced = first.count("“") == first.count("”")
+    one_liner = first if len(first) >= 20 and balanced else tl_dr
+    # One more point makes the summary richer, but never a statistic about the text.
+    facts = {_dup_key(f) for f in _fact_points(an, an.reading_time_min)}
+    extra = next(
+        (p for p in summary.key_points if p.strip() not in tl_dr and _dup_key(p) not in facts),
+        None,
+    )
+    body = _join_sentences([tl_dr, extra or ""])
+    return Card(
+        title=_display_title(inp, an),
+        one_liner=_trim(one_liner or summary.tl_dr, TL_DR_MAX),
+        summary=body,
+        key_points=list(summary.key_points),
+        todos=list(todos.items),
+        priority=score.priority,
+        match_score=score.match_score,
+        tags=list(inp.tags),
+        source=CardSource(url=inp.url, title=inp.title, site_name=inp.site_name),
+        render_spec=RenderSpec(template="card", version="card.v1", sections=list(CARD_SECTIONS)),
+    )
+
+
+# --- engine ----------------------------------------------------------------
+
+
+async def _run(text: str, fn: Callable[[], T]) -> T:
+    """Run ``fn`` inline for short texts, in a worker thread for long ones."""
+    _require_text(text)
+    if len(text) > OFFLOAD_CHARS:
+        return await anyio.to_thread.run_sync(fn)
+    return fn()
+
+
+class LocalEngine:
+    """The :class:`readdod.engines.base.Engine` that needs nothing but the text."""
+
+    name: str = "local"
+    version: str = "1"
+
+    async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
+        payload = await _run(inp.text, functools.partial(summarize_text, inp))
+        return EngineOutput(payload=payload, template_version="summary.local.v1")
+
+    async def score(self, inp: EngineInput, summary: Summary) -> EngineOutput[Score]:
+        payload = await _run(inp.text, functools.partial(score_text, inp, summary))
+        return EngineOutput(payload=payload, template_version="score.local.v1")
+
+    async def todos(self, inp: EngineInput, summary: Summary, score: Score) -> EngineOutput[Todos]:
+        payload = await _run(inp.text, functools.partial(plan_todos, inp, summary, score))
+        return EngineOutput(payload=payload, template_version="todos.local.v1")
+
+    async def card(
+        self, inp: EngineInput, summary: Summary, score: Score, todos: Todos
+    ) -> EngineOutput[Card]:
+        payload = await _run(inp.text, functools.partial(build_card, inp, summary, score, todos))
+        return EngineOutput(payload=payload, template_version="card.local.v1")

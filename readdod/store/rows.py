@@ -1,0 +1,74 @@
+"""Rows as the store hands them out: plain Structs in column order."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class ItemRow(msgspec.Struct, kw_only=True):
+    id: str
+    capture_id: str | None
+    capture_hash: str | None
+    source_type: str
+    url: str | None
+    final_url: str | None
+    domain: str | None
+    title: str | None
+    intent_text: str
+    status: str
+    priority: str
+    match_score: int | None
+    tags: str
+    failure: str | None
+    archive_reason: str | None
+    lease_owner: str | None
+    lease_expires_at: int | None
+    current_run_id: str | None
+    orphan_count: int
+    next_attempt_at: int
+    created_at: int
+    updated_at: int
+
+
+class RunRow(msgspec.Struct, kw_only=True):
+    run_id: str
+    item_id: str
+    mode: str
+    status: str
+    refetch: int
+    current_step: str | None
+    attempts: int
+    worker_id: str | None
+    error_code: str | None
+    created_at: int
+    started_at: int | None
+    finished_at: int | None
+
+
+class ArtifactRow(msgspec.Struct, kw_only=True):
+    item_id: str
+    artifact_type: str
+    version: int
+    created_by: str
+    run_id: str | None
+    payload: str
+    meta: str
+    created_at: int
+
+
+class EventRow(msgspec.Struct, kw_only=True):
+    seq: int
+    at: int
+    item_id: str | None
+    run_id: str | None
+    kind: str
+    from_status: str | None
+    to_status: str | None
+    trigger: str
+    detail: str
+
+
+ITEM_COLUMNS = tuple(ItemRow.__struct_fields__)
+RUN_COLUMNS = tuple(RunRow.__struct_fields__)
+ARTIFACT_COLUMNS = tuple(ArtifactRow.__struct_fields__)
+EVENT_COLUMNS = tuple(EventRow.__struct_fields__)

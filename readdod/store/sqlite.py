@@ -1,0 +1,232 @@
+"""SQLite through aiosqlite, with group commit.
+
+Two connections: a writer and a reader (WAL lets them overlap). Writes are
+*units of work*, synchronous functions of a :class:`Tx`, queued to a single
+writer task that drains whatever is waiting and runs it as one transaction
+in the database thread: one ``BEGIN IMMEDIATE``, one savepoint per unit, one
+``COMMIT`` (one fsync) for the lot. A caller's ``await store.write(...)``
+returns only after its commit, so an acknowledged request is durable.
+
+aiosqlite runs one call per thread hop; a whole unit of work goes through
+its private ``_execute`` so the hop is paid once per batch rather than once
+per statement (the one place readdod reaches past aiosqlite's public API).
+
+A cancelled caller's unit may still commit: aiosqlite cannot stop a
+statement already queued. Every unit is therefore guarded (compare-and-set
+on status and lease) so a late commit is harmless.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import aiosqlite
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from readdod.errors import ConfigError, InternalError, ShuttingDown, StoreBusy
+from readdod.store.queries import Tx
+
+T = TypeVar("T")
+
+MIN_SQLITE = (3, 35, 0)  # RETURNING
+MAX_BATCH = 512
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = resources.files("readdod.store") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            found.append((int(entry.name.split("_", 1)[0]), entry.read_text("utf-8")))
+    return sorted(found)
+
+
+SCHEMA_VERSION = max(n for n, _ in _migrations())
+
+
+class StoreClosed(ShuttingDown):
+    """The store no longer takes work (the daemon is stopping)."""
+
+
+class _Job(Generic[T]):
+    __slots__ = ("done", "error", "fn", "result")
+
+    def __init__(self, fn: Callable[[Tx], T]) -> None:
+        self.fn = fn
+        self.done = anyio.Event()
+        self.result: T | None = None
+        self.error: BaseException | None = None
+
+
+def _map_sqlite_error(exc: sqlite3.Error) -> Exception:
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return StoreBusy("the database is locked by another process; try again in a moment")
+    return InternalError(f"database error: {text}")
+
+
+def _commit_batch(conn: sqlite3.Connection, batch: list[_Job[Any]]) -> None:
+    """Run in the database thread: every job of the batch in one transaction."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        err = _map_sqlite_error(exc)
+        for job in batch:
+            job.error = err
+        return
+    tx = Tx(conn)
+    for job in batch:
+        conn.execute("SAVEPOINT unit")
+        try:
+            job.result = job.fn(tx)
+        except Exception as exc:
+            conn.execute("ROLLBACK TO unit")
+            job.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
+        conn.execute("RELEASE unit")
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        err = _map_sqlite_error(exc)
+        for job in batch:
+            job.error = err
+
+
+def _read(conn: sqlite3.Connection, fn: Callable[[Tx], T]) -> T:
+    """Run in the database thread: one consistent snapshot for the whole read."""
+    conn.execute("BEGIN")
+    try:
+        return fn(Tx(conn))
+    finally:
+        conn.execute("COMMIT")
+
+
+def _migrate(conn: sqlite3.Connection) -> int:
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > SCHEMA_VERSION:
+        raise ConfigError(
+            f"the database has schema version {current}, newer than this readdod knows"
+            f" ({SCHEMA_VERSION}); upgrade readdod or use another data_dir"
+        )
+    for number, sql in _migrations():
+        if number <= current:
+            continue
+        try:
+            conn.executescript(f"BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version = {number};\nCOMMIT;")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+async def _call(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
+    """Run ``fn(raw_connection, *args)`` in ``conn``'s thread in one hop."""
+    raw = conn._conn
+    result: T = await conn._execute(fn, raw, *args)  # type: ignore[no-untyped-call]
+    return result
+
+
+async def _connect(path: Path, synchronous: str, *, readonly: bool) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    await conn.execute("PRAGMA busy_timeout = 5000")
+    await conn.execute("PRAGMA foreign_keys = ON")
+    if readonly:
+        await conn.execute("PRAGMA query_only = ON")
+    else:
+        await conn.execute("PRAGMA journal_mode = WAL")
+        await conn.execute(f"PRAGMA synchronous = {synchronous}")
+    return conn
+
+
+class Store:
+    """The database, opened with :meth:`open` for the life of a task group."""
+
+    def __init__(
+        self,
+        path: Path,
+        writer: aiosqlite.Connection,
+        reader: aiosqlite.Connection,
+        send: MemoryObjectSendStream[_Job[Any]],
+    ) -> None:
+        self.path = path
+        self._writer = writer
+        self._reader = reader
+        self._send = send
+        self.commits = 0
+        self.units = 0
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, path: Path, *, synchronous: str = "FULL") -> AsyncIterator[Store]:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise ConfigError(
+                f"SQLite {sqlite3.sqlite_version} is too old; readdod needs 3.35 or newer"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        writer = await _connect(path, synchronous, readonly=False)
+        try:
+            await _call(writer, _migrate)
+            reader = await _connect(path, synchronous, readonly=True)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await writer.close()
+            raise
+        send, recv = anyio.create_memory_object_stream[_Job[Any]](max_buffer_size=math.inf)
+        store = cls(path, writer, reader, send)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(store._write_loop, recv)
+                try:
+                    yield store
+                finally:
+                    send.close()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await reader.close()
+                await writer.close()
+
+    async def _write_loop(self, recv: MemoryObjectReceiveStream[_Job[Any]]) -> None:
+        async with recv:
+            async for job in recv:
+                batch = [job]
+                while len(batch) < MAX_BATCH:
+                    try:
+                        batch.append(recv.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                with anyio.CancelScope(shield=True):
+                    await _call(self._writer, _commit_batch, batch)
+                self.commits += 1
+                self.units += len(batch)
+                for j in batch:
+                    j.done.set()
+
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run a unit of work in a transaction; returns after it is durable."""
+        job = _Job(fn)
+        try:
+            self._send.send_nowait(job)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            raise StoreClosed("readdod is shutting down; try again when it is back") from exc
+        await job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.result  # type: ignore[return-value]
+
+    async def read(self, fn: Callable[[Tx], T]) -> T:
+        """Run read-only queries on one snapshot."""
+        try:
+            return await _call(self._reader, _read, fn)
+        except sqlite3.Error as exc:
+            raise _map_sqlite_error(exc) from exc

@@ -1,0 +1,159 @@
+"""Claims QUEUED items and runs one actor per item.
+
+Event-driven: the orchestrator wakes the supervisor whenever it queues work,
+so pickup has no polling delay; a slow timer is only a safety net. Leases
+live in memory and one batched heartbeat statement renews all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from readdod import actor
+from readdod.clock import Clock
+from readdod.logging import get_logger
+from readdod.orchestrator import Claimed, Orchestrator
+from readdod.pipeline import Pipeline
+
+log = get_logger("readdod.supervisor")
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class Supervisor:
+    def __init__(
+        self,
+        orch: Orchestrator,
+        pipeline: Pipeline,
+        clock: Clock,
+        *,
+        owner: str,
+        concurrency: int,
+        batch_size: int,
+        lease_ttl_s: float,
+        claim_interval_s: float,
+        shutdown_grace_s: float,
+    ) -> None:
+        self.orch = orch
+        self.pipeline = pipeline
+        self.clock = clock
+        self.owner = owner
+        self.concurrency = concurrency
+        self.batch_size = batch_size
+        self.lease_ttl_ms = int(lease_ttl_s * 1000)
+        self.claim_interval_s = claim_interval_s
+        self.shutdown_grace_s = shutdown_grace_s
+        self.paused = False
+        self.draining = False
+        self.claimed_total = 0
+        self._actors: dict[str, anyio.CancelScope] = {}
+        self._wake = anyio.Event()
+        self._idle = anyio.Event()
+        self._stop = anyio.Event()
+        orch.on_enqueue(self.wake)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._actors)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = paused
+        self.wake()
+
+    def stop(self) -> None:
+        """Begin the drain: claim nothing more; actors stop at their next step."""
+        self.draining = True
+        self._stop.set()
+        self.wake()
+
+    def force_stop(self) -> None:
+        """A second signal: skip the grace period, cancel every actor now."""
+        self.stop()
+        for scope in list(self._actors.values()):
+            scope.cancel()
+
+    def cancel(self, item_id: str) -> bool:
+        scope = self._actors.get(item_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def _stop_reason(self) -> str | None:
+        if self.draining:
+            return "shutdown"
+        if self.paused:
+            return "pause"
+        return None
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        self.paused = await self.orch.is_paused()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._heartbeat_loop)
+            task_status.started()
+            await self._claim_loop(tg)
+            if self._actors:
+                log.info(
+                    "daemon.draining", in_flight=len(self._actors), grace_s=self.shutdown_grace_s
+                )
+                with anyio.move_on_after(self.shutdown_grace_s):
+                    await self._idle.wait()
+            tg.cancel_scope.cancel()
+
+    async def _claim_loop(self, tg: TaskGroup) -> None:
+        while not self.draining:
+            self._wake = anyio.Event()
+            if not self.paused:
+                await self._claim(tg)
+            with anyio.move_on_after(self.claim_interval_s):
+                await self._wake.wait()
+
+    async def _claim(self, tg: TaskGroup) -> None:
+        while not self.draining and not self.paused:
+            free = self.concurrency - len(self._actors)
+            if free <= 0:
+                return
+            want = min(free, self.batch_size)
+            claimed = await self.orch.claim(self.owner, want, self.lease_ttl_ms)
+            for c in claimed:
+                scope = anyio.CancelScope()
+                self._actors[c.lease.item_id] = scope
+                self._idle = anyio.Event()
+                tg.start_soon(self._run_actor, c, scope)
+            self.claimed_total += len(claimed)
+            if len(claimed) < want:
+                return
+
+    async def _run_actor(self, claimed: Claimed, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await actor.run(claimed, self.orch, self.pipeline, self._stop_reason)
+        finally:
+            self._actors.pop(claimed.lease.item_id, None)
+            if not self._actors:
+                self._idle.set()
+            self.wake()
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self.lease_ttl_ms / 3000
+        while True:
+            await anyio.sleep(interval)
+            held = list(self._actors)
+            if held:
+                renewed = await self.orch.renew(self.owner, held, self.lease_ttl_ms)
+                for item_id in set(held) - renewed:
+                    if item_id in self._actors:
+                        log.warning("lease.lost", item_id=item_id, worker_id=self.owner)
+                        self._actors[item_id].cancel()
+            if await self.orch.requeue_expired():
+                self.wake()

@@ -1,0 +1,151 @@
+"""The real daemon as a subprocess, with its JSON log lines read as they come.
+
+Tests synchronise on log events (``daemon.ready``, ``item.transition``), never
+on sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from readdod.control.client import Client
+
+LogLine = dict[str, Any]
+
+
+def toml(sections: dict[str, dict[str, Any]]) -> str:
+    out = []
+    for name, values in sections.items():
+        out.append(f"[{name}]")
+        for key, value in values.items():
+            out.append(f"{key} = {json.dumps(value)}")
+    return "\n".join(out) + "\n"
+
+
+class DaemonProc:
+    def __init__(self, root: Path, **sections: dict[str, Any]) -> None:
+        self.root = root
+        self.data = root / "data"
+        self.sock = root / "readdod.sock"
+        cfg: dict[str, dict[str, Any]] = {
+            "daemon": {"data_dir": str(self.data)},
+            "control": {"socket": str(self.sock)},
+            "export": {"dir": str(root / "exports")},
+        }
+        for name, values in sections.items():
+            cfg.setdefault(name, {}).update(values)
+        self.config = root / "config.toml"
+        self.config.write_text(toml(cfg))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.logs: list[LogLine] = []
+        self.stderr = b""
+        self._cond = threading.Condition()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def db_path(self) -> Path:
+        return self.data / "readdod.db"
+
+    def start(self, *, wait: bool = True, env: dict[str, str] | None = None) -> DaemonProc:
+        self.logs = []
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("READDOD_")}
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "readdod", "serve", "--config", str(self.config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+        )
+        out = threading.Thread(target=self._read_stdout, args=(self.proc,), daemon=True)
+        err = threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True)
+        out.start()
+        err.start()
+        self._threads = [out, err]
+        if wait:
+            self.wait_log(lambda e: e["event"] == "daemon.ready", timeout=60)
+        return self
+
+    def _read_stdout(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                entry = {"event": "<unparsed>", "raw": raw.decode(errors="replace")}
+            with self._cond:
+                self.logs.append(entry)
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stderr is not None
+        self.stderr = proc.stderr.read()
+
+    def wait_log(
+        self, match: Callable[[LogLine], bool], *, count: int = 1, timeout: float = 60
+    ) -> list[LogLine]:
+        """Block until ``count`` log lines match (or the daemon exits, or time runs out)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = [e for e in self.logs if match(e)]
+                if len(found) >= count:
+                    return found
+                exited = self.proc is not None and self.proc.poll() is not None
+                left = deadline - time.monotonic()
+                if left <= 0 or (exited and not self._threads[0].is_alive()):
+                    raise AssertionError(
+                        f"waited for {count} matching log lines, saw {len(found)};"
+                        f" exited={exited}; stderr={self.stderr[-2000:]!r};"
+                        f" last logs={self.logs[-5:]}"
+                    )
+                self._cond.wait(min(left, 0.5))
+
+    def wait_status(self, status: str, count: int, *, timeout: float = 120) -> None:
+        self.wait_log(
+            lambda e: e["event"] == "item.transition" and e.get("to") == status,
+            count=count,
+            timeout=timeout,
+        )
+
+    def client(self) -> Client:
+        return Client(self.sock)
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        with self.client() as c:
+            return c.call(method, params)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=timeout)
+        for t in self._threads:
+            t.join(timeout=10)
+        return code
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+        for t in self._threads:
+            t.join(timeout=10)
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+    def db(self) -> sqlite3.Connection:
+        """A read-only look at the daemon's database."""
+        return sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)

@@ -1,0 +1,321 @@
+"""The real daemon as a subprocess, over its real socket, on a real SQLite file."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from readdod.control.client import Client, RpcError
+from tests.daemon_proc import DaemonProc
+
+ARTICLE = (
+    "SQLite in WAL mode lets readers and a writer work at the same time.\n\n"
+    "To enable it, run PRAGMA journal_mode=WAL once; the setting persists in the file. "
+    "Checkpoints move pages from the WAL back into the database. "
+    "With synchronous=FULL every commit is durable, even after a power loss.\n\n"
+    "Group commit batches many small transactions into one fsync, which keeps "
+    "throughput high while every acknowledged write stays durable."
+)
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[list[DaemonProc]]:
+    made: list[DaemonProc] = []
+    yield made
+    for d in made:
+        d.close()
+
+
+def _daemon(made: list[DaemonProc], root: Path, **sections: dict[str, Any]) -> DaemonProc:
+    d = DaemonProc(root, **sections)
+    made.append(d)
+    return d
+
+
+def _cli(d: DaemonProc, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "readdod", *args, "--socket", str(d.sock)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _err(exc: pytest.ExceptionInfo[RpcError]) -> tuple[int, str, dict[str, Any]]:
+    return exc.value.rpc_code, exc.value.error_code, exc.value.data
+
+
+def test_new_user_flow_through_the_cli(tmp_path: Path, daemons: list[DaemonProc]) -> None:
+    d = _daemon(daemons, tmp_path).start()
+    src = tmp_path / "article.txt"
+    src.write_text(ARTICLE)
+
+    out = _cli(d, "capture", "--text", str(src), "--intent", "learn how WAL mode works", "--wait")
+    assert out.returncode == 0, out.stderr
+    assert "Todos:" in out.stdout and "[ ]" in out.stdout
+
+    listed = _cli(d, "ls", "--json")
+    assert listed.returncode == 0, listed.stderr
+    items = __import__("json").loads(listed.stdout)["items"]
+    assert len(items) == 1 and items[0]["status"] == "READY"
+    item_id = items[0]["id"]
+
+    shown = _cli(d, "show", item_id, "--history")
+    assert (
+        shown.returncode == 0 and "READY" in shown.stdout and "QUEUED -> PROCESSING" in shown.stdout
+    )
+
+    # HTML capture from stdin: extraction runs, no network needed.
+    html = (
+        "<html><head><title>Notes | Blog</title></head><body><nav>Home About</nav>"
+        + "".join(f"<article><p>{p}</p></article>" for p in ARTICLE.split("\n\n"))
+        + "</body></html>"
+    )
+    out = _cli(
+        d,
+        "capture",
+        "https://blog.example.org/wal",
+        "--html",
+        "-",
+        "--intent",
+        "decide on WAL",
+        "--wait",
+        "--json",
+        stdin=html,
+    )
+    assert out.returncode == 0, out.stderr
+
+    assert _cli(d, "ship", item_id).returncode == 0
+    assert _cli(d, "archive", item_id).returncode == 0
+    un = _cli(d, "unarchive", item_id, "--json")
+    assert un.returncode == 0 and '"READY"' in un.stdout  # a complete run exists
+
+    regen = _cli(d, "process", item_id, "--regenerate", "--json")
+    assert regen.returncode == 0, regen.stderr
+    d.wait_status("READY", count=4)  # text item, html item, unarchive, regenerate
+    got = d.call("get", {"id": item_id})
+    assert got["item"]["status"] == "READY"
+    assert [r["status"] for r in got["runs"]] == ["succeeded", "succeeded"]
+    new_run = got["runs"][1]["run_id"]
+    for kind in ("summary", "score", "todos", "card"):
+        art = got["artifacts"][kind]
+        assert art["version"] == 2 and art["meta"]["run_id"] == new_run
+    # The regenerate reused the extraction instead of making a second one.
+    assert got["artifacts"]["extraction"]["version"] == 1
+
+    assert d.stop() == 0
+
+
+def test_refused_transitions_answer_409(tmp_path: Path, daemons: list[DaemonProc]) -> None:
+    d = _daemon(daemons, tmp_path, daemon={"auto_process": False}, ai={"engine": "fixed"}).start()
+    with d.client() as c:
+        captured = c.call("capture", {"text": ARTICLE, "intent": "x"})["item"]["id"]
+        assert c.call("get", {"id": captured})["item"]["status"] == "CAPTURED"
+
+        empty_page = "<html><body><nav><a href='/'>Home</a></nav></body></html>"
+        failing = c.call("capture", {"html": empty_page, "intent": "x"})["item"]["id"]
+        ready = c.call("capture", {"text": ARTICLE, "intent": "y"})["item"]["id"]
+        shipped = c.call("capture", {"text": ARTICLE, "intent": "z"})["item"]["id"]
+        archived = c.call("capture", {"text": ARTICLE, "intent": "w"})["item"]["id"]
+        for i in (failing, ready, shipped, archived):
+            c.call("process", {"id": i})
+        d.wait_status("READY", count=3)
+        d.wait_status("FAILED_EXTRACTION", count=1)
+        c.call("ship", {"id": shipped})
+        c.call("archive", {"id": archived})
+        c.call("pause")
+        queued = c.call("capture", {"text": ARTICLE, "intent": "q"})["item"]["id"]
+        c.call("process", {"id": queued})
+
+        fail = c.call("get", {"id": failing})["item"]
+        assert fail["status"] == "FAILED_EXTRACTION"
+        assert fail["failure"]["error_code"] == "EXTRACTION_EMPTY"
+        assert fail["failure"]["failed_step"] == "extraction"
+
+        refused: list[tuple[str, str, dict[str, Any], str, str]] = [
+            (captured, "ship", {}, "CAPTURED", "SHIPPED"),
+            (captured, "unarchive", {}, "CAPTURED", "READY"),
+            (queued, "ship", {}, "QUEUED", "SHIPPED"),
+            (queued, "process", {}, "QUEUED", "QUEUED"),
+            (ready, "unarchive", {}, "READY", "READY"),
+            (ready, "process", {}, "READY", "QUEUED"),
+            (shipped, "process", {}, "SHIPPED", "QUEUED"),
+            (shipped, "unarchive", {}, "SHIPPED", "READY"),
+            (archived, "archive", {}, "ARCHIVED", "ARCHIVED"),
+            (archived, "ship", {}, "ARCHIVED", "SHIPPED"),
+            (failing, "ship", {}, "FAILED_EXTRACTION", "SHIPPED"),
+            (failing, "unarchive", {}, "FAILED_EXTRACTION", "READY"),
+        ]
+        for item_id, method, extra, src, dst in refused:
+            with pytest.raises(RpcError) as exc:
+                c.call(method, {"id": item_id, **extra})
+            code, error_code, data = _err(exc)
+            assert (code, error_code) == (409, "INVALID_TRANSITION"), (method, src)
+            assert data["from"] == src and data["to"] == dst and data["status"] == 409
+            assert c.call("get", {"id": item_id})["item"]["status"] == src  # nothing changed
+
+        with pytest.raises(RpcError) as exc:
+            c.call("ship", {"id": "01NOTANITEM"})
+        assert _err(exc)[:2] == (404, "NOT_FOUND")
+
+        # Allowed moves from the same states still work.
+        assert c.call("archive", {"id": failing})["item"]["archive_reason"] == "FAILURE_ARCHIVE"
+        assert c.call("archive", {"id": captured})["item"]["status"] == "ARCHIVED"
+    assert d.stop() == 0
+
+
+def test_processing_item_is_busy_and_sigterm_requeues(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = _daemon(
+        daemons,
+        tmp_path,
+        daemon={"concurrency": 1, "shutdown_grace_s": 0.2},
+        ai={"engine": "fixed", "fixed_delay_ms": 600_000},
+    ).start()
+    with d.client() as c:
+        item_id = c.call("capture", {"text": ARTICLE, "intent": "x"})["item"]["id"]
+        d.wait_status("PROCESSING", count=1)
+        for method, dst in [
+            ("archive", "ARCHIVED"),
+            ("process", "QUEUED"),
+            ("ship", "SHIPPED"),
+            ("unarchive", "READY"),
+        ]:
+            with pytest.raises(RpcError) as exc:
+                c.call(method, {"id": item_id})
+            code, error_code, data = _err(exc)
+            assert (code, error_code) == (409, "PROCESSING_IN_PROGRESS"), method
+            assert data["from"] == "PROCESSING" and data["to"] == dst
+    started = time.monotonic()
+    assert d.stop(signal.SIGTERM) == 0
+    assert time.monotonic() - started < 20
+    with d.db() as db:
+        status, owner = db.execute("SELECT status, lease_owner FROM items").fetchone()
+        run_status = db.execute("SELECT status FROM runs").fetchone()[0]
+        reasons = [
+            r[0]
+            for r in db.execute(
+                "SELECT json_extract(detail, '$.reason') FROM events WHERE to_status = 'QUEUED'"
+            )
+        ]
+    assert (status, owner, run_status) == ("QUEUED", None, "queued")
+    assert "shutdown" in reasons
+
+
+def test_second_daemon_on_the_same_database_exits_at_once(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    first = _daemon(daemons, tmp_path).start()
+    second = _daemon(daemons, tmp_path)
+    second.start(wait=False)
+    assert second.proc is not None
+    code = second.proc.wait(timeout=30)
+    for t in second._threads:
+        t.join(timeout=10)
+    assert code == 3
+    assert b"another readdod daemon is already running" in second.stderr
+    assert first.call("ping")["pid"] == first.proc.pid if first.proc else False
+    assert first.stop() == 0
+
+
+def test_bad_lines_get_errors_and_the_connection_survives(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    import json
+
+    d = _daemon(daemons, tmp_path, daemon={"auto_process": False}).start()
+    with Client(d.sock) as c:
+
+        def send(raw: bytes) -> Any:
+            c.send_raw(raw)
+            return json.loads(c.read_raw())
+
+        assert send(b"{not json\n")["error"]["code"] == -32700
+        assert send(b"[]\n")["error"]["code"] == -32600
+        assert send(b'"hello"\n')["error"]["code"] == -32600
+        assert send(b'{"jsonrpc":"1.0","id":1,"method":"ping"}\n')["error"]["code"] == -32600
+        r = send(b'{"jsonrpc":"2.0","id":7,"method":"nope"}\n')
+        assert r["error"]["code"] == -32601 and r["id"] == 7
+        r = send(b'{"jsonrpc":"2.0","id":8,"method":"capture","params":{"intent":5}}\n')
+        assert r["error"]["code"] == -32602 and r["id"] == 8
+        r = send(b'{"jsonrpc":"2.0","id":9,"method":"capture","params":{"intent":"x","bogus":1}}\n')
+        assert r["error"]["code"] == -32602
+        r = send(b'{"jsonrpc":"2.0","id":10,"method":"capture","params":{"intent":"x"}}\n')
+        assert r["error"]["code"] == 422 and r["error"]["data"]["error_code"] == "VALIDATION_ERROR"
+        r = send(
+            b'{"jsonrpc":"2.0","id":11,"method":"capture","params":{"intent":"x","url":"ftp://a"}}\n'
+        )
+        assert r["error"]["data"]["error_code"] == "VALIDATION_ERROR"
+        r = send(b'{"jsonrpc":"2.0","id":12,"method":"get","params":{"id":"X"}}\n')
+        assert r["error"]["code"] == 404 and r["error"]["data"]["error_code"] == "NOT_FOUND"
+        r = send(b"[" * 100_000 + b"\n")
+        assert r["error"]["code"] == -32700
+        r = send(b'{"jsonrpc":"2.0","id":99999999999999999999999999,"method":"ping"}\n')
+        assert "error" in r or "result" in r
+        # A line of 1 MiB + 1 bytes is skipped with 413; the connection stays usable.
+        r = send(
+            b'{"jsonrpc":"2.0","id":13,"method":"capture","params":{"intent":"x","text":"'
+            + b"a" * (1024 * 1024)
+            + b'"}}\n'
+        )
+        assert r["error"]["code"] == 413
+        assert r["error"]["data"]["error_code"] == "PAYLOAD_TOO_LARGE"
+        # A batch, with a notification that gets no answer.
+        c.send_raw(
+            b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"ping"}]\n'
+        )
+        batch = json.loads(c.read_raw())
+        assert len(batch) == 1 and batch[0]["id"] == 1 and "result" in batch[0]
+        assert c.call("ping")["version"]
+    # Half a line, then a disconnect: the daemon does not notice beyond closing it.
+    with Client(d.sock) as c:
+        c.send_raw(b'{"jsonrpc":"2.0","id":1,"meth')
+    assert d.call("ping")["paused"] is False
+    assert d.stop() == 0
+
+
+def test_pause_survives_restart(tmp_path: Path, daemons: list[DaemonProc]) -> None:
+    d = _daemon(daemons, tmp_path, ai={"engine": "fixed"}).start()
+    assert d.call("pause") == {"paused": True}
+    assert d.stop() == 0
+    d.start()
+    assert d.call("ping")["paused"] is True
+    item_id = d.call("capture", {"text": ARTICLE, "intent": "x"})["item"]["id"]
+    assert d.call("get", {"id": item_id})["item"]["status"] == "QUEUED"
+    assert d.call("resume") == {"paused": False}
+    d.wait_status("READY", count=1)
+    assert d.stop() == 0
+
+
+def test_capture_id_is_idempotent(tmp_path: Path, daemons: list[DaemonProc]) -> None:
+    d = _daemon(daemons, tmp_path, daemon={"auto_process": False}).start()
+    with d.client() as c:
+        a = c.call("capture", {"text": ARTICLE, "intent": "x", "capture_id": "c-1"})
+        b = c.call("capture", {"text": ARTICLE, "intent": "x", "capture_id": "c-1"})
+        assert a["created"] is True and b["created"] is False
+        assert a["item"]["id"] == b["item"]["id"]
+        with pytest.raises(RpcError) as exc:
+            c.call("capture", {"text": "other", "intent": "x", "capture_id": "c-1"})
+        assert _err(exc)[:2] == (409, "IDEMPOTENCY_CONFLICT")
+        assert len(c.call("list")["items"]) == 1
+    assert d.stop() == 0
+
+
+def test_cli_says_when_no_daemon_runs(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "readdod", "ls", "--socket", str(tmp_path / "none.sock")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 4
+    assert "not running" in out.stderr and "readdod serve" in out.stderr

@@ -1,0 +1,219 @@
+"""The orchestrator on a real SQLite file, with a clock moved by hand."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+
+from readdod.clock import ManualClock
+from readdod.errors import InvalidTransition, StepError
+from readdod.models import ArtifactMeta, Card, CardSource, RenderSpec, Score, Summary, Todo, Todos
+from readdod.orchestrator import CaptureRequest, Orchestrator
+from readdod.store import Store
+
+pytestmark = pytest.mark.anyio
+
+SUMMARY = Summary(tl_dr="t", key_points=["a", "b", "c"], intent_relevance="r", reading_time_min=1)
+SCORE = Score(match_score=50, priority="P2", reasons=["a", "b", "c"], recommendation="skim")
+TODOS = Todos(
+    items=[
+        Todo(title=t, kind=k, estimate_min=5)  # type: ignore[arg-type]
+        for t, k in [("w", "output"), ("x", "action"), ("y", "read")]
+    ]
+)
+CARD = Card(
+    title="t",
+    one_liner="o",
+    summary="s",
+    key_points=["a", "b", "c"],
+    todos=TODOS.items,
+    priority="P2",
+    match_score=50,
+    source=CardSource(),
+    render_spec=RenderSpec(template="card", version="1", sections=["todos"]),
+)
+META = ArtifactMeta(run_id=None, engine="test")
+enc = msgspec.json.encode
+
+
+@pytest.fixture
+async def orch(tmp_path: Path) -> AsyncIterator[Orchestrator]:
+    async with Store.open(tmp_path / "t.db") as store:
+        yield Orchestrator(store, ManualClock(), max_orphanings=3)
+
+
+async def _capture(o: Orchestrator, intent: str = "x", priority: str | None = None) -> str:
+    item, _ = await o.capture(CaptureRequest(intent=intent, text="body", priority=priority))
+    return item.id
+
+
+async def _status(o: Orchestrator, item_id: str) -> str:
+    return str((await o.get(item_id))["item"].status)
+
+
+async def test_claim_takes_p0_first_then_oldest_in_batches(orch: Orchestrator) -> None:
+    clock = orch.clock
+    assert isinstance(clock, ManualClock)
+    ids = []
+    for prio in ["P2", "P3", "P0", "P2", "P0"]:
+        ids.append(await _capture(orch, priority=prio))
+        clock.advance(10)
+    first = await orch.claim("w", 3, 30_000)
+    assert [c.lease.item_id for c in first] == [ids[2], ids[4], ids[0]]
+    second = await orch.claim("w", 3, 30_000)
+    assert [c.lease.item_id for c in second] == [ids[3], ids[1]]
+    assert await orch.claim("w", 3, 30_000) == []
+
+
+async def test_a_lost_lease_can_never_write(orch: Orchestrator) -> None:
+    item_id = await _capture(orch)
+    [claimed] = await orch.claim("old", 1, 30_000)
+    stale = claimed.lease
+    assert await orch.put_artifact(stale, "summary", enc(SUMMARY), META) == 1
+    # The worker is declared dead; someone else takes the item.
+    assert await orch.recover("new") == (1, 0)
+    [again] = await orch.claim("new", 1, 30_000)
+    assert again.lease.run_id == stale.run_id and "summary" in again.done
+    assert await orch.put_artifact(stale, "score", enc(SCORE), META) is None
+    assert await orch.fail(stale, "score", StepError("boom")) is None
+    assert await orch.complete(stale) is None
+    assert not await orch.release(stale, "pause")
+    got = await orch.get(item_id)
+    assert got["item"].status == "PROCESSING" and got["item"].failure is None
+    assert "score" not in got["artifacts"]
+
+
+async def test_one_artifact_per_run_and_step(orch: Orchestrator) -> None:
+    await _capture(orch)
+    [c] = await orch.claim("w", 1, 30_000)
+    assert await orch.put_artifact(c.lease, "summary", enc(SUMMARY), META) == 1
+    assert await orch.put_artifact(c.lease, "summary", enc(SUMMARY), META) == 1
+    rows = await orch.store.read(lambda tx: tx.all_artifacts(c.lease.item_id))
+    assert [(a.artifact_type, a.version) for a in rows] == [("summary", 1)]
+
+
+async def test_gate_needs_all_four_of_the_same_run(orch: Orchestrator) -> None:
+    item_id = await _capture(orch)
+    [c] = await orch.claim("w", 1, 30_000)
+    for step, payload in [("summary", SUMMARY), ("score", SCORE), ("todos", TODOS)]:
+        await orch.put_artifact(c.lease, step, enc(payload), META)
+    item = await orch.complete(c.lease)
+    assert item is not None and item.status == "FAILED_AI"
+    assert item.failure is not None and item.failure.error_code == "RUN_INCONSISTENT"
+    assert "card is missing" in item.failure.message
+
+    # A retry resumes the same run; with the card, the gate passes.
+    _, run_id = await orch.process(item_id)
+    assert run_id == c.lease.run_id
+    [c2] = await orch.claim("w", 1, 30_000)
+    assert set(c2.done) == {"summary", "score", "todos"}
+    await orch.put_artifact(c2.lease, "card", enc(CARD), META)
+    item = await orch.complete(c2.lease)
+    assert item is not None and item.status == "READY" and item.failure is None
+
+
+async def test_gate_rejects_an_invalid_payload(orch: Orchestrator) -> None:
+    await _capture(orch)
+    [c] = await orch.claim("w", 1, 30_000)
+    bad = msgspec.structs.replace(TODOS, items=[Todo(title="r", kind="read", estimate_min=1)] * 3)
+    for step, payload in [("summary", SUMMARY), ("score", SCORE), ("todos", bad), ("card", CARD)]:
+        await orch.put_artifact(c.lease, step, enc(payload), META)
+    item = await orch.complete(c.lease)
+    assert item is not None and item.failure is not None
+    assert (item.status, item.failure.error_code) == ("FAILED_AI", "AI_SCHEMA_INVALID")
+
+
+async def test_orphaned_too_often_in_a_row_fails_with_worker_lost(orch: Orchestrator) -> None:
+    item_id = await _capture(orch)
+    for expected in (1, 2):
+        await orch.claim("w", 1, 30_000)
+        assert await orch.recover("w2") == (1, 0)
+        assert (await orch.get(item_id))["item"].status == "QUEUED"
+        count = await orch.store.read(lambda tx: tx.item(item_id).orphan_count)  # type: ignore[union-attr]
+        assert count == expected
+    await orch.claim("w", 1, 30_000)
+    assert await orch.recover("w3") == (0, 1)
+    item = (await orch.get(item_id))["item"]
+    assert item.status == "FAILED_EXTRACTION"
+    assert item.failure.error_code == "WORKER_LOST" and item.failure.failed_step == "extraction"
+
+
+async def test_finishing_a_step_resets_the_orphan_count(orch: Orchestrator) -> None:
+    item_id = await _capture(orch)
+    steps = {"summary": SUMMARY, "score": SCORE, "todos": TODOS, "card": CARD}
+    for step, payload in steps.items():
+        [c] = await orch.claim("w", 1, 30_000)
+        await orch.put_artifact(c.lease, step, enc(payload), META)
+        assert await orch.recover("w") == (1, 0)
+        count = await orch.store.read(lambda tx: tx.item(item_id).orphan_count)  # type: ignore[union-attr]
+        assert count == 1
+    assert await _status(orch, item_id) == "QUEUED"
+
+
+async def test_worker_lost_in_an_ai_step_is_failed_ai(orch: Orchestrator) -> None:
+    item_id = await _capture(orch)
+    [c] = await orch.claim("w", 1, 30_000)
+    await orch.put_artifact(
+        c.lease,
+        "extraction",
+        enc({"text": "body", "source": "provided_text", "extractor": "t"}),
+        META,
+    )
+    for _ in range(3):
+        await orch.recover("w")
+        await orch.claim("w", 1, 30_000)
+    await orch.recover("w")
+    item = (await orch.get(item_id))["item"]
+    assert (item.status, item.failure.error_code, item.failure.failed_step) == (
+        "FAILED_AI",
+        "WORKER_LOST",
+        "summary",
+    )
+
+
+async def test_expired_lease_is_requeued(orch: Orchestrator) -> None:
+    clock = orch.clock
+    assert isinstance(clock, ManualClock)
+    item_id = await _capture(orch)
+    [c] = await orch.claim("w", 1, 1_000)
+    assert await orch.requeue_expired() == 0
+    assert await orch.renew("w", [item_id], 1_000) == {item_id}
+    clock.advance(1_500)
+    assert await orch.requeue_expired() == 1
+    assert await _status(orch, item_id) == "QUEUED"
+    assert await orch.renew("w", [item_id], 1_000) == set()
+    assert await orch.put_artifact(c.lease, "summary", enc(SUMMARY), META) is None
+
+
+async def test_refused_moves_leave_no_trace(orch: Orchestrator) -> None:
+    item_id = await _capture(orch)
+    before = await orch.get(item_id, history=True)
+    with pytest.raises(InvalidTransition) as exc:
+        await orch.unarchive(item_id)
+    assert exc.value.error_code == "INVALID_TRANSITION"
+    after = await orch.get(item_id, history=True)
+    assert len(after["events"]) == len(before["events"])
+
+
+async def test_concurrent_writes_share_commits(orch: Orchestrator) -> None:
+    async with anyio.create_task_group() as tg:
+        for i in range(200):
+            tg.start_soon(_capture, orch, f"intent {i}")
+    assert orch.store.units >= 200
+    assert orch.store.commits < orch.store.units / 5
+    items, cursor = await orch.list_items(limit=1000)
+    assert len(items) == 200 and cursor is None
+
+
+async def test_captures_are_durable_once_acknowledged(tmp_path: Path) -> None:
+    async with Store.open(tmp_path / "d.db") as store:
+        o = Orchestrator(store, ManualClock())
+        item_id = await _capture(o)
+    db = sqlite3.connect(tmp_path / "d.db")
+    assert db.execute("SELECT status FROM items WHERE id=?", (item_id,)).fetchone() == ("QUEUED",)
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
