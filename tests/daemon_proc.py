@@ -77,20 +77,22 @@ class DaemonProc:
 
     def _read_stdout(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
-        for raw in proc.stdout:
-            try:
-                entry = json.loads(raw)
-            except ValueError:
-                entry = {"event": "<unparsed>", "raw": raw.decode(errors="replace")}
-            with self._cond:
-                self.logs.append(entry)
-                self._cond.notify_all()
+        with proc.stdout:
+            for raw in proc.stdout:
+                try:
+                    entry = json.loads(raw)
+                except ValueError:
+                    entry = {"event": "<unparsed>", "raw": raw.decode(errors="replace")}
+                with self._cond:
+                    self.logs.append(entry)
+                    self._cond.notify_all()
         with self._cond:
             self._cond.notify_all()
 
     def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stderr is not None
-        self.stderr = proc.stderr.read()
+        with proc.stderr:
+            self.stderr = proc.stderr.read()
 
     def wait_log(
         self, match: Callable[[LogLine], bool], *, count: int = 1, timeout: float = 60
@@ -145,6 +147,8 @@ class DaemonProc:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=30)
+        for t in self._threads:
+            t.join(timeout=10)
 
     def db(self) -> sqlite3.Connection:
         """A read-only look at the daemon's database."""

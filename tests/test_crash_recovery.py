@@ -17,7 +17,7 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProc]:
     d = DaemonProc(
         tmp_path,
         daemon={"concurrency": 300, "batch_size": 100},
-        ai={"engine": "fixed", "fixed_delay_ms": 30},
+        ai={"engine": "fixed", "fixed_delay_ms": 100},
     )
     yield d
     d.close()
@@ -26,12 +26,14 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProc]:
 def test_kill9_with_items_in_flight_loses_nothing(daemon: DaemonProc) -> None:
     daemon.start()
     with daemon.client() as c:
+        c.call("pause")  # queue everything first, so that hundreds start at once
         acknowledged = [
             c.call("capture", {"text": f"Article {i}.\n\nBody of article {i}.", "intent": "x"})[
                 "item"
             ]["id"]
             for i in range(N_ITEMS)
         ]
+        c.call("resume")
     daemon.wait_status("READY", count=20)
     daemon.kill9()
 

@@ -135,6 +135,15 @@ _STOPWORDS: Final = _words(
     никогда можно при наконец два об другой хоть после над больше тот через эти нас про всего них
     какая много разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя
     такой им более всегда конечно всю между это как
+    el la los las un una unos unas y o del al en es con por para que se su sus lo le les mi mis
+    tu esta este esto estos estas ese esa muy más pero como cuando donde también ya sobre entre
+    hasta desde porque qué cómo dónde
+    une des du et est sont dans qui pas sur au aux ce cette ces il elle ils elles nous vous je
+    ne sa ses leur leurs mais ou avec être été
+    der das den dem des ein eine einen einem einer und oder ist sind nicht mit sich auf für von
+    zu im ich du er sie wir ihr auch wie aber bei nach noch nur wird werden wurde kann
+    os um uma uns umas da dos das em na nos nas não mais mas muito ao
+    il gli di tra fra che è ma anche più questo questa della dei delle nel nella alla
     """
 )
 # Words that say *that* someone wants to read, not *what* about.
@@ -144,6 +153,8 @@ _INTENT_FILLER: Final = _words(
     reading find finding get getting use using better more about how what why way ways something
     interested interest looking look figure out improve try trying some idea ideas thing things
     хочу хочется узнать изучить понять разобраться научиться нужно про
+    quiero necesito saber aprender entender conocer busco veux voudrais besoin savoir apprendre
+    comprendre möchte lernen verstehen wissen brauche quero preciso voglio imparare capire sapere
     """
 )
 _ABBREVIATIONS: Final = _words(
@@ -162,6 +173,7 @@ def _normalize_space(s: str) -> str:
     return " ".join(s.split())
 
 
+@functools.lru_cache(maxsize=65_536)
 def _term(word: str) -> str:
     """Normalise a spaced-script word: casefold, unify apostrophes, drop plural -s.
 
@@ -565,14 +577,13 @@ class _Intent:
 
 
 def _intent(intent: str) -> _Intent:
-    """The intent's topic terms; filler such as 'learn' counts only if nothing else is left."""
+    """The intent's topic terms: 'I want to learn about X' is about X, not about wanting."""
     tok = _tokenize(intent)
     surface: dict[str, str] = {}
     for t, s in zip(tok.terms, tok.surfaces, strict=True):
         surface.setdefault(t, s)
     topical = [t for t in surface if t not in _INTENT_FILLER]
-    chosen = topical or list(surface)
-    return _Intent(intent, tuple(chosen[:20]), MappingProxyType(surface))
+    return _Intent(intent, tuple(topical[:20]), MappingProxyType(surface))
 
 
 # --- ranking ---------------------------------------------------------------
@@ -691,27 +702,85 @@ def _dedupe(items: Iterable[str], limit: int) -> list[str]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Hit:
+    label: str
+    """What a person recognises: a word, or a CJK run rebuilt from its bigrams."""
+    count: int
+    term: str
+    """The first term of the label, for finding where it occurs."""
+
+
+def _hits(terms: Sequence[str], intent: _Intent, an: TextAnalysis) -> list[_Hit]:
+    """Group intent terms for display; adjacent CJK bigrams (深度, 度学, 学习) become 深度学习.
+
+    A rebuilt run is counted as its rarest bigram: an upper bound on the phrase count.
+    """
+    out: list[_Hit] = []
+    prev = ""
+    for t in terms:
+        count = an.term_counts.get(t, 0)
+        if out and _is_gram(t) and _is_gram(prev) and prev[1] == t[0]:
+            last = out[-1]
+            out[-1] = _Hit(last.label + t[1], min(last.count, count), last.term)
+        else:
+            out.append(_Hit(intent.surface[t], count, t))
+        prev = t
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Match:
+    found: list[_Hit]
+    missing: list[_Hit]
+    coverage: float
+    """Share of intent terms present in the text."""
+    hits: int
+    per_k: float
+    """Intent-term occurrences per 1,000 words (or CJK characters)."""
+
+
+def _match(an: TextAnalysis, intent: _Intent) -> _Match:
+    found = [t for t in intent.terms if an.term_counts.get(t)]
+    missing = [t for t in intent.terms if not an.term_counts.get(t)]
+    found_hits = _hits(found, intent, an)
+    hits = sum(h.count for h in found_hits)
+    return _Match(
+        found=found_hits,
+        missing=_hits(missing, intent, an),
+        coverage=len(found) / len(intent.terms) if intent.terms else 0.0,
+        hits=hits,
+        per_k=hits * 1000 / max(1, an.words + an.unspaced_chars),
+    )
+
+
+def _names(hits: Sequence[_Hit], n: int = 6) -> str:
+    return _join([_quote(h.label, 40) for h in hits[:n]])
+
+
+def _counts(hits: Sequence[_Hit], n: int = 6) -> str:
+    return ", ".join(f"“{_trim(h.label, 40)}” {h.count:,}×" for h in hits[:n])
+
+
 def _intent_relevance(an: TextAnalysis, intent: _Intent, best: Sentence | None) -> str:
+    """Say concretely how the text serves the intent: which terms, how often, where."""
     topics = ", ".join(an.surface[t] for t, _ in an.top_terms(3)) or "no identifiable topic"
     if not intent.terms:
         return (
             f"The intent {intent.label} names no topic to look for, so relevance cannot be "
             f"measured; the text is mainly about {topics}."
         )
-    found = [t for t in intent.terms if an.term_counts.get(t)]
-    missing = [t for t in intent.terms if not an.term_counts.get(t)]
-    if not found:
-        listed = _join([_quote(intent.surface[t], 40) for t in intent.terms[:6]])
+    m = _match(an, intent)
+    if not m.found:
         return (
-            f"None of the intent terms ({listed}) appear in the text; it is mainly about "
-            f"{topics}, so it likely does not serve {intent.label}."
+            f"None of the intent terms ({_names(m.missing)}) appear in the text; it is mainly "
+            f"about {topics}, so it likely does not serve {intent.label}."
         )
-    hits = ", ".join(f"“{intent.surface[t]}” {an.term_counts[t]}×" for t in found[:6])
-    text = (
-        f"Serves {intent.label}: mentions {len(found)} of {len(intent.terms)} intent terms ({hits})"
-    )
-    if missing:
-        text += f" but not {_join([_quote(intent.surface[t], 40) for t in missing[:4]])}"
+    total = len(m.found) + len(m.missing)
+    text = f"Serves {intent.label}: mentions {len(m.found)} of {total} intent terms"
+    text += f" ({_counts(m.found)})"
+    if m.missing:
+        text += f" but not {_names(m.missing, 4)}"
     text += "."
     if best is not None:
         text += f" Most relevant passage: {_quote(best.text, 200)}"
@@ -802,7 +871,12 @@ NEUTRAL_SCORE: Final = 40
 
 
 def score_text(inp: EngineInput, summary: Summary) -> Score:
-    """Match score from intent-term coverage (60%), density (25%) and prominence (15%)."""
+    """Match score from intent-term coverage (60%), density (25%) and prominence (15%).
+
+    Coverage is the share of the intent's topic terms found in the text, density their
+    occurrences per 1,000 words (saturating at 10), prominence the share found in the title or
+    opening paragraph.
+    """
     an = analyze(inp.text)
     intent = _intent(inp.intent)
     rt = summary.reading_time_min
@@ -816,56 +890,45 @@ def score_text(inp: EngineInput, summary: Summary) -> Score:
             length_reason,
         ]
         return _make_score(NEUTRAL_SCORE, reasons)
-    found = [t for t in intent.terms if an.term_counts.get(t)]
-    missing = [t for t in intent.terms if t not in found]
-    hits = sum(an.term_counts[t] for t in found)
-    tokens = max(1, an.words + an.unspaced_chars)
-    per_k = hits * 1000 / tokens
+    m = _match(an, intent)
     title_terms = set(_tokenize(inp.title or "").terms)
-    prominent = [t for t in found if t in title_terms or t in an.first_paragraph_terms]
-    coverage = len(found) / len(intent.terms)
-    density = min(1.0, per_k / 10)
+    prominent = [t for t in intent.terms if t in title_terms or t in an.first_paragraph_terms]
+    density = min(1.0, m.per_k / 10)
     prominence = len(prominent) / len(intent.terms)
-    match = round(100 * (0.6 * coverage + 0.25 * density + 0.15 * prominence))
-
-    def names(ts: Sequence[str]) -> str:
-        return _join([_quote(intent.surface[t], 40) for t in ts[:6]])
-
-    if found:
-        coverage_reason = f"Found {len(found)} of {len(intent.terms)} intent terms: {names(found)}"
-        coverage_reason += f"; missing {names(missing)}." if missing else "."
-        counts = ", ".join(f"“{intent.surface[t]}” {an.term_counts[t]}×" for t in found[:6])
-        density_reason = (
-            f"Intent terms occur {_plural(hits, 'time')} ({per_k:.1f} per 1,000 words): {counts}."
-        )
-        where = []
-        for t in found[:4]:
-            spots = [
-                spot
-                for spot, ok in (
-                    ("the title", t in title_terms),
-                    ("the opening paragraph", t in an.first_paragraph_terms),
-                )
-                if ok
-            ]
-            first = next(s.index for s in an.sentences if t in s.terms) + 1
-            at = _join(spots) if spots else f"sentence {first} of {len(an.sentences)}"
-            where.append(f"“{intent.surface[t]}” in {at}")
+    # Intents are wordy ("...this sprint"), so missing terms cost less and less: sqrt.
+    match = round(100 * (0.6 * math.sqrt(m.coverage) + 0.25 * density + 0.15 * prominence))
+    if not m.found:
         reasons = [
-            coverage_reason,
-            density_reason,
-            "Where: " + "; ".join(where) + ".",
-            length_reason,
-        ]
-    else:
-        reasons = [
-            f"None of the intent terms ({names(intent.terms)}) appear in the text.",
+            f"None of the intent terms ({_names(m.missing)}) appear in the text.",
             f"The text is about other things; most frequent terms: {topics}."
             if top
             else "The text has no words that could match the intent.",
             length_reason,
         ]
-    return _make_score(match, reasons)
+        return _make_score(match, reasons)
+    total = len(m.found) + len(m.missing)
+    coverage_reason = f"Found {len(m.found)} of {total} intent terms: {_names(m.found)}"
+    coverage_reason += f"; missing {_names(m.missing)}." if m.missing else "."
+    unit = "words" if an.words >= an.unspaced_chars else "characters"
+    density_reason = (
+        f"Intent terms occur {_plural(m.hits, 'time')} ({m.per_k:.1f} per 1,000 {unit}): "
+        f"{_counts(m.found)}."
+    )
+    where = []
+    for h in m.found[:4]:
+        spots = [
+            spot
+            for spot, ok in (
+                ("the title", h.term in title_terms),
+                ("the opening paragraph", h.term in an.first_paragraph_terms),
+            )
+            if ok
+        ]
+        first = next(s.index for s in an.sentences if h.term in s.terms) + 1
+        at = _join(spots) if spots else f"sentence {first} of {len(an.sentences)}"
+        where.append(f"“{_trim(h.label, 40)}” in {at}")
+    where_reason = "Where: " + "; ".join(where) + "."
+    return _make_score(match, [coverage_reason, density_reason, where_reason, length_reason])
 
 
 def _make_score(match: int, reasons: Sequence[str]) -> Score:
@@ -896,16 +959,26 @@ _RESEARCH_RE: Final = re.compile(
 )
 _OPINION_RE: Final = re.compile(
     r"\b(?:i think|i believe|in my (?:view|opinion)|i argue|i'm convinced|we should|we must|"
-    r"should|ought to|frankly|overrated|underrated|the problem is|mistake|wrong)\b|"
+    r"should|ought to|frankly|overrated|underrated|the problem is|mistake|wrong|i suspect|"
+    r"i(?:'d| would) rather|the point is|the truth is|it is time)\b|"
     r"я думаю|я считаю|по-моему|мнени|我认为|我觉得|观点|と思う",
     re.IGNORECASE,
 )
+# First-person singular: essays argue from "I", tutorials say "you", papers say "we".
+_FIRST_PERSON_RE: Final = re.compile(r"\b(?:I|I'm|I've|I'd|[Mm]y|[Mm]e)\b")
 #: Hits per 1,000 words a genre needs before the todos are shaped for it.
 GENRE_THRESHOLD: Final = 4.0
 
 
+#: Genre is judged on the opening of a long text; its density does not need more.
+GENRE_SAMPLE_CHARS: Final = 200_000
+
+
 def detect_genre(text: str, words: int) -> Genre:
     """Tutorial, research or opinion, by density of telltale words and code/step lines."""
+    if len(text) > GENRE_SAMPLE_CHARS:
+        words = round(words * GENRE_SAMPLE_CHARS / len(text))
+        text = text[:GENRE_SAMPLE_CHARS]
     scale = 1000 / max(200, words)
     scores: dict[Genre, float] = {
         "tutorial": (
@@ -915,7 +988,8 @@ def detect_genre(text: str, words: int) -> Genre:
         )
         * scale,
         "research": len(_RESEARCH_RE.findall(text)) * scale,
-        "opinion": len(_OPINION_RE.findall(text)) * scale,
+        "opinion": (len(_OPINION_RE.findall(text)) + 0.25 * len(_FIRST_PERSON_RE.findall(text)))
+        * scale,
     }
     best = max(scores, key=lambda g: scores[g])
     return best if scores[best] >= GENRE_THRESHOLD else "general"
@@ -938,9 +1012,11 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
     rt = summary.reading_time_min
     items: list[tuple[str, TodoKind, int]]
     if genre == "tutorial":
+        has_code = any(s.code for s in an.sentences) or _CODE_RE.search(inp.text) is not None
+        made = "working commands or code" if has_code else "steps"
         items = [
             (f"Try the steps from {title} yourself, aiming at {goal}", "action", rt * 3 + 10),
-            (f"Write down the working commands or code from {title} for {goal}", "output", 15),
+            (f"Write down the {made} from {title} that you will use for {goal}", "output", 15),
             (f"Look up anything unclear about {topics} before relying on it", "learn", 10),
         ]
     elif genre == "research":

@@ -98,8 +98,9 @@ _POSITIVE_RE: Final = re.compile(
     r"article|body|content|entry|hentry|h-entry|main|page|post|text|blog|story", re.IGNORECASE
 )
 _UNLIKELY_RE: Final = re.compile(
-    r"(?:^|[\s_-])(?:ads?|advert\w*|agegate|banner|breadcrumbs?|combx|comment\w*|community"
-    r"|cookie\w*|disqus|gdpr|menu|newsletter|pager|pagination|popup|promo\w*|related"
+    r"(?:^|[\s_-])(?:ads?|advert\w*|agegate|banner|breadcrumbs?|colophon|combx|comment\w*"
+    r"|community|cookie\w*|disqus|footer|gdpr|header|masthead|menu|newsletter|pager"
+    r"|pagination|popup|promo\w*|related"
     r"|remark|repl(?:y|ies)|rss|share\w*|sharing|shoutbox|sidebar|skyscraper|social"
     r"|sponsor\w*|subscribe\w*|supplemental)(?=$|[\s_-])",
     re.IGNORECASE,
@@ -192,9 +193,7 @@ def extract(
 
     text = "\n\n".join(block.text for block in blocks)
     if not text.strip():
-        raise ExtractionError(
-            EMPTY_HTML_MESSAGE, code=ErrorCode.EXTRACTION_EMPTY, retryable=False
-        )
+        raise ExtractionError(EMPTY_HTML_MESSAGE, code=ErrorCode.EXTRACTION_EMPTY, retryable=False)
     return Extraction(
         url=url,
         final_url=final_url,
@@ -270,7 +269,10 @@ class _Meta:
 
 
 def _read_meta(
-    tree: Node, ld_article: dict[str, Any] | None, ld_objects: list[dict[str, Any]], base: str | None
+    tree: Node,
+    ld_article: dict[str, Any] | None,
+    ld_objects: list[dict[str, Any]],
+    base: str | None,
 ) -> _Meta:
     """Collect page metadata while the whole document is still intact."""
     ld = ld_article or {}
@@ -329,7 +331,9 @@ def _byline(tree: Node, ld: dict[str, Any]) -> str | None:
     for selector in ("[rel~=author i]", "[itemprop=author i]", ".byline", ".author"):
         node = tree.css_first(selector)
         if node is not None:
-            name_node = node.css_first("[itemprop=name i]") if selector.startswith("[item") else None
+            name_node = (
+                node.css_first("[itemprop=name i]") if selector.startswith("[item") else None
+            )
             candidates.append(_ws((name_node or node).text()))
     for candidate in candidates:
         if not candidate or candidate.startswith(("http://", "https://")):
@@ -340,9 +344,7 @@ def _byline(tree: Node, ld: dict[str, Any]) -> str | None:
     return None
 
 
-def _published_at(
-    tree: Node, ld: dict[str, Any], ld_objects: list[dict[str, Any]]
-) -> str | None:
+def _published_at(tree: Node, ld: dict[str, Any], ld_objects: list[dict[str, Any]]) -> str | None:
     """Publication time as the page states it (usually ISO 8601)."""
     value = _meta_content(
         tree, "article:published_time", "datePublished", "date", "pubdate", "publish-date",
@@ -378,8 +380,9 @@ def _lang(tree: Node) -> str | None:
 def _strip_title_suffix(title: str, site_name: str | None, *, guess: bool) -> str:
     """Drop a " | Site" style suffix (or "Site | " prefix) from a page title.
 
-    With a known site name only that name is removed; without one (``guess``)
-    a short last segment is taken for the site, as browsers' titles usually are.
+    A known site name is removed wherever it sits. With ``guess`` (titles from
+    ``<title>``, which nearly always carry the site) a short last segment is
+    taken for the site name even when the name is unknown.
     """
     matches = list(_TITLE_SEP_RE.finditer(title))
     if not matches:
@@ -527,10 +530,20 @@ def _remove_unlikely(body: Node) -> None:
 
 
 def _wraps_article(node: Node, total_chars: int) -> bool:
-    """True if removing ``node`` would likely remove the article itself."""
+    """True if removing ``node`` would likely remove the article itself.
+
+    Either it holds the main-content markup, or most of the page's text in
+    paragraphs that are not mostly links (a page that is only a menu keeps
+    nothing, and so fails as empty).
+    """
     if node.css_first(_ARTICLE_SELECTOR) is not None:
         return True
-    return total_chars > 0 and _node_text_len(node) > total_chars / 2
+    return (
+        total_chars > 0
+        and _node_text_len(node) > total_chars / 2
+        and node.css_first("p") is not None
+        and _link_density(node) < 0.5
+    )
 
 
 def _choose_container(body: Node) -> Node:
@@ -562,14 +575,8 @@ def _score_candidates(body: Node) -> Node | None:
     """
     scores: dict[int, float] = {}
     nodes: dict[int, Node] = {}
-    for node in body.css("p, pre, td, blockquote, div"):
-        if node.tag == "div" and _has_block_child(node):
-            continue
-        text = _ws(node.text())
-        if len(text) < _MIN_PARAGRAPH_CHARS:
-            continue
+    for text, ancestor in _paragraphs(body):
         points = 1 + text.count(",") + text.count("，") + text.count("、") + min(len(text) / 100, 3)
-        ancestor = node.parent
         for divisor in (1, 2):
             if ancestor is None or not ancestor.is_element_node or ancestor.tag == "html":
                 break
@@ -586,6 +593,36 @@ def _score_candidates(body: Node) -> Node | None:
         if final > best_score:
             best, best_score = nodes[key], final
     return best
+
+
+def _paragraphs(body: Node) -> Iterator[tuple[str, Node]]:
+    """Paragraph-like texts, each with the element to credit first.
+
+    Besides ``<p>``-like elements, text written straight into a ``<div>``
+    between block children counts as a paragraph of that div (old CMSes
+    do that), as readability does by wrapping such runs in ``<p>``.
+    """
+    for node in body.css("p, pre, td, blockquote, div, section"):
+        tag = node.tag
+        if tag in ("div", "section") and _has_block_child(node):
+            own = _ws(" ".join(_inline_text(child) for child in node.iter(include_text=True)))
+            if len(own) >= _MIN_PARAGRAPH_CHARS:
+                yield own, node
+            continue
+        if tag == "section":
+            continue
+        text = _ws(node.text())
+        if len(text) >= _MIN_PARAGRAPH_CHARS:
+            yield text, node.parent
+
+
+def _inline_text(node: Node) -> str:
+    """Text of a node that is inline content (text or non-block element), else ''."""
+    if node.is_text_node:
+        return str(node.text_content or "")
+    if node.is_element_node and not _is_block(node.tag) and node.tag not in _SKIP_TAGS:
+        return str(node.text() or "")
+    return ""
 
 
 def _initial_score(node: Node) -> float:
@@ -869,9 +906,7 @@ class _Renderer:
             return
         pad = " " * len(marker)
         lines = _join_markdown(inner).split("\n")
-        md = "\n".join(
-            [marker + lines[0]] + [pad + line if line else "" for line in lines[1:]]
-        )
+        md = "\n".join([marker + lines[0]] + [pad + line if line else "" for line in lines[1:]])
         text = "\n\n".join(block.text for block in inner)
         self.blocks.append(_Block(text, md, self._group))
 

@@ -1,0 +1,512 @@
+"""The offline engine: schema- and rubric-valid for any text, deterministic, intent-aware."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from readdod import rubric
+from readdod.engines import local
+from readdod.engines.base import Engine, EngineInput
+from readdod.engines.local import LocalEngine
+from readdod.errors import AIError, ErrorCode
+from readdod.models import Card, Score, Summary, Todos
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+ARTICLE = """Rust's async model is built around futures. A future is a value that may not be \
+ready yet, and an executor polls futures until they complete.
+
+Tokio is the most widely used async runtime for Rust. It provides an executor, timers and \
+asynchronous I/O, and many libraries depend on Tokio directly.
+
+Async Rust has a reputation for being hard to learn. Pinning, lifetimes across await points and \
+Send bounds confuse newcomers. However, the ecosystem has matured a lot since 2019, and the \
+compiler's error messages now explain most mistakes.
+
+Unrelated to all that, the author also keeps bees and grows tomatoes in a small garden.
+"""
+
+TUTORIAL = """How to set up a Python virtual environment
+
+This tutorial walks you through creating an isolated environment. You'll need Python 3.11 \
+installed.
+
+Step 1. Install the venv module if your distribution ships it separately:
+
+    $ sudo apt install python3-venv
+
+Step 2. Create the environment in your project folder:
+
+    $ python3 -m venv .venv
+
+Step 3. Activate it and install your dependencies:
+
+    $ . .venv/bin/activate
+    $ pip install requests
+
+Run `deactivate` to leave the environment when you are done.
+"""
+
+OPINION = """Why microservices are overrated
+
+I think most teams adopt microservices far too early. In my view, the operational cost is wildly \
+underestimated. We should stop pretending that splitting a codebase fixes an organisational \
+problem.
+
+The problem is that a distributed monolith is worse than a monolith. I believe a well-structured \
+modular monolith serves small teams better. Frankly, the industry got this wrong for a decade, and \
+we must admit the mistake.
+"""
+
+RESEARCH = """Abstract. We propose a new method for estimating sleep quality from wrist-worn \
+accelerometers. In a study of 312 participants, our results show that the method agrees with \
+polysomnography.
+
+Methods. Participants wore the device for seven nights. The dataset was split into training and \
+test sets. Researchers blinded to the hypothesis scored the recordings.
+
+Results. The findings were statistically significant across age groups. Smith et al. reported \
+similar results in a smaller sample.
+"""
+
+CHINESE = (
+    "机器学习是人工智能的一个分支。它使计算机能够从数据中学习规律。"
+    "深度学习是机器学习的一种方法，使用多层神经网络。"
+    "近年来，深度学习在图像识别和自然语言处理方面取得了巨大进展！"
+    "但是，训练大型模型需要大量的计算资源？"
+)
+
+RUSSIAN = (
+    "Москва — столица России и крупнейший город страны. В Москве много музеев, театров и парков. "
+    "Третьяковская галерея хранит одну из лучших коллекций русского искусства. "
+    "Каждый год музеи Москвы посещают миллионы туристов."
+)
+
+
+class Result(msgspec.Struct, kw_only=True):
+    summary: Summary
+    score: Score
+    todos: Todos
+    card: Card
+
+
+def assert_valid(payload: Summary | Score | Todos | Card) -> None:
+    """Valid means: survives a strict round trip through the schema and passes the rubric."""
+    again = msgspec.convert(msgspec.to_builtins(payload), type=type(payload))
+    assert again == payload
+    assert rubric.check(payload) == []
+
+
+async def run_all(text: str, intent: str = "learn async Rust and tokio", **extra: Any) -> Result:
+    engine: Engine = LocalEngine()
+    inp = EngineInput(text=text, intent=intent, **extra)
+    summary = await engine.summarize(inp)
+    score = await engine.score(inp, summary.payload)
+    todos = await engine.todos(inp, summary.payload, score.payload)
+    card = await engine.card(inp, summary.payload, score.payload, todos.payload)
+    for out in (summary, score, todos, card):
+        assert out.model is None
+        assert out.latency_ms is None
+    assert [summary.template_version, score.template_version] == [
+        "summary.local.v1",
+        "score.local.v1",
+    ]
+    assert [todos.template_version, card.template_version] == ["todos.local.v1", "card.local.v1"]
+    result = Result(
+        summary=summary.payload, score=score.payload, todos=todos.payload, card=card.payload
+    )
+    for payload in (result.summary, result.score, result.todos, result.card):
+        assert_valid(payload)
+    return result
+
+
+def norm(s: str) -> str:
+    return " ".join(s.split())
+
+
+# --- English ----------------------------------------------------------------
+
+
+async def test_english_article_is_valid_extractive_and_intent_aware() -> None:
+    r = await run_all(
+        ARTICLE, title="Async Rust in practice", url="https://x.test/a", tags=("rust",)
+    )
+    s = r.summary
+    flat = norm(ARTICLE)
+    # Extractive: the tl_dr is made of sentences that are really in the text.
+    assert s.tl_dr.endswith((".", "!", "?"))
+    for sentence in s.tl_dr.split(". "):
+        assert sentence.rstrip(".") in flat
+    assert 3 <= len(s.key_points) <= 7
+    assert all(p in flat for p in s.key_points)
+    assert s.lang == "en"
+    assert s.reading_time_min == 1
+    # The bee-keeping aside is neither central nor relevant to the intent.
+    assert "bees" not in s.tl_dr
+    assert "tokio" in s.intent_relevance.casefold()
+    assert "3 of 3" in s.intent_relevance
+
+    assert r.score.match_score >= 80
+    assert (r.score.priority, r.score.recommendation) == ("P0", "read")
+    assert any("tokio" in reason.casefold() for reason in r.score.reasons)
+    assert any("words" in reason for reason in r.score.reasons)
+
+    c = r.card
+    assert c.title == "Async Rust in practice"
+    assert c.tags == ["rust"]
+    assert c.source.url == "https://x.test/a"
+    assert c.todos == r.todos.items
+    assert c.key_points == s.key_points
+    assert (c.priority, c.match_score) == (r.score.priority, r.score.match_score)
+    assert c.summary.startswith(s.tl_dr)
+    assert c.render_spec.sections == [
+        "one_liner",
+        "summary",
+        "key_points",
+        "todos",
+        "reasons",
+        "source",
+    ]
+    assert (c.render_spec.template, c.render_spec.version) == ("card", "card.v1")
+
+
+async def test_card_title_falls_back_to_first_sentence() -> None:
+    r = await run_all(ARTICLE, title="   ")
+    assert r.card.title == "Rust's async model is built around futures."
+    assert r.card.source.title == "   "
+
+
+async def test_intent_appears_in_a_todo() -> None:
+    r = await run_all(ARTICLE, intent="compare async runtimes")
+    assert any("compare async runtimes" in t.title for t in r.todos.items)
+    assert any(t.kind == "output" for t in r.todos.items)
+
+
+# --- genres -------------------------------------------------------------------
+
+
+def verbs(todos: Todos) -> set[tuple[str, str]]:
+    return {(t.kind, t.title.split()[0]) for t in todos.items}
+
+
+async def test_todos_follow_the_genre() -> None:
+    tut = await run_all(TUTORIAL, intent="python tooling")
+    opinion = await run_all(OPINION, intent="software architecture")
+    research = await run_all(RESEARCH, intent="sleep tracking")
+    assert local.detect_genre(TUTORIAL, 80) == "tutorial"
+    assert ("action", "Try") in verbs(tut.todos)
+    assert ("action", "Decide") in verbs(opinion.todos)
+    assert any(
+        t.kind == "output" and t.title.startswith("Write a note") for t in research.todos.items
+    )
+    assert verbs(tut.todos) != verbs(opinion.todos)
+    assert not any(t.title.startswith("Decide") for t in tut.todos.items)
+    assert not any(t.title.startswith("Try") for t in opinion.todos.items)
+
+
+async def test_code_lines_never_become_the_summary() -> None:
+    r = await run_all(TUTORIAL, intent="python tooling")
+    assert "$" not in r.summary.tl_dr
+    assert not any(p.startswith("$") for p in r.summary.key_points)
+
+
+# --- other scripts ------------------------------------------------------------
+
+
+async def test_chinese_without_spaces() -> None:
+    r = await run_all(CHINESE, intent="深度学习")
+    s = r.summary
+    assert s.lang == "zh"
+    assert s.tl_dr[-1] in "。！？"
+    assert " " not in s.tl_dr  # CJK sentences are joined without spaces
+    assert all(p in CHINESE for p in s.key_points)
+    assert s.reading_time_min == 1
+    assert r.score.match_score >= 60
+    assert "深度学习" in " ".join(r.score.reasons)
+    unrelated = await run_all(CHINESE, intent="烹饪食谱")
+    assert unrelated.score.match_score < r.score.match_score
+
+
+async def test_japanese_is_told_from_chinese() -> None:
+    r = await run_all("東京は日本の首都です。人口は約1400万人です。多くの観光客が訪れます。")
+    assert r.summary.lang == "ja"
+
+
+async def test_russian() -> None:
+    r = await run_all(RUSSIAN, intent="музеи Москвы")
+    assert r.summary.lang == "ru"
+    assert all(p in RUSSIAN for p in r.summary.key_points)
+    assert r.score.match_score >= 60
+    assert any("Москв" in reason for reason in r.score.reasons)
+
+
+# --- degenerate texts -----------------------------------------------------------
+
+
+async def test_one_word() -> None:
+    r = await run_all("Serendipity")
+    assert r.summary.tl_dr == "Serendipity"
+    assert r.summary.key_points[0] == "Serendipity"
+    assert len(r.summary.key_points) >= 3
+    assert r.card.title == "Serendipity"
+
+
+async def test_punctuation_only() -> None:
+    r = await run_all("!!! ??? ... ,,, --- 。。。")
+    assert r.summary.reading_time_min == 0
+    assert r.summary.lang is None
+    assert "without words" in r.summary.tl_dr
+    assert r.score.recommendation == "skip"
+
+
+async def test_numbers_only() -> None:
+    r = await run_all("3.14159 2.71828 1.41421\n42")
+    assert any("Numbers mentioned" in p for p in r.summary.key_points)
+
+
+async def test_long_sentence_is_trimmed_at_a_word_boundary() -> None:
+    text = " ".join(f"w{i}ord{'x' * (i % 7)}" for i in range(200)) + "."
+    r = await run_all(text)
+    tl_dr = r.summary.tl_dr
+    assert len(tl_dr) <= 280
+    assert tl_dr.endswith("…")
+    kept = tl_dr[:-1]
+    assert text.startswith(kept)
+    assert text[len(kept)] == " "  # the cut falls between words, not inside one
+
+
+async def test_repeated_sentences_are_not_repeated_in_the_summary() -> None:
+    text = "Tokio schedules tasks on a thread pool. " * 5 + (
+        "Rust futures are lazy until polled. Each await point may suspend a task. "
+        "Async runtimes differ in how they handle blocking code."
+    )
+    r = await run_all(text, intent="tokio")
+    assert r.summary.tl_dr.count("Tokio schedules tasks") == 1
+    assert sum("Tokio schedules tasks" in p for p in r.summary.key_points) <= 1
+
+
+async def test_text_without_sentence_marks_is_chunked() -> None:
+    text = " ".join(f"term{i % 37} filler{i % 11}" for i in range(2000))
+    r = await run_all(text)
+    assert all(len(p) <= 500 for p in r.summary.key_points)
+    assert len(r.summary.key_points) >= 3
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t \u3000\n"])
+async def test_empty_text_is_a_clear_error(text: str) -> None:
+    engine = LocalEngine()
+    inp = EngineInput(text=text, intent="anything")
+    with pytest.raises(AIError) as info:
+        await engine.summarize(inp)
+    assert info.value.code is ErrorCode.AI_INPUT_EMPTY
+    assert info.value.retryable is False
+    assert "empty" in info.value.message
+    ok = await run_all("Something to read.")
+    with pytest.raises(AIError):
+        await engine.score(inp, ok.summary)
+    with pytest.raises(AIError):
+        await engine.card(inp, ok.summary, ok.score, ok.todos)
+
+
+# --- size -----------------------------------------------------------------------
+
+
+def big_text(size: int) -> str:
+    vocab = [
+        *("alpha", "beta", "gamma", "delta", "epsilon", "rust", "async", "tokio", "runtime"),
+        *("executor", "future", "poll", "garden", "bees", "tomato", "compiler", "pinning"),
+    ]
+    paras = []
+    total = i = 0
+    while total < size:
+        ws = [vocab[(i * 7 + j * 3) % len(vocab)] + str(i % (j + 2)) for j in range(15)]
+        para = " ".join(ws).capitalize() + f". Item {i} explains how {ws[2]} relates to {ws[5]}."
+        paras.append(para)
+        total += len(para) + 2
+        i += 1
+    return "\n\n".join(paras)
+
+
+async def test_two_megabytes_in_a_few_seconds() -> None:
+    text = big_text(2_000_000)
+    local.analyze.cache_clear()
+    start = time.perf_counter()
+    r = await run_all(text, intent="async rust runtime")
+    elapsed = time.perf_counter() - start
+    assert elapsed < 10, f"took {elapsed:.1f}s"
+    assert r.summary.reading_time_min > 1000
+    assert all(1 <= t.estimate_min <= 600 for t in r.todos.items)
+
+
+async def test_long_texts_run_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    real = local.summarize_text
+
+    def spy(inp: EngineInput) -> Summary:
+        seen.append(threading.get_ident())
+        return real(inp)
+
+    monkeypatch.setattr(local, "summarize_text", spy)
+    engine = LocalEngine()
+    await engine.summarize(EngineInput(text="Short text here.", intent="x"))
+    await engine.summarize(EngineInput(text="Long text here. " * 2000, intent="x"))
+    assert seen[0] == threading.get_ident()
+    assert seen[1] != threading.get_ident()
+
+
+# --- determinism ------------------------------------------------------------------
+
+
+async def test_same_input_same_output() -> None:
+    first = await run_all(ARTICLE, title="T")
+    local.analyze.cache_clear()
+    second = await run_all(ARTICLE, title="T")
+    assert first == second
+
+
+_SCRIPT = """
+import json, sys, anyio, msgspec
+from readdod.engines.base import EngineInput
+from readdod.engines.local import LocalEngine
+
+async def main():
+    e = LocalEngine()
+    out = []
+    for text in json.loads(sys.stdin.read()):
+        inp = EngineInput(text=text, intent="async rust 深度学习 музеи")
+        s = (await e.summarize(inp)).payload
+        sc = (await e.score(inp, s)).payload
+        t = (await e.todos(inp, s, sc)).payload
+        c = (await e.card(inp, s, sc, t)).payload
+        out.append(msgspec.to_builtins([s, sc, t, c]))
+    print(json.dumps(out, ensure_ascii=False))
+
+anyio.run(main)
+"""
+
+
+def test_same_output_across_processes_and_hash_seeds() -> None:
+    texts = json.dumps([ARTICLE, TUTORIAL, CHINESE, RUSSIAN, "one"])
+    outputs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run(
+            [sys.executable, "-c", _SCRIPT],
+            input=texts,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=60,
+        )
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]
+    assert len(json.loads(outputs[0])) == 5
+
+
+# --- intent -------------------------------------------------------------------------
+
+
+async def test_matching_intent_scores_higher_than_unrelated() -> None:
+    matching = await run_all(ARTICLE, intent="async Rust runtimes like tokio")
+    unrelated = await run_all(ARTICLE, intent="baking sourdough bread")
+    assert matching.score.match_score > unrelated.score.match_score
+    assert unrelated.score.match_score < 40
+    assert unrelated.score.recommendation == "skip"
+    assert "None of the intent terms" in unrelated.score.reasons[0]
+    # The summary leans towards the intent: a gardening intent pulls the garden sentence in.
+    garden = await run_all(ARTICLE, intent="keeping bees in a garden")
+    assert "bees" in garden.summary.tl_dr + " ".join(garden.summary.key_points)
+    assert "bees" not in matching.summary.tl_dr
+
+
+async def test_partial_match_scores_between() -> None:
+    full = await run_all(ARTICLE, intent="rust tokio executor")
+    partial = await run_all(ARTICLE, intent="rust kubernetes helm")
+    none = await run_all(ARTICLE, intent="kubernetes helm charts")
+    assert full.score.match_score > partial.score.match_score > none.score.match_score
+    assert "missing" in partial.score.reasons[0]
+
+
+async def test_intent_without_topic_is_neutral() -> None:
+    for intent in ("I want to learn", "   ", "!!"):
+        r = await run_all(ARTICLE, intent=intent)
+        assert r.score.match_score == local.NEUTRAL_SCORE
+        assert r.score.recommendation == "skim"
+        assert "names no topic" in r.summary.intent_relevance
+    # Filler around a topic does not dilute it.
+    wordy = await run_all(ARTICLE, intent="I want to learn about tokio")
+    assert "1 of 1" in wordy.summary.intent_relevance
+
+
+# --- property ---------------------------------------------------------------------
+
+_WORDS = st.sampled_from(
+    [
+        "rust",
+        "Async",
+        "深度学习",
+        "東京は",
+        "Москва",
+        "ไทย",
+        "123",
+        "e.g.",
+        "Mr.",
+        ".",
+        "!",
+        "?",
+        "。",
+        "，",
+        ",",
+        ":",
+        "```",
+        "$ ls",
+        "    ",
+        "\n",
+        "\n\n",
+        " ",
+        "…",
+        "\u200b",
+        "-",
+    ]
+)
+_TEXTS = st.one_of(
+    st.text(min_size=1),
+    st.lists(_WORDS, min_size=1, max_size=80).map("".join),
+).filter(lambda s: s.strip() != "")
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=_TEXTS, intent=st.text(max_size=40), title=st.none() | st.text(max_size=400))
+def test_any_non_blank_text_gives_valid_output(text: str, intent: str, title: str | None) -> None:
+    inp = EngineInput(text=text, intent=intent, title=title, tags=("t",))
+    summary = local.summarize_text(inp)
+    score = local.score_text(inp, summary)
+    todos = local.plan_todos(inp, summary, score)
+    card = local.build_card(inp, summary, score, todos)
+    for payload in (summary, score, todos, card):
+        assert_valid(payload)
+    assert len(summary.tl_dr) <= 280
+    assert len({p.strip().lower() for p in summary.key_points}) == len(summary.key_points)
+    assert len(score.reasons) >= 3
+    assert 3 <= len(todos.items) <= 7
