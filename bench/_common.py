@@ -9,11 +9,42 @@ from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
 
-WORDS = (
-    "sqlite wal checkpoint durability fsync group commit latency throughput lease heartbeat"
-    " orchestrator supervisor actor pipeline extraction summary score todos card intent reader"
-    " article paragraph sentence budget model server retry backoff jitter socket protocol json"
-).split()
+WORDS = [
+    "sqlite",
+    "wal",
+    "checkpoint",
+    "durability",
+    "fsync",
+    "group",
+    "commit",
+    "latency",
+    "throughput",
+    "lease",
+    "heartbeat",
+    "orchestrator",
+    "supervisor",
+    "actor",
+    "pipeline",
+    "extraction",
+    "summary",
+    "score",
+    "todos",
+    "card",
+    "intent",
+    "reader",
+    "article",
+    "paragraph",
+    "sentence",
+    "budget",
+    "model",
+    "server",
+    "retry",
+    "backoff",
+    "jitter",
+    "socket",
+    "protocol",
+    "json",
+]
 
 
 def article(i: int, paragraphs: int = 6) -> str:
@@ -30,8 +61,12 @@ def article(i: int, paragraphs: int = 6) -> str:
 
 
 def report(name: str, figures: dict[str, Any]) -> None:
-    figures = {"bench": name, "machine": platform.machine(), "python": platform.python_version(),
-               **figures}
+    figures = {
+        "bench": name,
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        **figures,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(figures, indent=2))
     width = max(len(k) for k in figures)

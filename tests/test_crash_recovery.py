@@ -47,6 +47,7 @@ def test_kill9_with_items_in_flight_loses_nothing(daemon: DaemonProc) -> None:
     daemon.start()
     recovered = daemon.wait_log(lambda e: e["event"] == "recovery.done")[0]
     assert recovered["requeued"] == in_flight and recovered["failed"] == 0
+    daemon.wait_status("READY", count=N_ITEMS - ready_before, timeout=180)
     # Recovery happens before the first claim.
     events = [e["event"] for e in daemon.logs]
     first_claim = next(
@@ -55,7 +56,6 @@ def test_kill9_with_items_in_flight_loses_nothing(daemon: DaemonProc) -> None:
         if e["event"] == "item.transition" and e.get("to") == "PROCESSING"
     )
     assert events.index("recovery.done") < first_claim
-    daemon.wait_status("READY", count=N_ITEMS - ready_before, timeout=180)
     assert daemon.stop() == 0
 
     with daemon.db() as db:

@@ -792,7 +792,10 @@ def _tl_dr(chosen: Sequence[Sentence]) -> tuple[str, list[Sentence]]:
 
     Finished sentences are preferred: a heading reads badly as a summary.
     """
-    chosen = [s for s in chosen if _is_complete(s.text)] or chosen
+    complete = [
+        s for s in chosen if _is_complete(s.text) and (s.words >= 4 or s.unspaced_chars >= 8)
+    ]
+    chosen = complete or chosen
     first = chosen[0]
     used = [first]
     if len(chosen) > 1 and len(first.text) < 140:
