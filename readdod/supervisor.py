@@ -16,6 +16,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from readdod import actor
 from readdod.clock import Clock
+from readdod.errors import ReaddodError
 from readdod.logging import get_logger
 from readdod.orchestrator import Claimed, Orchestrator
 from readdod.pipeline import Pipeline
@@ -76,6 +77,11 @@ class Supervisor:
         self._stop.set()
         self.wake()
 
+    async def wait_idle(self) -> None:
+        """Return once no actor is running."""
+        if self._actors:
+            await self._idle.wait()
+
     def force_stop(self) -> None:
         """A second signal: skip the grace period, cancel every actor now."""
         self.stop()
@@ -114,7 +120,11 @@ class Supervisor:
         while not self.draining:
             self._wake = anyio.Event()
             if not self.paused:
-                await self._claim(tg)
+                try:
+                    await self._claim(tg)
+                except ReaddodError as exc:
+                    # A busy or failing database must not kill the daemon: wait, try again.
+                    log.warning("claim.failed", error_code=exc.error_code, error=exc.message)
             with anyio.move_on_after(self.claim_interval_s):
                 await self._wake.wait()
 
@@ -138,6 +148,15 @@ class Supervisor:
         try:
             with scope:
                 await actor.run(claimed, self.orch, self.pipeline, self._stop_reason)
+        except Exception:
+            # The actor could not even record its failure (the database refused).
+            # Its lease is no longer renewed, so the item returns to QUEUED when it expires.
+            log.exception(
+                "actor.crashed",
+                item_id=claimed.lease.item_id,
+                run_id=claimed.lease.run_id,
+                worker_id=self.owner,
+            )
         finally:
             self._actors.pop(claimed.lease.item_id, None)
             if not self._actors:
@@ -148,12 +167,19 @@ class Supervisor:
         interval = self.lease_ttl_ms / 3000
         while True:
             await anyio.sleep(interval)
-            held = list(self._actors)
-            if held:
-                renewed = await self.orch.renew(self.owner, held, self.lease_ttl_ms)
-                for item_id in set(held) - renewed:
-                    if item_id in self._actors:
-                        log.warning("lease.lost", item_id=item_id, worker_id=self.owner)
-                        self._actors[item_id].cancel()
-            if await self.orch.requeue_expired():
-                self.wake()
+            try:
+                await self._heartbeat()
+            except ReaddodError as exc:
+                log.warning("heartbeat.failed", error_code=exc.error_code, error=exc.message)
+
+    async def _heartbeat(self) -> None:
+        held = list(self._actors)
+        if held:
+            renewed = await self.orch.renew(self.owner, held, self.lease_ttl_ms)
+            for item_id in set(held) - renewed:
+                scope = self._actors.get(item_id)
+                if scope is not None:
+                    log.warning("lease.lost", item_id=item_id, worker_id=self.owner)
+                    scope.cancel()
+        if await self.orch.requeue_expired():
+            self.wake()

@@ -319,3 +319,67 @@ def test_cli_says_when_no_daemon_runs(tmp_path: Path) -> None:
     )
     assert out.returncode == 4
     assert "not running" in out.stderr and "readdod serve" in out.stderr
+
+
+def test_url_capture_fetches_from_a_loopback_server(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    import http.server
+    import threading
+
+    page = (
+        "<html><head><title>WAL notes - Example</title></head><body>"
+        "<nav><a href='/'>Home</a> <a href='/about'>About</a></nav><article><h1>WAL notes</h1>"
+        + "".join(f"<p>{p}</p>" for p in ARTICLE.split("\n\n"))
+        + "</article><footer>Copyright footer text</footer></body></html>"
+    ).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/gone":
+                self.send_response(404)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        d = _daemon(daemons, tmp_path, ai={"engine": "fixed"}).start()
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with d.client() as c:
+            ok = c.call("capture", {"url": f"{base}/post", "intent": "learn"})["item"]["id"]
+            gone = c.call("capture", {"url": f"{base}/gone", "intent": "learn"})["item"]["id"]
+            d.wait_status("READY", count=1)
+            d.wait_status("FAILED_EXTRACTION", count=1)
+            got = c.call("get", {"id": ok})
+            assert got["item"]["title"] == "WAL notes"
+            ext = got["artifacts"]["extraction"]["payload"]
+            assert ext["source"] == "fetched" and ext["http_status"] == 200
+            assert "Group commit" in ext["text"] and "Copyright" not in ext["text"]
+            failure = c.call("get", {"id": gone})["item"]["failure"]
+            assert failure["error_code"] == "EXTRACTION_FETCH_FAILED"
+            assert "404" in failure["message"] and failure["retryable"] is False
+        assert d.stop() == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_demo_runs_offline_and_exits_zero() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "readdod", "demo"], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "4/4 cards READY" in out.stdout
+    assert "daemon stopped (exit code 0)" in out.stdout
+    assert out.stdout.count("Todos:") == 4

@@ -247,9 +247,50 @@ async def test_chinese_without_spaces() -> None:
     assert unrelated.score.match_score < r.score.match_score
 
 
-async def test_japanese_is_told_from_chinese() -> None:
-    r = await run_all("東京は日本の首都です。人口は約1400万人です。多くの観光客が訪れます。")
-    assert r.summary.lang == "ja"
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("東京は日本の首都です。人口は約1400万人です。多くの観光客が訪れます。", "ja"),
+        ("Der Hund und die Katze sind nicht im Haus.", "de"),
+        ("Le chat est dans la maison avec les enfants.", "fr"),
+        ("서울은 한국의 수도입니다. 많은 사람들이 삽니다.", "ko"),
+        ("Η Αθήνα είναι η πρωτεύουσα της Ελλάδας.", "el"),
+        ("Tiếng Việt có nhiều dấu thanh điệu khác nhau.", None),
+        ("Hello", "en"),
+    ],
+)
+async def test_language_guess_by_script(text: str, lang: str | None) -> None:
+    r = await run_all(text)
+    assert r.summary.lang == lang
+
+
+async def test_given_language_wins_over_the_guess() -> None:
+    r = await run_all(ARTICLE, lang="en-GB")
+    assert r.summary.lang == "en-GB"
+
+
+async def test_reading_time_counts_words_and_cjk_characters() -> None:
+    english = await run_all(" ".join(["word"] * 460) + ".")
+    assert english.summary.reading_time_min == 2  # 460 words / 230 per minute
+    cjk = await run_all("深度学习很有趣" * 171 + "。")
+    assert cjk.summary.reading_time_min == 3  # 1,197 characters / 500 per minute
+
+
+async def test_unspaced_sentence_is_trimmed_to_the_limit() -> None:
+    r = await run_all("深度学习很有趣" * 60 + "。")
+    assert len(r.summary.tl_dr) == 280
+    assert r.summary.tl_dr.endswith("…")
+
+
+async def test_points_that_collide_after_trimming_are_dropped() -> None:
+    shared = "Shared " + " ".join(f"shared{i}" for i in range(57))
+    assert 500 < len(shared) < 520
+    a = shared + " " + " ".join(f"alpha{i}" for i in range(9)) + "."
+    b = shared + " " + " ".join(f"beta{i}" for i in range(9)) + "."
+    c = shared + " " + " ".join(f"gamma{i}" for i in range(9)) + "."
+    text = " ".join([a, b, c, "Short one is here.", "Another short sentence here.", "A third."])
+    r = await run_all(text)  # one of a/b/c is the tl_dr, the other two collide as points
+    assert sum(p.startswith("Shared shared0") for p in r.summary.key_points) == 1
 
 
 async def test_russian() -> None:
