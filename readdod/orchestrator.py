@@ -392,11 +392,31 @@ class Orchestrator:
         return item_view(row), created
 
     async def process(
-        self, item_id: str, *, regenerate: bool = False, refetch: bool = False
+        self,
+        item_id: str,
+        *,
+        regenerate: bool = False,
+        refetch: bool = False,
+        request_id: str | None = None,
     ) -> tuple[Item, str]:
-        """Queue an item: first run, retry of a failed run, or a new run."""
+        """Queue an item: first run, retry of a failed run, or a new run.
 
-        def unit(tx: Tx, notes: list[_Note]) -> ItemRow:
+        With ``request_id``, a repeated request answers what the first one did
+        and queues nothing more.
+        """
+
+        def unit(tx: Tx, notes: list[_Note]) -> tuple[ItemRow, str]:
+            if request_id is not None:
+                seen = tx.request(request_id)
+                if seen is not None:
+                    method, seen_item, response = seen
+                    if method != "process" or seen_item != item_id:
+                        raise IdempotencyConflict(
+                            f"process_request_id {request_id!r} was already used for"
+                            f" {method} on item {seen_item}; use a new id"
+                        )
+                    first = msgspec.json.decode(response)
+                    return self._row(tx, item_id), str(first["run_id"])
             row = self._row(tx, item_id)
             src = Status(row.status)
             now = self.clock.now_ms()
@@ -413,7 +433,7 @@ class Orchestrator:
                 mode = None
             else:
                 mode = "REGENERATE"
-            return self._enqueue(
+            new = self._enqueue(
                 tx,
                 notes,
                 row,
@@ -423,10 +443,15 @@ class Orchestrator:
                 refetch=refetch,
                 detail={"op": "process", "regenerate": regenerate, "refetch": refetch},
             )
+            if request_id is not None:
+                tx.insert_request(
+                    request_id, "process", item_id, _dumps({"run_id": new.current_run_id}), now
+                )
+            assert new.current_run_id is not None
+            return new, new.current_run_id
 
-        row = await self._commit(unit)
-        assert row.current_run_id is not None
-        return item_view(row), row.current_run_id
+        row, run_id = await self._commit(unit)
+        return item_view(row), run_id
 
     async def archive(self, item_id: str, *, reason: str | None = None) -> Item:
         if reason is not None and reason not in ("USER_ARCHIVE", "FAILURE_ARCHIVE"):

@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from readdod.clock import ManualClock
-from readdod.errors import InvalidTransition, StepError
+from readdod.errors import IdempotencyConflict, InvalidTransition, StepError
 from readdod.models import ArtifactMeta, Card, CardSource, RenderSpec, Score, Summary, Todo, Todos
 from readdod.orchestrator import CaptureRequest, Orchestrator
 from readdod.store import Store
@@ -217,3 +217,19 @@ async def test_captures_are_durable_once_acknowledged(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "d.db")
     assert db.execute("SELECT status FROM items WHERE id=?", (item_id,)).fetchone() == ("QUEUED",)
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+async def test_process_request_id_queues_once(orch: Orchestrator) -> None:
+    item, _ = await orch.capture(CaptureRequest(intent="x", text="body"))
+    orch.auto_process = False
+    c2, _ = await orch.capture(CaptureRequest(intent="y", text="body"))
+    first = await orch.process(c2.id, request_id="req-1")
+    again = await orch.process(c2.id, request_id="req-1")
+    assert first[1] == again[1]
+    runs = await orch.store.read(lambda tx: tx.runs_for(c2.id))
+    assert len(runs) == 1
+    with pytest.raises(IdempotencyConflict):
+        await orch.process(item.id, request_id="req-1")
+    # Without the key the same call is refused: the item is already QUEUED.
+    with pytest.raises(InvalidTransition):
+        await orch.process(c2.id)

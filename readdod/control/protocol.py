@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream
 
@@ -122,8 +123,6 @@ class LineReader:
 
         Raises :class:`LineTooLong` once per oversized line, after dropping it.
         """
-        import anyio
-
         while True:
             idx = self._buf.find(b"\n")
             if idx >= 0:

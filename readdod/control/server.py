@@ -152,7 +152,10 @@ class ControlServer:
 
     async def _process(self, params: p.ProcessParams) -> dict[str, Any]:
         item, run_id = await self.orch.process(
-            params.id, regenerate=params.regenerate, refetch=params.refetch
+            params.id,
+            regenerate=params.regenerate,
+            refetch=params.refetch,
+            request_id=params.process_request_id,
         )
         return {"item": item, "run_id": run_id}
 

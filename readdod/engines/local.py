@@ -40,10 +40,12 @@ from readdod.models import (
 )
 
 __all__ = [
+    "NEUTRAL_SCORE",
     "LocalEngine",
     "TextAnalysis",
     "analyze",
     "build_card",
+    "detect_genre",
     "plan_todos",
     "score_text",
     "summarize_text",
@@ -406,10 +408,6 @@ class TextAnalysis:
     def reading_time_min(self) -> int:
         return math.ceil(self.words / WORDS_PER_MIN + self.unspaced_chars / CHARS_PER_MIN)
 
-    @property
-    def has_words(self) -> bool:
-        return bool(self.term_counts)
-
     def top_terms(self, n: int) -> list[tuple[str, int]]:
         """Most frequent content terms; ties broken alphabetically so order is stable.
 
@@ -443,13 +441,13 @@ def _guess_lang(text: str) -> str | None:
     """Guess a language from the dominant script; Latin is told apart by function words."""
     sample = text[:20_000]
     counts = {name: len(rx.findall(sample)) for name, rx in _SCRIPTS}
-    if counts["kana"]:
-        return "ja"
     best = max(counts, key=lambda k: counts[k])  # dict order breaks ties deterministically
     if counts[best] == 0:
         return None
-    if best == "cyrillic" and re.search("[іїєґІЇЄҐ]", sample):
-        return "uk"
+    if best in ("kana", "han") and counts["kana"]:
+        return "ja"  # Japanese mixes kanji with kana; Chinese has no kana
+    if best == "cyrillic" and len(re.findall("[іїєґІЇЄҐ]", sample)) * 100 >= counts[best]:
+        return "uk"  # letters Russian does not have
     if best != "latin":
         return _SCRIPT_LANG.get(best)
     words = [w.casefold() for w in re.findall(r"[^\W\d_]+", sample)]
@@ -672,7 +670,8 @@ def _fact_points(an: TextAnalysis, rt: int) -> list[str]:
     ]
     top = an.top_terms(5)
     if top:
-        facts.append("Most frequent terms: " + ", ".join(f"{an.surface[t]} ({c}×)" for t, c in top))
+        terms = ", ".join(f"{an.surface[t]} ({c}×)" for t, c in top)
+        facts.append(f"Most frequent terms: {terms}.")
     else:
         facts.append(f"No words to summarise; the text reads {_quote(an.snippet, 200)}.")
     if an.numbers:
@@ -1003,7 +1002,10 @@ def _clamp_minutes(n: int) -> int:
 
 
 def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
-    """3-5 todos shaped by genre; the 'output' todo always names the intent."""
+    """Four todos shaped by genre (Try / Write a note / Decide ...), one of kind 'output'.
+
+    The first todo always names the intent, so the list says what the reading is for.
+    """
     an = analyze(inp.text)
     intent = _intent(inp.intent)
     genre = detect_genre(inp.text, an.words)

@@ -316,6 +316,24 @@ class Tx:
         ).fetchall()
         return [_event(r) for r in rows]
 
+    # --- idempotent requests -------------------------------------------------
+
+    def request(self, request_id: str) -> tuple[str, str | None, str] | None:
+        """(method, item_id, response) recorded for ``request_id``."""
+        row = self.conn.execute(
+            "SELECT method, item_id, response FROM requests WHERE request_id = ?", (request_id,)
+        ).fetchone()
+        return (row[0], row[1], row[2]) if row else None
+
+    def insert_request(
+        self, request_id: str, method: str, item_id: str | None, response: str, now: int
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO requests (request_id, method, item_id, response, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (request_id, method, item_id, response, now),
+        )
+
     # --- settings ----------------------------------------------------------
 
     def setting(self, key: str) -> str | None:
