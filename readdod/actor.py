@@ -62,7 +62,7 @@ async def run(
                     ctx.done["extraction"] = decode_payload("extraction", newest.payload)
                     continue
             started = time.perf_counter()
-            bound.debug("step.started", step=step)
+            bound.info("step.started", step=step)
             if step == "extraction":
                 html, text = await orch.source(item.id)
                 result = await pipeline.extraction(ctx, html, text)

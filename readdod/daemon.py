@@ -7,6 +7,7 @@ import fcntl
 import os
 import signal
 import socket
+import stat
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from readdod.clock import Clock, SystemClock
 from readdod.config import Config
 from readdod.control.server import ControlServer
 from readdod.engines import make_engine
-from readdod.errors import InstanceLocked
+from readdod.errors import ConfigError, InstanceLocked
 from readdod.extraction.fetch import make_client
 from readdod.logging import get_logger
 from readdod.orchestrator import Orchestrator
@@ -51,8 +52,15 @@ def acquire_instance_lock(db: Path) -> IO[bytes]:
 def _claim_socket_path(path: Path) -> None:
     """Make ``path`` bindable, refusing to steal a live daemon's socket."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not path.exists() and not path.is_symlink():
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
         return
+    if not stat.S_ISSOCK(mode):
+        raise ConfigError(
+            f"{path} exists and is not a socket; readdod will not replace it."
+            " Set control.socket to another path"
+        )
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.connect(str(path))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import urllib.parse
 from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 
@@ -68,14 +68,18 @@ class Claimed(msgspec.Struct, frozen=True):
 
 
 class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    intent: str
-    url: str | None = None
+    """What a client hands in; the bounds keep one request from bloating the store."""
+
+    intent: Annotated[str, msgspec.Meta(max_length=2_000)]
+    url: Annotated[str, msgspec.Meta(max_length=8_192)] | None = None
     html: str | None = None
     text: str | None = None
-    title: str | None = None
+    title: Annotated[str, msgspec.Meta(max_length=500)] | None = None
     priority: str | None = None
-    tags: list[str] = []
-    capture_id: str | None = None
+    tags: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=100)]], msgspec.Meta(max_length=50)
+    ] = []
+    capture_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
 
 
 class _Note(msgspec.Struct):

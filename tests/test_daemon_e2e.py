@@ -249,6 +249,11 @@ def test_bad_lines_get_errors_and_the_connection_survives(
         assert r["error"]["code"] == -32602 and r["id"] == 8
         r = send(b'{"jsonrpc":"2.0","id":9,"method":"capture","params":{"intent":"x","bogus":1}}\n')
         assert r["error"]["code"] == -32602
+        r = send(b'{"jsonrpc":"2.0","id":14,"method":"get","params":["X"]}\n')
+        assert r["error"]["code"] == -32602 and "object" in r["error"]["message"]
+        long_intent = b'{"jsonrpc":"2.0","id":15,"method":"capture","params":{"text":"t","intent":"'
+        r = send(long_intent + b"i" * 5000 + b'"}}\n')
+        assert r["error"]["code"] == -32602 and "intent" in r["error"]["message"]
         r = send(b'{"jsonrpc":"2.0","id":10,"method":"capture","params":{"intent":"x"}}\n')
         assert r["error"]["code"] == 422 and r["error"]["data"]["error_code"] == "VALIDATION_ERROR"
         r = send(
@@ -383,3 +388,14 @@ def test_demo_runs_offline_and_exits_zero() -> None:
     assert "4/4 cards READY" in out.stdout
     assert "daemon stopped (exit code 0)" in out.stdout
     assert out.stdout.count("Todos:") == 4
+
+
+def test_serve_will_not_replace_a_file_at_the_socket_path(tmp_path: Path) -> None:
+    d = DaemonProc(tmp_path)
+    d.sock.write_text("precious")
+    d.start(wait=False)
+    assert d.proc is not None
+    assert d.proc.wait(timeout=60) == 2
+    d.close()
+    assert b"is not a socket" in d.stderr
+    assert d.sock.read_text() == "precious"

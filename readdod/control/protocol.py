@@ -28,7 +28,7 @@ class Request(msgspec.Struct, forbid_unknown_fields=True):
     jsonrpc: str
     method: str
     id: Id = None
-    params: dict[str, Any] | None = None
+    params: Any = None
 
 
 class ErrorObject(msgspec.Struct, omit_defaults=True):

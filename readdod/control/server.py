@@ -131,6 +131,8 @@ class ControlServer:
                 req_id, p.METHOD_NOT_FOUND, f"unknown method {req.method!r}; known: {known}"
             )
         params_type, handler = entry
+        if req.params is not None and not isinstance(req.params, dict):
+            return _error(req_id, p.INVALID_PARAMS, "params must be an object (named parameters)")
         try:
             params = msgspec.convert(req.params or {}, params_type)
         except msgspec.ValidationError as exc:
