@@ -115,7 +115,6 @@ async def serve(
                     supervisor = Supervisor(
                         orch,
                         pipeline,
-                        clock,
                         owner=owner,
                         concurrency=cfg.daemon.concurrency,
                         batch_size=cfg.daemon.batch_size,

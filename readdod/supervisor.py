@@ -15,7 +15,6 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from readdod import actor
-from readdod.clock import Clock
 from readdod.errors import ReaddodError
 from readdod.logging import get_logger
 from readdod.orchestrator import Claimed, Orchestrator
@@ -33,7 +32,6 @@ class Supervisor:
         self,
         orch: Orchestrator,
         pipeline: Pipeline,
-        clock: Clock,
         *,
         owner: str,
         concurrency: int,
@@ -44,7 +42,6 @@ class Supervisor:
     ) -> None:
         self.orch = orch
         self.pipeline = pipeline
-        self.clock = clock
         self.owner = owner
         self.concurrency = concurrency
         self.batch_size = batch_size
@@ -57,7 +54,6 @@ class Supervisor:
         self._actors: dict[str, anyio.CancelScope] = {}
         self._wake = anyio.Event()
         self._idle = anyio.Event()
-        self._stop = anyio.Event()
         orch.on_enqueue(self.wake)
 
     @property
@@ -74,7 +70,6 @@ class Supervisor:
     def stop(self) -> None:
         """Begin the drain: claim nothing more; actors stop at their next step."""
         self.draining = True
-        self._stop.set()
         self.wake()
 
     async def wait_idle(self) -> None:
@@ -87,13 +82,6 @@ class Supervisor:
         self.stop()
         for scope in list(self._actors.values()):
             scope.cancel()
-
-    def cancel(self, item_id: str) -> bool:
-        scope = self._actors.get(item_id)
-        if scope is None:
-            return False
-        scope.cancel()
-        return True
 
     def _stop_reason(self) -> str | None:
         if self.draining:

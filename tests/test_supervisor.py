@@ -51,7 +51,6 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
         sup = Supervisor(
             orch,
             Pipeline(engine, http, FetchConfig()),
-            SystemClock(),
             owner="me",
             concurrency=4,
             batch_size=4,
