@@ -37,17 +37,17 @@ async def run(
     """Run ``claimed`` to READY/FAILED_*, or back to QUEUED if told to stop."""
     lease = claimed.lease
     item = claimed.item
-    ctx = RunContext(
-        item_id=item.id,
-        url=item.url,
-        intent=item.intent_text,
-        title=item.title,
-        tags=tuple(msgspec.json.decode(item.tags, type=list[str])),
-        done={k: decode_payload(k, a.payload) for k, a in claimed.done.items()},
-    )
     step = "extraction"
     bound = log.bind(item_id=item.id, run_id=lease.run_id, worker_id=lease.owner)
     try:
+        ctx = RunContext(
+            item_id=item.id,
+            url=item.url,
+            intent=item.intent_text,
+            title=item.title,
+            tags=tuple(msgspec.json.decode(item.tags, type=list[str])),
+            done={k: decode_payload(k, a.payload) for k, a in claimed.done.items()},
+        )
         for step in STEPS:
             if step in ctx.done:
                 continue

@@ -399,3 +399,23 @@ def test_serve_will_not_replace_a_file_at_the_socket_path(tmp_path: Path) -> Non
     d.close()
     assert b"is not a socket" in d.stderr
     assert d.sock.read_text() == "precious"
+
+
+def test_systemd_notify_ready_after_recovery_and_stopping(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    import socket
+
+    addr = tmp_path / "notify.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
+        notify.bind(str(addr))
+        notify.settimeout(60)
+        d = _daemon(daemons, tmp_path)
+        d.start(env={"NOTIFY_SOCKET": str(addr)})
+        assert notify.recv(4096) == b"READY=1"
+        events = [e["event"] for e in d.logs]
+        assert events.index("recovery.done") < events.index("daemon.ready")
+        assert d.proc is not None
+        d.proc.send_signal(signal.SIGTERM)
+        assert notify.recv(4096) == b"STOPPING=1"
+        assert d.proc.wait(timeout=60) == 0
