@@ -15,6 +15,7 @@ from collections.abc import Callable
 import anyio
 import msgspec
 
+from readdod import faults
 from readdod.errors import ErrorCode, StepError
 from readdod.logging import get_logger
 from readdod.models import STEPS
@@ -63,6 +64,7 @@ async def run(
                     continue
             started = time.perf_counter()
             bound.info("step.started", step=step)
+            faults.crash_point(f"step:{step}")
             if step == "extraction":
                 html, text = await orch.source(item.id)
                 result = await pipeline.extraction(ctx, html, text)

@@ -81,3 +81,33 @@ def test_kill9_with_items_in_flight_loses_nothing(daemon: DaemonProc) -> None:
             " AND json_extract(detail, '$.reason') = 'orphan_recovery'"
         ).fetchone()[0]
         assert orphan_events == in_flight
+
+
+def test_a_page_that_kills_the_daemon_cannot_crash_loop_it(tmp_path: Path) -> None:
+    """Each start resumes the item and dies in its summary step; the 4th start fails it."""
+    d = DaemonProc(tmp_path, daemon={"max_orphanings": 3})
+    crash = {"READDOD_CRASH_AT": "step:summary"}
+    try:
+        d.start(env=crash)
+        item_id = d.call("capture", {"text": "A page.\n\nThat kills.", "intent": "x"})["item"]["id"]
+        for start in range(1, 4):
+            assert d.proc is not None
+            assert d.proc.wait(timeout=60) == 86, f"start {start} should have crashed"
+            d.close()
+            d.start(env=crash)
+        rec = d.wait_log(lambda e: e["event"] == "recovery.done")[0]
+        assert (rec["requeued"], rec["failed"]) == (0, 1)
+        got = d.call("get", {"id": item_id, "history": True})
+        item = got["item"]
+        assert item["status"] == "FAILED_AI"
+        assert item["failure"]["error_code"] == "WORKER_LOST"
+        assert item["failure"]["failed_step"] == "summary"
+        assert "3 times" in item["failure"]["message"]
+        # The extraction finished once and was never redone.
+        assert got["artifacts"]["extraction"]["version"] == 1
+        assert len(got["runs"]) == 1 and got["runs"][0]["attempts"] == 3
+        # The daemon is alive and serves other work.
+        assert d.proc is not None and d.call("ping")["pid"] == d.proc.pid
+        assert d.stop() == 0
+    finally:
+        d.close()

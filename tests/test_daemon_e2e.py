@@ -223,7 +223,7 @@ def test_second_daemon_on_the_same_database_exits_at_once(
         t.join(timeout=10)
     assert code == 3
     assert b"another readdod daemon is already running" in second.stderr
-    assert first.call("ping")["pid"] == first.proc.pid if first.proc else False
+    assert first.proc is not None and first.call("ping")["pid"] == first.proc.pid
     assert first.stop() == 0
 
 
