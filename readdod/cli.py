@@ -192,7 +192,8 @@ def cmd_show(args: argparse.Namespace, client: Client) -> int:
             print(f"   {r['run_id']} {r['mode']:<10} {r['status']:<9} attempts={r['attempts']}")
     for ev in res.get("events") or []:
         move = f"{ev['from_status'] or '-'} -> {ev['to_status'] or '-'}"
-        print(f"   {ev['at']} {ev['kind']:<10} {move:<28} {ev['trigger']} {ev['detail']}")
+        detail = json.dumps(ev["detail"], ensure_ascii=False) if ev["detail"] else ""
+        print(f"   {ev['at']} {ev['kind']:<10} {move:<36} {ev['trigger']:<6} {detail}")
     return EXIT_OK
 
 
