@@ -137,7 +137,7 @@ async def serve(
 async def _run(
     server: ControlServer,
     supervisor: Supervisor,
-    listener: anyio.abc.Listener[anyio.abc.SocketStream],
+    listener: anyio.abc.SocketListener,
     signals: AsyncIterator[signal.Signals],
     task_status: TaskStatus[None],
 ) -> None:

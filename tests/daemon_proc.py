@@ -23,6 +23,13 @@ from readdod.control.client import Client
 LogLine = dict[str, Any]
 
 
+def _limit_files(n: int | None) -> None:
+    import resource
+
+    if n is not None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+
 def toml(sections: dict[str, dict[str, Any]]) -> str:
     out = []
     for name, values in sections.items():
@@ -56,7 +63,13 @@ class DaemonProc:
     def db_path(self) -> Path:
         return self.data / "readdod.db"
 
-    def start(self, *, wait: bool = True, env: dict[str, str] | None = None) -> DaemonProc:
+    def start(
+        self,
+        *,
+        wait: bool = True,
+        env: dict[str, str] | None = None,
+        max_open_files: int | None = None,
+    ) -> DaemonProc:
         self.logs = []
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("READDOD_")}
         full_env.update(env or {})
@@ -65,6 +78,7 @@ class DaemonProc:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=full_env,
+            preexec_fn=(lambda: _limit_files(max_open_files)) if max_open_files else None,
         )
         out = threading.Thread(target=self._read_stdout, args=(self.proc,), daemon=True)
         err = threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True)

@@ -419,3 +419,24 @@ def test_systemd_notify_ready_after_recovery_and_stopping(
         d.proc.send_signal(signal.SIGTERM)
         assert notify.recv(4096) == b"STOPPING=1"
         assert d.proc.wait(timeout=60) == 0
+
+
+def test_running_out_of_file_descriptors_does_not_kill_the_daemon(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    import socket
+
+    d = _daemon(daemons, tmp_path)
+    d.start(max_open_files=64)
+    held = []
+    try:
+        for _ in range(100):  # more clients than the daemon has descriptors
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(d.sock))
+            held.append(s)
+        d.wait_log(lambda e: e["event"] == "control.accept_failed")
+    finally:
+        for s in held:
+            s.close()
+    assert d.call("ping")["version"]
+    assert d.stop() == 0

@@ -7,6 +7,7 @@ supervisor for pause/resume); they never touch the store.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -14,7 +15,7 @@ from typing import Any
 
 import anyio
 import msgspec
-from anyio.abc import ByteStream, Listener, TaskStatus
+from anyio.abc import ByteStream, SocketListener, TaskStatus
 
 from readdod import __version__
 from readdod.control import protocol as p
@@ -27,6 +28,11 @@ log = get_logger("readdod.control")
 _enc = msgspec.json.Encoder()
 
 Handler = Callable[[Any], Awaitable[Any]]
+
+ACCEPT_BACKOFF_S = 0.1
+_TRANSIENT_ACCEPT = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED}
+)
 
 
 def _error(
@@ -58,11 +64,22 @@ class ControlServer:
     # --- transport ---------------------------------------------------------
 
     async def serve(
-        self, listener: Listener[Any], *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        self, listener: SocketListener, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         async with listener, anyio.create_task_group() as tg:
             task_status.started()
-            await listener.serve(self._connection, task_group=tg)
+            while True:
+                try:
+                    stream = await listener.accept()
+                except anyio.BrokenResourceError as exc:
+                    cause = exc.__cause__
+                    if not (isinstance(cause, OSError) and cause.errno in _TRANSIENT_ACCEPT):
+                        raise
+                    # Out of descriptors (too many clients): keep serving the connected ones.
+                    log.warning("control.accept_failed", error=str(cause))
+                    await anyio.sleep(ACCEPT_BACKOFF_S)
+                    continue
+                tg.start_soon(self._connection, stream)
 
     async def _connection(self, stream: ByteStream) -> None:
         self.connections += 1
