@@ -269,9 +269,7 @@ class Orchestrator:
                 },
             )
         )
-        new = tx.item(row.id)
-        assert new is not None
-        return new
+        return msgspec.structs.replace(row, status=dst.value, **fields)
 
     def _new_run(self, tx: Tx, item_id: str, mode: str, now: int, *, refetch: bool = False) -> str:
         run_id = ids.ulid(now)
