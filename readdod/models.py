@@ -25,6 +25,8 @@ PRIORITIES: Final[tuple[Priority, ...]] = ("P0", "P1", "P2", "P3")
 STEPS: Final[tuple[ArtifactType, ...]] = ("extraction", "summary", "score", "todos", "card")
 AI_STEPS: Final[tuple[ArtifactType, ...]] = ("summary", "score", "todos", "card")
 
+TL_DR_MAX: Final = 280
+
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Line = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
 Percent = Annotated[int, msgspec.Meta(ge=0, le=100)]
@@ -56,7 +58,7 @@ class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class Summary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    tl_dr: Annotated[str, msgspec.Meta(min_length=1, max_length=280)]
+    tl_dr: Annotated[str, msgspec.Meta(min_length=1, max_length=TL_DR_MAX)]
     key_points: Annotated[list[Line], msgspec.Meta(min_length=3, max_length=7)]
     intent_relevance: NonEmpty
     reading_time_min: Annotated[int, msgspec.Meta(ge=0)]

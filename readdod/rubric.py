@@ -14,8 +14,6 @@ import msgspec
 
 from readdod.models import AI_STEPS, PAYLOAD_TYPES, Card, Payload, Score, Summary, Todos
 
-TL_DR_MAX = 280
-
 
 def _summary(p: Summary) -> list[str]:
     problems = []

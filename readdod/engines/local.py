@@ -27,6 +27,7 @@ import anyio.to_thread
 from readdod.engines.base import EngineInput, EngineOutput
 from readdod.errors import AIError, ErrorCode
 from readdod.models import (
+    TL_DR_MAX,
     Card,
     CardSource,
     Priority,
@@ -54,7 +55,6 @@ __all__ = [
 T = TypeVar("T")
 Genre = Literal["tutorial", "research", "opinion", "general"]
 
-TL_DR_MAX: Final = 280
 LINE_MAX: Final = 500
 CARD_TITLE_MAX: Final = 300
 TODO_TITLE_MAX: Final = 200
