@@ -612,9 +612,6 @@ class Orchestrator:
         rows = rows[:limit]
         return [item_view(r) for r in rows], (rows[-1].id if more and rows else None)
 
-    async def counts(self) -> dict[str, int]:
-        return await self.store.read(lambda tx: tx.count_by_status())
-
     # --- supervisor side ---------------------------------------------------
 
     def _complete(self, tx: Tx, row: ItemRow) -> bool:
@@ -755,9 +752,6 @@ class Orchestrator:
             return out
 
         return await self._commit(unit)
-
-    async def next_due_ms(self) -> int | None:
-        return await self.store.read(lambda tx: tx.next_due())
 
     async def renew(self, owner: str, item_ids: Sequence[str], lease_ttl_ms: int) -> set[str]:
         until = self.clock.now_ms() + lease_ttl_ms

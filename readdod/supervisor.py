@@ -50,7 +50,6 @@ class Supervisor:
         self.shutdown_grace_s = shutdown_grace_s
         self.paused = False
         self.draining = False
-        self.claimed_total = 0
         self._actors: dict[str, anyio.CancelScope] = {}
         self._wake = anyio.Event()
         self._idle = anyio.Event()
@@ -128,7 +127,6 @@ class Supervisor:
                 self._actors[c.lease.item_id] = scope
                 self._idle = anyio.Event()
                 tg.start_soon(self._run_actor, c, scope)
-            self.claimed_total += len(claimed)
             if len(claimed) < want:
                 return
 

@@ -46,7 +46,6 @@ class ControlServer:
         self.orch = orch
         self.supervisor = supervisor
         self.started = time.monotonic()
-        self.connections = 0
         self._methods: dict[str, tuple[type[Any], Handler]] = {
             "capture": (CaptureRequest, self._capture),
             "process": (p.ProcessParams, self._process),
@@ -82,7 +81,6 @@ class ControlServer:
                 tg.start_soon(self._connection, stream)
 
     async def _connection(self, stream: ByteStream) -> None:
-        self.connections += 1
         reader = p.LineReader(stream)
         try:
             async with stream:
@@ -101,8 +99,6 @@ class ControlServer:
                         await stream.send(answer + b"\n")
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
             pass
-        finally:
-            self.connections -= 1
 
     def _too_long(self) -> bytes:
         err = _error(

@@ -146,13 +146,6 @@ class Tx:
         ).fetchall()
         return [_item(r) for r in rows]
 
-    def next_due(self) -> int | None:
-        """When the earliest QUEUED item becomes claimable."""
-        row = self.conn.execute(
-            "SELECT min(next_attempt_at) FROM items WHERE status = 'QUEUED'"
-        ).fetchone()
-        return row[0] if row else None
-
     def list_items(
         self,
         statuses: Sequence[str] | None,
@@ -177,9 +170,6 @@ class Tx:
             f"{_ITEM_SELECT}{clause} ORDER BY id DESC LIMIT ?", [*args, limit]
         ).fetchall()
         return [_item(r) for r in rows]
-
-    def count_by_status(self) -> dict[str, int]:
-        return dict(self.conn.execute("SELECT status, count(*) FROM items GROUP BY status"))
 
     # --- sources -----------------------------------------------------------
 
