@@ -85,6 +85,7 @@ class Pipeline:
                 client=self.http,
                 max_bytes=self.fetch_cfg.max_bytes,
                 max_redirects=self.fetch_cfg.max_redirects,
+                timeout_s=self.fetch_cfg.timeout_s,
             )
         fields: dict[str, Any] = {}
         if payload.final_url:

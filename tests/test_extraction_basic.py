@@ -567,6 +567,7 @@ async def test_connection_refused_is_retryable() -> None:
     assert info.value.code is ErrorCode.EXTRACTION_FETCH_FAILED
     assert info.value.retryable is True
     assert isinstance(info.value.__cause__, Exception)
+    assert "Could not connect to the server" in info.value.message
 
 
 async def test_non_http_url_is_rejected_without_retry() -> None:

@@ -121,6 +121,14 @@ async def fetch(
             retryable=False,
             debug=repr(exc),
         ) from exc
+    except httpx.ConnectError as exc:
+        raise ExtractionError(
+            f"Could not connect to the server for {url} ({exc}); check the address,"
+            " or try again later if the site is down.",
+            code=ErrorCode.EXTRACTION_FETCH_FAILED,
+            retryable=True,
+            debug=repr(exc),
+        ) from exc
     except httpx.HTTPError as exc:
         raise ExtractionError(
             f"Could not fetch {url}: {type(exc).__name__} {exc}".rstrip(),
