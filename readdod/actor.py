@@ -49,6 +49,11 @@ async def run(
             tags=tuple(msgspec.json.decode(item.tags, type=list[str])),
             done={k: decode_payload(k, a.payload) for k, a in claimed.done.items()},
         )
+
+        async def on_retry(attempt: int, error: StepError, delay_s: float) -> None:
+            await orch.note_retry(lease, step, attempt, error, delay_s)
+
+        ctx.on_retry = on_retry
         for step in STEPS:
             if step in ctx.done:
                 continue

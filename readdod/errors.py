@@ -161,11 +161,14 @@ class StepError(ReaddodError):
         code: ErrorCode | None = None,
         retryable: bool | None = None,
         debug: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message, code=code)
         if retryable is not None:
             self.retryable = retryable
         self.debug = debug
+        #: Seconds the other side asked us to wait (HTTP ``Retry-After``).
+        self.retry_after = retry_after
 
 
 class ExtractionError(StepError):

@@ -192,6 +192,9 @@ class Run(msgspec.Struct, kw_only=True):
     started_at: str | None
     finished_at: str | None
     created_at: str
+    retries: int = 0
+    last_error_code: str | None = None
+    last_error_message: str | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

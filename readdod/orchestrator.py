@@ -163,6 +163,9 @@ def run_view(row: RunRow) -> Run:
         started_at=iso(row.started_at),
         finished_at=iso(row.finished_at),
         created_at=iso(row.created_at) or "",
+        retries=row.retries,
+        last_error_code=row.last_error_code,
+        last_error_message=row.last_error_message,
     )
 
 
@@ -823,6 +826,52 @@ class Orchestrator:
                 _dumps({"step": step, "version": version}),
             )
             return version
+
+        return await self._commit(unit)
+
+    async def note_retry(
+        self, lease: Lease, step: str, attempt: int, error: StepError, delay_s: float
+    ) -> bool:
+        """Record ``step`` as ``retrying`` after a retryable error; False if the lease is gone."""
+
+        def unit(tx: Tx, notes: list[_Note]) -> bool:
+            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                return False
+            now = self.clock.now_ms()
+            run = tx.run(lease.run_id)
+            retries = (run.retries if run is not None else 0) + 1
+            tx.update_run(
+                lease.run_id,
+                retries=retries,
+                last_error_code=error.error_code,
+                last_error_message=error.message[:1000],
+            )
+            detail = {
+                "step": step,
+                "state": "retrying",
+                "attempt": attempt,
+                "error_code": error.error_code,
+                "message": error.message[:1000],
+                "delay_s": round(delay_s, 3),
+            }
+            tx.insert_event(
+                now, lease.item_id, lease.run_id, "step", None, None, Trigger.SYSTEM, _dumps(detail)
+            )
+            notes.append(
+                _Note(
+                    "step.retrying",
+                    {
+                        "item_id": lease.item_id,
+                        "run_id": lease.run_id,
+                        "worker_id": lease.owner,
+                        "step": step,
+                        "attempt": attempt,
+                        "error_code": error.error_code,
+                        "delay_s": round(delay_s, 3),
+                    },
+                )
+            )
+            return True
 
         return await self._commit(unit)
 

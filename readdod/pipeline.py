@@ -31,6 +31,7 @@ from readdod.models import (
     Summary,
     Todos,
 )
+from readdod.retrying import OnRetry
 
 
 class StepResult(msgspec.Struct, kw_only=True):
@@ -48,6 +49,8 @@ class RunContext(msgspec.Struct, kw_only=True):
     title: str | None
     tags: tuple[str, ...]
     done: dict[str, Payload] = {}
+    #: Told before each in-step retry wait, so the retrying state is recorded.
+    on_retry: OnRetry | None = None
 
     def get(self, step: str, typ: type[Any]) -> Any:
         payload = self.done.get(step)

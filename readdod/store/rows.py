@@ -43,6 +43,9 @@ class RunRow(msgspec.Struct, kw_only=True):
     created_at: int
     started_at: int | None
     finished_at: int | None
+    retries: int = 0
+    last_error_code: str | None = None
+    last_error_message: str | None = None
 
 
 class ArtifactRow(msgspec.Struct, kw_only=True):

@@ -1,0 +1,89 @@
+"""Retries inside a step (DESIGN §5.1), on top of stamina.
+
+A step (or one chunk of it) that hits a retryable :class:`StepError` — a
+timeout, a 429, a 5xx, a reset connection — is tried again with exponential
+backoff and jitter, honouring the server's ``Retry-After``. Before each wait
+the caller's ``on_retry`` hook is told, so the orchestrator can record the
+``retrying`` state and people watching see why an item is slow. After the
+last attempt the error goes up unchanged and the step fails with its code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import msgspec
+import stamina
+import stamina.instrumentation
+
+from readdod.errors import StepError
+
+T = TypeVar("T")
+
+#: Called before each wait: (attempt that failed, its error, seconds to wait).
+OnRetry = Callable[[int, StepError, float], Awaitable[None]]
+
+# readdod logs its own ``step.retrying`` events (documented in the log
+# schema); stamina's default structlog/prometheus hooks would add a second,
+# undocumented line per retry.
+stamina.instrumentation.set_on_retry_hooks([])
+
+
+class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """How often and how patiently one step retries."""
+
+    attempts: int = 3
+    initial_s: float = 1.0
+    max_s: float = 30.0
+    jitter_s: float = 1.0
+    #: A ``Retry-After`` longer than this is not waited for inside the step.
+    max_retry_after_s: float = 120.0
+
+
+def _backoff(policy: RetryPolicy) -> Callable[[Exception], bool | float]:
+    def hook(exc: Exception) -> bool | float:
+        if not isinstance(exc, StepError) or not exc.retryable:
+            return False
+        if exc.retry_after is not None:
+            if exc.retry_after > policy.max_retry_after_s:
+                return False
+            return max(exc.retry_after, 0.0)
+        return True
+
+    return hook
+
+
+def _planned_wait(policy: RetryPolicy, failed_attempt: int, exc: StepError) -> float:
+    if exc.retry_after is not None:
+        return max(exc.retry_after, 0.0)
+    return float(min(policy.initial_s * 2 ** (failed_attempt - 1), policy.max_s))
+
+
+async def call(
+    fn: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    on_retry: OnRetry | None = None,
+) -> T:
+    """Await ``fn()`` until it succeeds, fails for good, or attempts run out."""
+    hook = _backoff(policy)
+    async for attempt in stamina.retry_context(
+        on=hook,
+        attempts=max(policy.attempts, 1),
+        timeout=None,
+        wait_initial=policy.initial_s,
+        wait_max=policy.max_s,
+        wait_jitter=policy.jitter_s,
+    ):
+        with attempt:
+            try:
+                return await fn()
+            except StepError as exc:
+                if (
+                    on_retry is not None
+                    and attempt.num < policy.attempts
+                    and hook(exc) is not False
+                ):
+                    await on_retry(attempt.num, exc, _planned_wait(policy, attempt.num, exc))
+                raise
+    raise AssertionError("unreachable: stamina either returns or raises")
