@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 import msgspec
@@ -19,7 +20,7 @@ from readdod import faults
 from readdod.errors import ErrorCode, StepError
 from readdod.logging import get_logger
 from readdod.models import STEPS
-from readdod.orchestrator import Claimed, Orchestrator
+from readdod.orchestrator import Claimed, LeaseChunks, Orchestrator
 from readdod.pipeline import Pipeline, RunContext, decode_payload
 
 log = get_logger("readdod.actor")
@@ -54,6 +55,12 @@ async def run(
             await orch.note_retry(lease, step, attempt, error, delay_s)
 
         ctx.on_retry = on_retry
+
+        async def note(event: str, detail: dict[str, Any]) -> None:
+            await orch.note_step(lease, step, event, detail)
+
+        ctx.note = note
+        ctx.chunks = LeaseChunks(orch, lease)
         for step in STEPS:
             if step in ctx.done:
                 continue
@@ -69,6 +76,7 @@ async def run(
                     continue
             started = time.perf_counter()
             bound.info("step.started", step=step)
+            orch.bus.publish("step.started", item.id, lease.run_id, step=step)
             faults.crash_point(f"step:{step}")
             if step == "extraction":
                 html, text = await orch.source(item.id)
@@ -81,23 +89,29 @@ async def run(
                 _enc.encode(result.payload),
                 result.meta,
                 item_fields=result.item_fields,
+                duration_ms=(time.perf_counter() - started) * 1000,
             )
             if version is None:
                 return
             ctx.done[step] = result.payload
             if "title" in result.item_fields:
                 ctx.title = result.item_fields["title"]
-            bound.info(
+            took_ms = round((time.perf_counter() - started) * 1000, 2)
+            bound.info("step.finished", step=step, version=version, duration_ms=took_ms)
+            orch.bus.publish(
                 "step.finished",
+                item.id,
+                lease.run_id,
                 step=step,
                 version=version,
-                duration_ms=round((time.perf_counter() - started) * 1000, 2),
+                duration_ms=took_ms,
             )
         step = "gate"
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
             await orch.complete(lease)
     except StepError as exc:
         bound.warning("step.failed", step=step, error_code=exc.error_code, error=exc.message)
+        orch.bus.publish("step.failed", item.id, lease.run_id, step=step, error_code=exc.error_code)
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
             await orch.fail(lease, step, exc)
     except anyio.get_cancelled_exc_class():

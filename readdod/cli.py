@@ -33,12 +33,30 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False))
 
 
+def _age(stamp: str | None, now: float | None = None) -> str:
+    """How long ago an RFC 3339 time was, in one short unit (``45s``, ``3h``, ``12d``)."""
+    if not stamp:
+        return "--"
+    import datetime as dt
+
+    then = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    secs = max(0, int((now if now is not None else time.time()) - then))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{secs // size}{unit}"
+    return f"{secs}s"
+
+
+LS_HEADER = f"{'ID':<26}  {'STATUS':<17} {'PRI':<3} {'SCORE':>5} {'AGE':>4}  TITLE"
+
+
 def _item_line(item: dict[str, Any]) -> str:
     score = item.get("match_score")
     label = item.get("title") or item.get("url") or item.get("intent") or ""
     return (
-        f"{item['id']}  {item['status']:<17} {item.get('priority') or '--':<3}"
-        f" {score if score is not None else '--':>3}  {label[:70]}"
+        f"{item['id']:<26}  {item['status']:<17} {item.get('priority') or '--':<3}"
+        f" {score if score is not None else '--':>5} {_age(item.get('created_at')):>4}"
+        f"  {label[:70]}"
     )
 
 
@@ -70,6 +88,12 @@ def render_card(item: dict[str, Any], artifacts: dict[str, Any]) -> str:
         lines.append(
             f"  FAILED at {failure['failed_step']}: {failure['error_code']}: {failure['message']}"
         )
+        if failure.get("next_attempt_at"):
+            lines.append(f"  Retrying by itself at {failure['next_attempt_at']}")
+        elif failure.get("retryable"):
+            lines.append(f"  Retry with `readdod process {item['id']}`")
+    if item.get("archive_reason"):
+        lines.append(f"  Archived: {item['archive_reason']}")
     return "\n".join(lines)
 
 
@@ -110,17 +134,79 @@ def _wait_for(client: Client, item_id: str, timeout_s: float) -> dict[str, Any]:
 # --- verbs ------------------------------------------------------------------
 
 
+CREDENTIAL_API_KEY = "api-key"
+
+
+def _register_secrets(cfg: config.Config) -> None:
+    """Tell the log scrubber every secret's value, and take the API key from systemd.
+
+    Under systemd, ``LoadCredential=api-key:...`` hands the key over as a file in
+    ``$CREDENTIALS_DIRECTORY``; it fills the variable ``ai.api_key_env`` names
+    when that is unset, so the engine reads it the same way in both setups.
+    """
+    from readdod import logging as rlog
+
+    key_env = getattr(cfg.ai, "api_key_env", None)
+    creds = os.environ.get("CREDENTIALS_DIRECTORY")
+    if key_env and creds and not os.environ.get(key_env):
+        try:
+            key = (Path(creds) / CREDENTIAL_API_KEY).read_text().strip()
+        except OSError:
+            key = ""
+        if key:
+            os.environ[key_env] = key
+    if key_env:
+        rlog.add_secret(os.environ.get(key_env))
+    if creds:
+        try:
+            for entry in Path(creds).iterdir():
+                if entry.is_file() and entry.stat().st_size <= 64 * 1024:
+                    rlog.add_secret(entry.read_text(errors="replace").strip())
+        except OSError:
+            pass
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    cfg, path, overrides = config.load_with_overrides(args.config)
+    shown = config.redacted(cfg)
+    if args.json:
+        _print_json({"file": str(path) if path else None, "overrides": overrides, "config": shown})
+        return EXIT_OK
+    print(f"# file: {path if path else '(none: built-in defaults)'}")
+    print(f"# environment overrides: {', '.join(overrides) if overrides else '(none)'}")
+    for section, values in shown.items():
+        print(f"\n[{section}]")
+        for key, value in values.items():
+            if value is None:
+                print(f"# {key} = (unset)")
+            else:
+                print(f"{key} = {_toml_value(value)}")
+    return EXIT_OK
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items() if v is not None)
+        return f"{{ {inner} }}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from readdod import daemon
     from readdod import logging as rlog
 
-    cfg, path = config.load(args.config)
-    stream = None
-    if cfg.log.file:
-        stream = Path(cfg.log.file).expanduser().open("a", buffering=1, encoding="utf-8")
-    rlog.configure(cfg.log.level, stream)
+    cfg, path, overrides = config.load_with_overrides(args.config)
+    rlog.configure(cfg.log.level, fmt=cfg.log.format, file=cfg.log.file)
+    _register_secrets(cfg)
     rlog.get_logger("readdod.cli").info(
-        "daemon.starting", version=__version__, config=str(path) if path else None
+        "daemon.starting",
+        version=__version__,
+        config=str(path) if path else None,
+        overrides=overrides,
     )
     anyio.run(daemon.serve, cfg, backend="asyncio")
     return EXIT_OK
@@ -166,12 +252,18 @@ def cmd_ls(args: argparse.Namespace, client: Client) -> int:
         params["priority"] = args.priority
     if args.cursor:
         params["cursor"] = args.cursor
+    if args.tag:
+        params["tags"] = args.tag
+    if args.query:
+        params["query"] = args.query
     res = client.call("list", params)
     if args.json:
         _print_json(res)
         return EXIT_OK
     if not res["items"]:
         print("no items")
+    else:
+        print(LS_HEADER)
     for item in res["items"]:
         print(_item_line(item))
     if res.get("next_cursor"):
@@ -180,20 +272,151 @@ def cmd_ls(args: argparse.Namespace, client: Client) -> int:
 
 
 def cmd_show(args: argparse.Namespace, client: Client) -> int:
-    res = client.call("get", {"id": args.id, "history": args.history})
+    res = client.call("get", {"id": args.id, "history": args.history, "versions": args.versions})
     if args.json:
         _print_json(res)
         return EXIT_OK
     print(render_card(res["item"], res["artifacts"]))
-    runs = res.get("runs") or []
-    if runs:
-        print("  Runs:")
-        for r in runs:
-            print(f"   {r['run_id']} {r['mode']:<10} {r['status']:<9} attempts={r['attempts']}")
+    if res.get("siblings"):
+        print(f"  Same page, other intents: {', '.join(res['siblings'])}")
+    edited = [k for k, a in res["artifacts"].items() if a.get("created_by") == "user"]
+    if edited:
+        print(f"  Edited by you: {', '.join(sorted(edited))}")
+    for line in _ledger_lines(res.get("runs") or []):
+        print(line)
+    for step, p in (res.get("chunks") or {}).items():
+        extra = "".join(f", {p[k]} {k}" for k in ("retrying", "error", "retries") if p.get(k))
+        print(f"  Chunks ({step}): {p['done']}/{p['total']} done{extra}")
+    if args.versions:
+        print("  Versions:")
+        for v in res.get("versions") or []:
+            mark = "*" if v["shown"] else " "
+            print(
+                f"  {mark} {v['artifact_type']:<10} v{v['version']:<3} {v['created_by']:<6}"
+                f" run {v['run_id'] or '-'}  {v['created_at']}"
+            )
     for ev in res.get("events") or []:
         move = f"{ev['from_status'] or '-'} -> {ev['to_status'] or '-'}"
         detail = json.dumps(ev["detail"], ensure_ascii=False) if ev["detail"] else ""
         print(f"   {ev['at']} {ev['kind']:<10} {move:<36} {ev['trigger']:<6} {detail}")
+    return EXIT_OK
+
+
+def _ledger_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """The attempt ledger: every run, what it reached, and why it stopped."""
+    if not runs:
+        return []
+    lines = ["  Runs:"]
+    for r in runs:
+        reached = r.get("steps_done") or []
+        where = f"reached {reached[-1]}" if reached else "no step done"
+        if r["status"] == "running" and r.get("current_step"):
+            where = f"at {r['current_step']}"
+        took = ""
+        if r.get("started_at") and r.get("finished_at"):
+            import datetime as dt
+
+            def ts(x: str) -> float:
+                return dt.datetime.fromisoformat(x.replace("Z", "+00:00")).timestamp()
+
+            took = f" in {ts(r['finished_at']) - ts(r['started_at']):.1f}s"
+        extra = []
+        if r.get("models"):
+            extra.append("model " + ",".join(r["models"]))
+        if r.get("prompt_tokens") or r.get("completion_tokens"):
+            extra.append(f"tokens {r.get('prompt_tokens', 0)}+{r.get('completion_tokens', 0)}")
+        if r.get("retries"):
+            extra.append(f"step retries {r['retries']}")
+        lines.append(
+            f"   {r['run_id']} {r['mode']:<10} {r['status']:<9} attempts={r['attempts']}"
+            f" {where}{took}" + (f" ({'; '.join(extra)})" if extra else "")
+        )
+        for f in r.get("failures") or []:
+            why = f.get("message") or ""
+            lines.append(f"      {f['at']} failed at {f['step']}: {f['error_code']}: {why}")
+        if r.get("error_code") and not r.get("failures"):
+            lines.append(f"      {r['error_code']}: {r.get('error_message') or ''}".rstrip())
+        if r.get("last_error_code"):
+            last = r.get("last_error_message") or ""
+            lines.append(f"      last retried after {r['last_error_code']}: {last}")
+    return lines
+
+
+def cmd_edit(args: argparse.Namespace, client: Client) -> int:
+    """Edit an artifact: from --file, or in $EDITOR on the shown version's JSON."""
+    if args.file:
+        raw = _read_source(args.file)
+    else:
+        import shlex
+        import subprocess
+        import tempfile
+
+        current = client.call("artifact", {"id": args.id, "type": args.type})["artifact"]
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        with tempfile.TemporaryDirectory(prefix="readdod-edit-") as tmp:
+            path = Path(tmp) / f"{args.id}.{args.type}.json"
+            original = json.dumps(current["payload"], indent=2, ensure_ascii=False) + "\n"
+            path.write_text(original, encoding="utf-8")
+            if subprocess.run([*shlex.split(editor), str(path)], check=False).returncode != 0:
+                raise ReaddodError(f"{editor} exited with an error; nothing was saved")
+            raw = path.read_text(encoding="utf-8")
+        if raw == original:
+            print("no change; nothing saved")
+            return EXIT_OK
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise ReaddodError(f"the edited {args.type} is not valid JSON: {exc}") from exc
+    res = client.call("edit", {"id": args.id, "type": args.type, "payload": payload})
+    if args.json:
+        _print_json(res)
+    else:
+        art = res["artifact"]
+        print(f"saved {art['artifact_type']} version {art['version']} of {args.id} (yours)")
+    return EXIT_OK
+
+
+def cmd_retry_failed(args: argparse.Namespace, client: Client) -> int:
+    params: dict[str, Any] = {"dry_run": args.dry_run}
+    if args.step:
+        params["step"] = args.step
+    res = client.call("retry_failed", params)
+    if args.json:
+        _print_json(res)
+        return EXIT_OK
+    verb = "would queue" if args.dry_run else "queued"
+    print(f"{verb} {res['count']} failed item(s) again")
+    for item_id in res["requeued"]:
+        print(f"  {item_id}")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace, client: Client) -> int:
+    params: dict[str, Any] = {"id": args.id}
+    if args.format:
+        params["format"] = args.format
+    if args.out:
+        # The daemon has its own working directory: send an absolute folder.
+        params["out_dir"] = str(Path(args.out).expanduser().absolute())
+    if args.export_key:
+        params["export_key"] = args.export_key
+    res = client.call("export", params)
+    if args.json:
+        _print_json(res)
+        return EXIT_OK
+    for path in res["files"]:
+        print(path)
+    if res["reused"]:
+        print(
+            f"readdod: {args.id} was already exported with this export_key; nothing written",
+            file=sys.stderr,
+        )
+        for path in res["files"]:
+            if not Path(path).exists():
+                print(
+                    f"readdod: {path} is gone; give a new --export-key to write it again",
+                    file=sys.stderr,
+                )
     return EXIT_OK
 
 
@@ -218,10 +441,224 @@ def _simple(method: str, **extra: str) -> Any:
     return run
 
 
+def cmd_backup(args: argparse.Namespace, client: Client) -> int:
+    """The daemon writes the copy (it can read its own database, even sandboxed)."""
+    res = client.call("backup", {"path": str(Path(args.path).expanduser().absolute())})
+    if args.json:
+        _print_json(res)
+    else:
+        print(f"backed up to {res['path']} ({res['bytes']} bytes, {res['pages']} pages)")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from readdod.demo.runner import run_demo
 
     return run_demo(json_out=args.json)
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    from readdod import schemas
+
+    out = Path(args.out)
+    if args.check:
+        problems = schemas.check_dir(out)
+        for problem in problems:
+            print(f"readdod: {problem}", file=sys.stderr)
+        if problems:
+            print("readdod: run `readdod schemas` to regenerate them", file=sys.stderr)
+            return EXIT_ERROR
+        print(f"{len(schemas.ARTIFACT_TYPES)} schemas in {out} match the models")
+        return EXIT_OK
+    for path in schemas.write_all(out):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from readdod.engines import make_engine
+    from readdod.evaluation import runner
+
+    cfg, _ = config.load(args.config)
+    ai = cfg.ai
+    if args.engine:
+        try:
+            ai = msgspec.convert(
+                {**msgspec.structs.asdict(ai), "engine": args.engine}, type=config.AIConfig
+            )
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"--engine {args.engine}: {exc}") from exc
+    pages = runner.load_golden(Path(args.golden) if args.golden else None)
+
+    async def run() -> runner.Report:
+        engine = make_engine(ai)
+        try:
+            return await runner.evaluate(engine, pages)
+        finally:
+            await runner.close_engine(engine)
+
+    report = anyio.run(run, backend="asyncio")
+    if args.json:
+        _print_json(msgspec.to_builtins(report) | {"passed": report.passed})
+    else:
+        print(runner.format_report(report))
+    return EXIT_OK if report.passed else EXIT_ERROR
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    """Extract one page here and now: no daemon, nothing stored."""
+    from readdod.extraction import extract
+
+    if args.json and args.markdown:
+        print("readdod extract: --json and --markdown exclude each other", file=sys.stderr)
+        return EXIT_USAGE
+    source = args.source
+    if args.html is not None:
+        result = extract(_read_source(args.html), source if source and source != "-" else None)
+    elif source == "-":
+        result = extract(sys.stdin.read())
+    elif source:
+        result = _extract_url(args, source)
+    else:
+        print("readdod extract: give a URL, --html FILE, or - (HTML on stdin)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(result)).decode() + "\n")
+    elif args.markdown:
+        head = f"# {result.title}\n\n" if result.title else ""
+        sys.stdout.write(f"{head}{result.markdown}\n")
+    else:
+        head = f"{result.title}\n\n" if result.title else ""
+        sys.stdout.write(f"{head}{result.text}\n")
+    return EXIT_OK
+
+
+def _extract_url(args: argparse.Namespace, url: str) -> Any:
+    from readdod.extraction.fetch import extract_url, make_client
+
+    cfg, _ = config.load(args.config)
+
+    async def run() -> Any:
+        async with make_client(cfg.fetch) as client:
+            return await extract_url(url, client=client)
+
+    return anyio.run(run, backend="asyncio")
+
+
+def _clock(at: str) -> str:
+    return at[11:19] if len(at) >= 19 else at
+
+
+class WatchView:
+    """The live view of `watch`: one line per event with the item's state so far."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+
+    def line(self, ev: dict[str, Any]) -> str:
+        data = ev.get("data") or {}
+        name = ev.get("event", "")
+        item_id = ev.get("item_id")
+        if not item_id:
+            extra = " ".join(f"{k}={v}" for k, v in data.items())
+            return f"{_clock(ev.get('at', ''))}  {name} {extra}".rstrip()
+        st = self.items.setdefault(item_id, {"status": "", "step": "", "chunks": "", "error": ""})
+        if name == "item.captured":
+            st["status"] = "CAPTURED"
+        if "to" in data:
+            st["status"] = data["to"]
+            if data["to"] != "PROCESSING":
+                st["step"] = st["chunks"] = ""
+            if not str(data["to"]).startswith("FAILED_"):
+                st["error"] = ""
+        if "step" in data:
+            state = {"step.started": "", "step.finished": " done", "step.retrying": " retrying"}
+            st["step"] = f"{data['step']}{state.get(name, '')}"
+        done = data.get("chunks_done", data.get("done"))
+        total = data.get("chunks_total", data.get("total"))
+        if done is not None and total is not None:
+            st["chunks"] = f"chunks {done}/{total}"
+        if data.get("error_code"):
+            st["error"] = f"last error {data['error_code']}"
+        parts = [st["status"] or "?", st["step"], st["chunks"], st["error"]]
+        shown = "  ".join(p for p in parts if p)
+        return f"{_clock(ev.get('at', ''))}  {item_id}  {name:<16} {shown}"
+
+
+def cmd_watch(args: argparse.Namespace, client: Client) -> int:
+    params = {"id": args.id} if args.id else {}
+    with Client(client.path, timeout_s=None) as live:
+        live.call("watch", params)
+        view = WatchView()
+        while True:
+            try:
+                raw = live.read_raw()
+            except DaemonUnavailable:
+                print("readdod: the daemon closed the watch", file=sys.stderr)
+                return EXIT_UNAVAILABLE
+            msg = json.loads(raw)
+            if msg.get("method") != "event":
+                continue
+            ev = msg["params"]
+            if args.json:
+                print(json.dumps(ev, ensure_ascii=False), flush=True)
+            else:
+                print(view.line(ev), flush=True)
+            if ev.get("event") == "watch.dropped":
+                reason = (ev.get("data") or {}).get("reason", "")
+                print(f"readdod: the daemon dropped this watch: {reason}", file=sys.stderr)
+                return EXIT_ERROR
+
+
+HEALTH_EXIT = {"ok": 0, "degraded": 1, "unhealthy": 2}
+
+
+def cmd_health(args: argparse.Namespace, client: Client) -> int:
+    res = client.call("health")
+    if args.json:
+        _print_json(res)
+    else:
+        print(f"health: {res['status']}")
+        for reason in res["reasons"]:
+            print(f"  - {reason}")
+        for name, check in res["checks"].items():
+            value = check.get("value")
+            print(f"  {name:<18} {'--' if value is None else value!s:<10} {check['status']}")
+    return HEALTH_EXIT.get(res["status"], EXIT_ERROR)
+
+
+def cmd_stats(args: argparse.Namespace, client: Client) -> int:
+    res = client.call("stats")
+    if args.json:
+        _print_json(res)
+        return EXIT_OK
+    print(f"items: {res['items_total']}")
+    for status, n in sorted(res["items_by_status"].items()):
+        print(f"  {status:<18} {n}")
+    print("runs:")
+    for status, n in sorted(res["runs_by_outcome"].items()):
+        print(f"  {status:<18} {n}")
+    if res["step_durations_ms"]:
+        print("step durations (ms):      p50       p95   count")
+        for step, t in res["step_durations_ms"].items():
+            print(f"  {step:<18} {t['p50_ms']:>9.1f} {t['p95_ms']:>9.1f} {t['count']:>7}")
+    tok = res["tokens"]
+    print(f"tokens: {tok['total']} ({tok['prompt']} prompt, {tok['completion']} completion)")
+    return EXIT_OK
+
+
+def cmd_prune(args: argparse.Namespace, client: Client) -> int:
+    res = client.call("prune", {"dry_run": args.dry_run})
+    if args.json:
+        _print_json(res)
+        return EXIT_OK
+    removed = res["removed"]
+    verb = "would remove" if res["dry_run"] else "removed"
+    print(
+        f"{verb} {removed['runs']} runs, {removed['events']} events and"
+        f" {removed['artifacts']} superseded artifact versions of archived items"
+    )
+    return EXIT_OK
 
 
 # --- parser -----------------------------------------------------------------
@@ -243,6 +680,24 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", parents=[common], help="run bundled sample pages through a private daemon"
     )
     sub.add_parser("ping", parents=[common], help="check that the daemon answers")
+    sub.add_parser("config", parents=[common], help="print the effective config (secrets redacted)")
+
+    p = sub.add_parser("schemas", help="write the artifact payloads' JSON Schemas")
+    p.add_argument("--out", default="schemas", metavar="DIR", help="directory (default: schemas)")
+    p.add_argument("--check", action="store_true", help="only check that DIR is up to date")
+
+    p = sub.add_parser(
+        "eval", parents=[common], help="run the golden set through the configured engine"
+    )
+    p.add_argument("--engine", help="override ai.engine from the config (e.g. local, openai)")
+    p.add_argument("--golden", metavar="DIR", help="a golden set other than the bundled one")
+
+    p = sub.add_parser(
+        "extract", parents=[common], help="print a page's article (no daemon, nothing stored)"
+    )
+    p.add_argument("source", nargs="?", metavar="URL|-", help="a URL to fetch, or - for stdin")
+    p.add_argument("--html", metavar="FILE|-", help="the page's HTML instead of fetching it")
+    p.add_argument("--markdown", action="store_true", help="the article as markdown")
 
     p = sub.add_parser("capture", parents=[common], help="capture a link, page or text")
     p.add_argument("url", nargs="?")
@@ -260,12 +715,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ls", parents=[common], help="list items")
     p.add_argument("--status", action="append", help="filter by status (repeatable)")
     p.add_argument("--priority", choices=["P0", "P1", "P2", "P3"])
+    p.add_argument("--tag", action="append", help="only items with this tag (repeatable)")
+    p.add_argument("--query", "-q", help="words to find in title, url, intent or text")
     p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--cursor")
+    p.add_argument("--cursor", help="continue after the last page (printed at its end)")
 
     p = sub.add_parser("show", parents=[common], help="show an item and its card")
     p.add_argument("id")
     p.add_argument("--history", action="store_true", help="include the event log")
+    p.add_argument("--versions", action="store_true", help="list every artifact version")
 
     p = sub.add_parser("process", parents=[common], help="queue an item (retry, regenerate)")
     p.add_argument("id")
@@ -275,6 +733,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("archive", parents=[common], help="archive an item")
     p.add_argument("id")
     p.add_argument("--reason", choices=["USER_ARCHIVE", "FAILURE_ARCHIVE"])
+    p.add_argument(
+        "--cancel", action="store_true", help="stop the item's processing first, if it runs"
+    )
 
     p = sub.add_parser("unarchive", parents=[common], help="bring an archived item back")
     p.add_argument("id")
@@ -283,8 +744,41 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ship", parents=[common], help="mark an item done")
     p.add_argument("id")
 
+    p = sub.add_parser("export", parents=[common], help="write the card as a file (ships it)")
+    p.add_argument("id")
+    p.add_argument("--format", choices=["markdown", "json"], help="default: export.format")
+    p.add_argument("--out", metavar="DIR", help="folder to write into (default: export.dir)")
+    p.add_argument("--export-key", dest="export_key", help="idempotency key")
+
+    p = sub.add_parser(
+        "edit", parents=[common], help="edit an artifact in $EDITOR (your version wins)"
+    )
+    p.add_argument("id")
+    p.add_argument("type", choices=["extraction", "summary", "score", "todos", "card"])
+    p.add_argument("--file", metavar="FILE|-", help="take the payload JSON from FILE or stdin")
+
+    p = sub.add_parser("retry-failed", parents=[common], help="queue failed items again")
+    p.add_argument(
+        "--step",
+        choices=["extraction", "summary", "score", "todos", "card", "gate"],
+        help="only items that failed at this step",
+    )
+    p.add_argument("--dry-run", action="store_true", help="only list what would be queued")
+
     sub.add_parser("pause", parents=[common], help="stop claiming work (survives restarts)")
     sub.add_parser("resume", parents=[common], help="resume claiming work")
+
+    p = sub.add_parser(
+        "backup", parents=[common], help="copy the live database (SQLite online backup)"
+    )
+    p.add_argument("path", help="file to write, or a directory for a timestamped file")
+
+    p = sub.add_parser("watch", parents=[common], help="follow events live (--json: one per line)")
+    p.add_argument("id", nargs="?", help="only this item")
+    sub.add_parser("health", parents=[common], help="ok/degraded/unhealthy (exit 0/1/2)")
+    sub.add_parser("stats", parents=[common], help="counts, step durations, tokens")
+    p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
+    p.add_argument("--dry-run", action="store_true", help="only count what would go")
     return parser
 
 
@@ -293,12 +787,20 @@ CLIENT_VERBS: dict[str, Any] = {
     "ls": cmd_ls,
     "show": cmd_show,
     "process": _simple("process", regenerate="regenerate", refetch="refetch"),
-    "archive": _simple("archive", reason="reason"),
+    "archive": _simple("archive", reason="reason", cancel="cancel"),
+    "edit": cmd_edit,
+    "retry-failed": cmd_retry_failed,
     "unarchive": _simple("unarchive", regenerate="regenerate"),
     "ship": _simple("ship"),
+    "export": cmd_export,
     "pause": _simple("pause"),
     "resume": _simple("resume"),
     "ping": _simple("ping"),
+    "backup": lambda args, client: cmd_backup(args, client),
+    "watch": cmd_watch,
+    "health": cmd_health,
+    "stats": cmd_stats,
+    "prune": cmd_prune,
 }
 
 
@@ -307,8 +809,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.verb == "serve":
             return cmd_serve(args)
+        if args.verb == "config":
+            return cmd_config(args)
         if args.verb == "demo":
             return cmd_demo(args)
+        if args.verb == "schemas":
+            return cmd_schemas(args)
+        if args.verb == "eval":
+            return cmd_eval(args)
+        if args.verb == "extract":
+            return cmd_extract(args)
         path = _socket(args)
         with Client(path) as client:
             code: int = CLIENT_VERBS[args.verb](args, client)

@@ -7,15 +7,21 @@ fail at load with a message naming the key and the file.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from readdod.errors import ConfigError
+from readdod.export import naming
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 Seconds = Annotated[float, msgspec.Meta(gt=0)]
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+Ratio = Annotated[float, msgspec.Meta(ge=0, le=1)]
+Days = Annotated[float, msgspec.Meta(ge=0)]
 
 
 class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -25,34 +31,127 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     shutdown_grace_s: Annotated[float, msgspec.Meta(ge=0)] = 10.0
     max_orphanings: Positive = 3
     auto_process: bool = True
+    #: Export an item as soon as its run makes it READY (export.format, export.dir).
+    auto_export: bool = False
     lease_ttl_s: Seconds = 30.0
     claim_interval_s: Seconds = 5.0
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
+    # Health thresholds (Cecelia §7): degraded from the first limit, unhealthy past the second.
+    health_success_rate_degraded: Ratio = 0.95
+    health_success_rate_unhealthy: Ratio = 0.80
+    health_min_runs: Positive = 5
+    health_avg_run_s_degraded: Seconds = 300.0
+    health_avg_run_s_unhealthy: Seconds = 900.0
+    health_backlog_degraded: NonNegative = 10
+    health_backlog_unhealthy: NonNegative = 50
+    health_oldest_queued_s_degraded: Seconds = 3600.0
+    health_oldest_queued_s_unhealthy: Seconds = 21600.0
+    health_failed_items_degraded: NonNegative = 3
+    health_failed_items_unhealthy: NonNegative = 10
+    health_failures_24h_degraded: NonNegative = 5
+    health_failures_24h_unhealthy: NonNegative = 20
+    #: READY items scored below this are archived with SYSTEM_SKIP; 0 turns it off.
+    skip_below: Annotated[int, msgspec.Meta(ge=0, le=101)] = 40
 
 
 class ControlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     socket: str | None = None
+    group: str | None = None
+    allowed_uids: list[Annotated[int, msgspec.Meta(ge=0)]] = []
+    max_connections: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 128
+    idle_timeout_s: Seconds = 300.0
+    send_timeout_s: Seconds = 10.0
+    watch_buffer: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 1000
 
 
 class FetchConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     max_bytes: Positive = 10 * 1024 * 1024
     max_redirects: Annotated[int, msgspec.Meta(ge=0, le=50)] = 5
     timeout_s: Seconds = 30.0
+    connect_timeout_s: Seconds = 10.0
+    read_timeout_s: Seconds = 15.0
     user_agent: str = "readdod/0.1"
+    per_host_limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 2
+    allow_private: bool = False
+    allow_networks: list[str] = []
+    attempts: Annotated[int, msgspec.Meta(ge=1, le=20)] = 3
+    retry_initial_s: Seconds = 1.0
+    retry_max_s: Seconds = 30.0
 
 
 class AIConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    engine: Literal["local", "fixed"] = "local"
+    engine: Literal["local", "fixed", "openai"] = "local"
     fixed_delay_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 0
+    # engine = "openai": any OpenAI-compatible chat-completions server.
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str = "llama3.1:8b"
+    model_summary: str | None = None
+    model_score: str | None = None
+    model_todos: str | None = None
+    model_card: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    profile: Literal["default", "research"] = "default"
+    structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
+    temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] = 0.2
+    timeout_s: Seconds = 120.0
+    attempts: Annotated[int, msgspec.Meta(ge=1, le=20)] = 4
+    retry_initial_s: Annotated[float, msgspec.Meta(ge=0)] = 1.0
+    retry_max_s: Annotated[float, msgspec.Meta(ge=0)] = 30.0
+    concurrency: Annotated[int, msgspec.Meta(ge=1, le=1_000)] = 4
+    rpm: Annotated[int, msgspec.Meta(ge=0)] = 0
+    tpm: Annotated[int, msgspec.Meta(ge=0)] = 0
+    circuit_failures: Annotated[int, msgspec.Meta(ge=0, le=20)] = 3
+    circuit_probe_s: Seconds = 15.0
+    context_tokens: Annotated[int, msgspec.Meta(ge=1_024)] = 8_192
+
+
+class RetryRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """How often one failure class is re-queued, and after how long.
+
+    ``delays_s[i]`` is the wait before retry ``i + 1``; the last one repeats.
+    """
+
+    attempts: Annotated[int, msgspec.Meta(ge=0, le=100)]
+    delays_s: tuple[Annotated[float, msgspec.Meta(ge=0)], ...] = ()
+
+
+class RetryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Automatic retries across runs (DESIGN §5.2), per failure class."""
+
+    network: RetryRule = RetryRule(attempts=3, delays_s=(30.0, 60.0, 120.0))
+    timeout: RetryRule = RetryRule(attempts=1, delays_s=(300.0,))
+    #: A provider's Retry-After wins over these delays.
+    rate_limit: RetryRule = RetryRule(attempts=3, delays_s=(60.0,))
+    provider: RetryRule = RetryRule(attempts=3, delays_s=(30.0, 60.0, 120.0))
+    schema: RetryRule = RetryRule(attempts=0)
 
 
 class ExportConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     dir: str | None = None
+    filename: str = naming.DEFAULT_PATTERN
+    format: Literal["markdown", "json"] = "markdown"
+
+    def __post_init__(self) -> None:
+        problem = naming.check_pattern(self.filename)
+        if problem is not None:
+            raise ValueError(f"filename {problem}")
+
+
+class RetentionConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """What the daily prune removes from archived items (Cecelia §6)."""
+
+    enabled: bool = True
+    finished_days: Days = 30.0
+    cancelled_days: Days = 7.0
+    failed_days: Days = 14.0
+    keep_versions: NonNegative = 2
+    interval_h: Annotated[float, msgspec.Meta(gt=0)] = 24.0
 
 
 class LogConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     level: Literal["debug", "info", "warning", "error"] = "info"
     file: str | None = None
+    format: Literal["json", "console"] = "json"
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -60,7 +159,9 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     control: ControlConfig = ControlConfig()
     fetch: FetchConfig = FetchConfig()
     ai: AIConfig = AIConfig()
+    retry: RetryConfig = RetryConfig()
     export: ExportConfig = ExportConfig()
+    retention: RetentionConfig = RetentionConfig()
     log: LogConfig = LogConfig()
 
 
@@ -78,15 +179,28 @@ def config_path(explicit: str | None) -> Path | None:
     return None
 
 
-def load(explicit: str | None = None) -> tuple[Config, Path | None]:
+def load(
+    explicit: str | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Config, Path | None]:
+    """The effective config: the file (if any), then ``READDOD_<SECTION>_<KEY>`` overrides."""
+    cfg, path, _ = load_with_overrides(explicit, environ)
+    return cfg, path
+
+
+def load_with_overrides(
+    explicit: str | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Config, Path | None, list[str]]:
+    """Like :func:`load`, also naming the environment variables that were applied."""
     path = config_path(explicit)
-    if path is None:
-        return Config(), None
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-    return parse(raw, str(path)), path
+    cfg = Config()
+    if path is not None:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        cfg = parse(raw, str(path))
+    cfg, applied = apply_env(cfg, os.environ if environ is None else environ)
+    return cfg, path, applied
 
 
 def parse(raw: bytes | str, origin: str = "<config>") -> Config:
@@ -138,3 +252,126 @@ def export_dir(cfg: Config) -> Path:
     if cfg.export.dir:
         return Path(cfg.export.dir).expanduser()
     return data_dir(cfg) / "exports"
+
+
+# --- environment overrides ----------------------------------------------------
+
+ENV_PREFIX = "READDOD_"
+_SECRET_KEY = re.compile(
+    r"(^|_)(api_?key|token|password|passwd|secret|credentials?|authorization)($|_)", re.I
+)
+REDACTED = "[redacted]"
+
+
+def _is_list(tp: Any) -> bool:
+    info = msgspec.inspect.type_info(tp)
+    if isinstance(info, msgspec.inspect.UnionType):
+        return any(isinstance(t, msgspec.inspect.ListType) for t in info.types)
+    return isinstance(info, msgspec.inspect.ListType)
+
+
+def _is_str(tp: Any) -> bool:
+    info = msgspec.inspect.type_info(tp)
+    if isinstance(info, msgspec.inspect.UnionType):
+        return any(isinstance(t, msgspec.inspect.StrType) for t in info.types)
+    return isinstance(info, msgspec.inspect.StrType)
+
+
+def _allows_none(tp: Any) -> bool:
+    info = msgspec.inspect.type_info(tp)
+    return isinstance(info, msgspec.inspect.UnionType) and any(
+        isinstance(t, msgspec.inspect.NoneType) for t in info.types
+    )
+
+
+def _env_value(name: str, raw: str, tp: Any) -> Any:
+    """Convert one variable's text to the field's type; errors name the variable."""
+    value: Any = raw
+    if raw == "" and _allows_none(tp):
+        return None
+    if raw.lstrip().startswith(("{", "[")) and not _is_str(tp):
+        try:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise ConfigError(f"environment variable {name}: not valid JSON ({exc})") from exc
+    elif _is_list(tp):
+        value = [part.strip() for part in raw.split(",") if part.strip()]
+    try:
+        return msgspec.convert(value, tp, strict=False)
+    except msgspec.ValidationError as exc:
+        shown = REDACTED if _SECRET_KEY.search(name) else repr(raw)
+        raise ConfigError(f"environment variable {name}={shown}: {exc}") from exc
+
+
+def _exempt_names(cfg: Config) -> set[str]:
+    """Variables the config names as secret holders (e.g. ``ai.api_key_env``) are not overrides."""
+    names = set()
+    for section in msgspec.structs.fields(Config):
+        values = getattr(cfg, section.name)
+        for field in msgspec.structs.fields(type(values)):
+            value = getattr(values, field.name)
+            if field.name.endswith("_env") and isinstance(value, str):
+                names.add(value)
+    return names
+
+
+def apply_env(cfg: Config, environ: Mapping[str, str]) -> tuple[Config, list[str]]:
+    """Apply ``READDOD_<SECTION>_<KEY>`` variables on top of ``cfg``.
+
+    A variable whose first word is not a section (``READDOD_CONFIG``,
+    ``READDOD_SOCKET``) is not an override; one naming a section and an unknown
+    key, or holding a bad value, is an error that names the variable.
+    """
+    sections = {f.name: f.type for f in msgspec.structs.fields(Config)}
+    exempt = _exempt_names(cfg)
+    updates: dict[str, dict[str, Any]] = {}
+    applied: list[str] = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in exempt:
+            continue
+        section, _, key = name[len(ENV_PREFIX) :].partition("_")
+        section = section.lower()
+        if section not in sections:
+            continue
+        fields = {f.name: f.type for f in msgspec.structs.fields(sections[section])}
+        key = key.lower()
+        if key not in fields:
+            known = ", ".join(f"{ENV_PREFIX}{section.upper()}_{k.upper()}" for k in fields)
+            raise ConfigError(
+                f"environment variable {name}: [{section}] has no key {key!r}; known: {known}"
+            )
+        updates.setdefault(section, {})[key] = _env_value(name, environ[name], fields[key])
+        applied.append(name)
+    if not updates:
+        return cfg, applied
+    merged = msgspec.to_builtins(cfg)
+    for section, values in updates.items():
+        merged[section].update(msgspec.to_builtins(values))
+    try:
+        return msgspec.convert(merged, Config), applied
+    except msgspec.ValidationError as exc:
+        raise ConfigError(
+            f"environment overrides {', '.join(applied)}: {_readable(str(exc))}"
+        ) from exc
+
+
+def _redact_url(value: str) -> str:
+    return re.sub(r"(://[^/@:\s]+:)[^/@\s]+@", rf"\g<1>{REDACTED}@", value)
+
+
+def redacted(cfg: Config) -> dict[str, Any]:
+    """The config as plain data with anything secret-looking blanked.
+
+    The API key never lives in the config (only the variable that holds it,
+    ``*_env``), but a secret pasted into a field must not reach a terminal.
+    """
+    out: dict[str, Any] = msgspec.to_builtins(cfg)
+    for values in out.values():
+        for key, value in list(values.items()):
+            if value is None:
+                continue
+            if _SECRET_KEY.search(key) and not key.endswith("_env"):
+                values[key] = REDACTED
+            elif isinstance(value, str):
+                values[key] = _redact_url(value)
+    return out

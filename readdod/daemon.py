@@ -16,12 +16,15 @@ from typing import IO
 import anyio
 from anyio.abc import TaskStatus
 
-from readdod import __version__, config, systemd
+from readdod import __version__, config, retention, systemd
+from readdod import logging as rlog
 from readdod.clock import Clock, SystemClock
 from readdod.config import Config
+from readdod.control.security import prepare_socket_dir, secure_socket_file
 from readdod.control.server import ControlServer
 from readdod.engines import make_engine
 from readdod.errors import ConfigError, InstanceLocked
+from readdod.export.writer import Exporter
 from readdod.extraction.fetch import make_client
 from readdod.logging import get_logger
 from readdod.orchestrator import Orchestrator
@@ -89,14 +92,24 @@ async def serve(
     owner = worker_id()
     started = time.monotonic()
     try:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            _claim_socket_path(sock_path)
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            activated = systemd.listen_fds()
+            if not activated:
+                prepare_socket_dir(sock_path.parent, cfg.control.group)
+                _claim_socket_path(sock_path)
             async with Store.open(db, synchronous=cfg.daemon.synchronous) as store:
                 orch = Orchestrator(
                     store,
                     clock,
                     auto_process=cfg.daemon.auto_process,
                     max_orphanings=cfg.daemon.max_orphanings,
+                    retry=cfg.retry,
+                    skip_below=cfg.daemon.skip_below,
+                    exporter=Exporter(
+                        config.export_dir(cfg),
+                        pattern=cfg.export.filename,
+                        default_format=cfg.export.format,
+                    ),
                 )
                 t0 = time.perf_counter()
                 requeued, failed = await orch.recover(owner)
@@ -106,12 +119,9 @@ async def serve(
                     failed=failed,
                     duration_ms=round((time.perf_counter() - t0) * 1000, 2),
                 )
-                async with make_client(
-                    user_agent=cfg.fetch.user_agent,
-                    timeout_s=cfg.fetch.timeout_s,
-                    max_redirects=cfg.fetch.max_redirects,
-                ) as http:
-                    pipeline = Pipeline(make_engine(cfg.ai), http, cfg.fetch)
+                async with make_client(cfg.fetch) as http:
+                    engine = make_engine(cfg.ai)
+                    pipeline = Pipeline(engine, http, cfg.fetch)
                     supervisor = Supervisor(
                         orch,
                         pipeline,
@@ -121,17 +131,32 @@ async def serve(
                         lease_ttl_s=cfg.daemon.lease_ttl_s,
                         claim_interval_s=cfg.daemon.claim_interval_s,
                         shutdown_grace_s=cfg.daemon.shutdown_grace_s,
+                        auto_export=cfg.daemon.auto_export,
                     )
-                    server = ControlServer(orch, supervisor)
-                    listener = await anyio.create_unix_listener(sock_path)
-                    try:
-                        sock_path.chmod(0o600)
+                    server = ControlServer(orch, supervisor, cfg, engine=engine)
+                    if activated:
+                        # systemd owns the socket file (readdod.socket): use it, leave it.
+                        listener = await anyio.abc.SocketListener.from_socket(activated[0])
                         await _run(server, supervisor, listener, signals, task_status)
-                    finally:
-                        sock_path.unlink(missing_ok=True)
+                    else:
+                        listener = await anyio.create_unix_listener(sock_path)
+                        try:
+                            secure_socket_file(sock_path, cfg.control.group)
+                            await _run(server, supervisor, listener, signals, task_status)
+                        finally:
+                            sock_path.unlink(missing_ok=True)
         log.info("daemon.stopped", uptime_s=round(time.monotonic() - started, 3))
     finally:
         lock.close()
+
+
+async def _status_line(supervisor: Supervisor) -> str:
+    return systemd.status_line(
+        in_flight=supervisor.in_flight,
+        queued=await supervisor.orch.queued_count(),
+        paused=supervisor.paused,
+        draining=supervisor.draining,
+    )
 
 
 async def _run(
@@ -152,6 +177,9 @@ async def _run(
     async def watch_signals() -> None:
         count = 0
         async for signum in signals:
+            if signum == signal.SIGHUP:
+                log.info("log.reopened", file=rlog.reopen())
+                continue
             count += 1
             log.info("daemon.signal", signal=signum.name, count=count)
             if count == 1:
@@ -164,6 +192,14 @@ async def _run(
         await tg.start(server.serve, listener)
         await tg.start(supervise)
         tg.start_soon(watch_signals)
+        tg.start_soon(retention.run_periodically, server.orch, server.cfg.retention)
+        interval = systemd.watchdog_interval()
+        if interval is not None:
+            tg.start_soon(systemd.watchdog_loop, interval)
+        if os.environ.get("NOTIFY_SOCKET"):
+            reporter = systemd.StatusReporter(lambda: _status_line(supervisor))
+            supervisor.orch.on_enqueue(reporter.poke)
+            tg.start_soon(reporter.run)
         log.info(
             "daemon.ready",
             version=__version__,

@@ -12,11 +12,13 @@
     │   ├── Forbidden                   403 FORBIDDEN
     │   ├── ShuttingDown                503 SHUTTING_DOWN
     │   ├── StoreBusy                   503 STORE_BUSY (another process holds the database)
-    │   └── InternalError               500 INTERNAL_ERROR
+    │   ├── InternalError               500 INTERNAL_ERROR
+    │   └── ExportFailed                500 EXPORT_RENDER_FAILED / EXPORT_WRITE_FAILED
     ├── StepError                     a pipeline step failed; becomes items.failure
     │   ├── ExtractionError             EXTRACTION_*  -> FAILED_EXTRACTION
     │   ├── AIError                     AI_*, RUN_INCONSISTENT -> FAILED_AI
-    │   └── WorkerLost                  WORKER_LOST
+    │   ├── WorkerLost                  WORKER_LOST
+    │   └── ExportError                 EXPORT_* -> FAILED_EXPORT (a SHIPPED item stays)
     ├── ConfigError                   a bad config file or value
     ├── InstanceLocked                another daemon owns the database
     └── DaemonUnavailable             (client side) no daemon answers on the socket
@@ -40,6 +42,7 @@ class ErrorCode(enum.StrEnum):
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     FORBIDDEN = "FORBIDDEN"
     SHUTTING_DOWN = "SHUTTING_DOWN"
+    TOO_MANY_CONNECTIONS = "TOO_MANY_CONNECTIONS"
     # extraction
     EXTRACTION_FETCH_FAILED = "EXTRACTION_FETCH_FAILED"
     EXTRACTION_PARSE_FAILED = "EXTRACTION_PARSE_FAILED"
@@ -47,6 +50,7 @@ class ErrorCode(enum.StrEnum):
     EXTRACTION_TOO_LARGE = "EXTRACTION_TOO_LARGE"
     EXTRACTION_UNSUPPORTED_TYPE = "EXTRACTION_UNSUPPORTED_TYPE"
     EXTRACTION_BLOCKED_ADDRESS = "EXTRACTION_BLOCKED_ADDRESS"
+    EXTRACTION_BLOCKED_BY_SITE = "EXTRACTION_BLOCKED_BY_SITE"
     # AI steps
     AI_TIMEOUT = "AI_TIMEOUT"
     AI_SCHEMA_INVALID = "AI_SCHEMA_INVALID"
@@ -54,6 +58,8 @@ class ErrorCode(enum.StrEnum):
     AI_RATE_LIMITED = "AI_RATE_LIMITED"
     AI_PROVIDER_ERROR = "AI_PROVIDER_ERROR"
     AI_INPUT_EMPTY = "AI_INPUT_EMPTY"
+    AI_INPUT_TOO_SHORT = "AI_INPUT_TOO_SHORT"
+    AI_REFUSED = "AI_REFUSED"
     RUN_INCONSISTENT = "RUN_INCONSISTENT"
     # export
     EXPORT_RENDER_FAILED = "EXPORT_RENDER_FAILED"
@@ -146,6 +152,23 @@ class InternalError(RequestError):
     http_status = 500
 
 
+class ExportFailed(RequestError):
+    """An export request failed; the item's new status and the path at fault go in ``data``."""
+
+    code = ErrorCode.EXPORT_WRITE_FAILED
+    http_status = 500
+
+    def __init__(
+        self, message: str, *, code: ErrorCode, item_status: str, path: str | None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.item_status = item_status
+        self.path = path
+
+    def data(self) -> dict[str, Any]:
+        return {**super().data(), "item_status": self.item_status, "path": self.path}
+
+
 # --- pipeline failures -----------------------------------------------------
 
 
@@ -181,6 +204,23 @@ class AIError(StepError):
 
 class WorkerLost(StepError):
     code = ErrorCode.WORKER_LOST
+
+
+class ExportError(StepError):
+    """Rendering or writing an export failed; ``path`` is the file or folder at fault."""
+
+    code = ErrorCode.EXPORT_WRITE_FAILED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: ErrorCode | None = None,
+        path: str | None = None,
+        debug: str | None = None,
+    ) -> None:
+        super().__init__(message, code=code, retryable=False, debug=debug)
+        self.path = path
 
 
 # --- process-level errors --------------------------------------------------

@@ -3,14 +3,125 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
+import threading
 from collections.abc import MutableMapping
-from typing import Any, TextIO
+from pathlib import Path
+from typing import Any, TextIO, cast
 
 import msgspec
 import structlog
 
 _encoder = msgspec.json.Encoder()
+REDACTED = "[redacted]"
+
+_SECRET_NAME = re.compile(
+    r"(^|_)(api_?key|token|password|passwd|secret|credentials?|authorization|cookie)($|_)", re.I
+)
+_SECRET_PATTERNS = [
+    # user:password@ in URLs
+    (re.compile(r"(://[^/@:\s]+:)[^/@\s]+@"), rf"\g<1>{REDACTED}@"),
+    # credentials in query strings
+    (
+        re.compile(
+            r"([?&](?:access_token|token|api_key|apikey|key|secret|password|sig|signature)=)[^&#\s]+",
+            re.I,
+        ),
+        rf"\g<1>{REDACTED}",
+    ),
+    # header-looking text: "Authorization: Bearer x", "Bearer x", "Basic x"
+    (
+        re.compile(
+            r"(authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token)\s+)?[^\s\"',}]+",
+            re.I,
+        ),
+        rf"\g<1>{REDACTED}",
+    ),
+    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+"), rf"\g<1> {REDACTED}"),
+    # OpenAI-style keys
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
+]
+_secrets: set[str] = set()
+_sink: LogSink | None = None
+
+
+def add_secret(value: str | None) -> None:
+    """Never let ``value`` (an API key read at startup) reach a log line verbatim."""
+    if value and len(value) >= 4:
+        _secrets.add(value)
+
+
+def _scrub_text(text: str) -> str:
+    for secret in _secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern, repl in _SECRET_PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _scrub_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _scrub_text(value)
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if _SECRET_NAME.search(str(k)) else _scrub_value(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_scrub_value(v) for v in value]
+    return value
+
+
+def scrub(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Blank secret-named fields and secret-looking text in every log line."""
+    for key, value in event.items():
+        if key != "event" and _SECRET_NAME.search(key) and value is not None:
+            event[key] = REDACTED
+        else:
+            event[key] = _scrub_value(value)
+    return event
+
+
+class LogSink:
+    """Where log lines go: a stream, or a file that can be reopened for logrotate."""
+
+    def __init__(self, path: Path | None, stream: TextIO) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._owned = path is not None
+        self._file: TextIO = self._open() if path is not None else stream
+
+    def _open(self) -> TextIO:
+        assert self.path is not None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return self.path.open("a", buffering=1, encoding="utf-8")
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            return self._file.write(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._file.flush()
+
+    def isatty(self) -> bool:
+        return self._file.isatty()
+
+    def reopen(self) -> str | None:
+        if self.path is None:
+            return None
+        fresh = self._open()
+        with self._lock:
+            old, self._file = self._file, fresh
+        old.close()
+        return str(self.path)
+
+    def close(self) -> None:
+        if self._owned:
+            with self._lock:
+                self._file.close()
 
 
 def _serialize(obj: Any, **_: Any) -> str:
@@ -24,8 +135,30 @@ def _to_str(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
     return event
 
 
-def configure(level: str = "info", stream: TextIO | None = None) -> None:
-    """One JSON object per line: ts (RFC 3339 UTC), level, event, then fields."""
+def configure(
+    level: str = "info",
+    stream: TextIO | None = None,
+    *,
+    fmt: str = "json",
+    file: str | Path | None = None,
+) -> LogSink:
+    """One JSON object per line: ts (RFC 3339 UTC), level, event, then fields.
+
+    ``fmt="console"`` renders aligned lines for people instead. With ``file``
+    the lines go to that file, reopened by :func:`reopen` (SIGHUP).
+    """
+    global _sink
+    if _sink is not None:
+        _sink.close()
+    sink = LogSink(Path(file).expanduser() if file else None, stream or sys.stdout)
+    _sink = sink
+    renderer: structlog.typing.Processor
+    if fmt == "console":
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=sink.isatty(), timestamp_key="ts", sort_keys=False
+        )
+    else:
+        renderer = structlog.processors.JSONRenderer(serializer=_serialize)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -33,14 +166,21 @@ def configure(level: str = "info", stream: TextIO | None = None) -> None:
             structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
             structlog.processors.format_exc_info,
             _to_str,
-            structlog.processors.JSONRenderer(serializer=_serialize),
+            scrub,
+            renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.WriteLoggerFactory(file=stream or sys.stdout),
+        logger_factory=structlog.WriteLoggerFactory(file=cast(TextIO, sink)),
         cache_logger_on_first_use=False,
     )
+    return sink
+
+
+def reopen() -> str | None:
+    """Reopen the log file (after logrotate renamed it); the path, or None for stdout."""
+    return _sink.reopen() if _sink is not None else None
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:

@@ -30,6 +30,8 @@ TL_DR_MAX: Final = 280
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Line = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
 Percent = Annotated[int, msgspec.Meta(ge=0, le=100)]
+#: Same bounds as a capture's tags, so any captured tag fits on the card.
+Tag = Annotated[str, msgspec.Meta(max_length=100)]
 
 
 # --- artifact payloads -----------------------------------------------------
@@ -58,14 +60,18 @@ class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class Summary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What the text says, for the reader's intent: a tl;dr and 3-7 key points."""
+
     tl_dr: Annotated[str, msgspec.Meta(min_length=1, max_length=TL_DR_MAX)]
     key_points: Annotated[list[Line], msgspec.Meta(min_length=3, max_length=7)]
-    intent_relevance: NonEmpty
-    reading_time_min: Annotated[int, msgspec.Meta(ge=0)]
+    intent_relevance: Annotated[str, msgspec.Meta(min_length=1, max_length=1_000)]
+    reading_time_min: Annotated[int, msgspec.Meta(ge=0, le=100_000)]
     lang: str | None = None
 
 
 class Score(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How well the text serves the intent (0-100), with at least 3 concrete reasons."""
+
     match_score: Percent
     priority: Priority
     reasons: Annotated[list[Line], msgspec.Meta(min_length=3, max_length=10)]
@@ -73,12 +79,16 @@ class Score(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class Todo(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One thing to do; kind ``output`` is something the reader produces."""
+
     title: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
     kind: TodoKind
     estimate_min: Annotated[int, msgspec.Meta(ge=1, le=600)]
 
 
 class Todos(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """3-7 todos, at least one of kind ``output``."""
+
     items: Annotated[list[Todo], msgspec.Meta(min_length=3, max_length=7)]
 
 
@@ -95,14 +105,16 @@ class RenderSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class Card(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Everything a person needs to decide, in one place."""
+
     title: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
-    one_liner: Annotated[str, msgspec.Meta(min_length=1, max_length=280)]
-    summary: NonEmpty
+    one_liner: Annotated[str, msgspec.Meta(min_length=1, max_length=TL_DR_MAX)]
+    summary: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
     key_points: Annotated[list[Line], msgspec.Meta(min_length=3, max_length=7)]
     todos: Annotated[list[Todo], msgspec.Meta(min_length=3, max_length=7)]
     priority: Priority
     match_score: Percent
-    tags: list[str] = []
+    tags: Annotated[list[Tag], msgspec.Meta(max_length=50)] = []
     source: CardSource
     render_spec: RenderSpec
 
@@ -146,6 +158,10 @@ class Failure(msgspec.Struct, kw_only=True, omit_defaults=True):
     debug_message: str | None = None
     attempts: int = 1
     last_attempt_at: str | None = None
+    #: When the [retry] policy queues the item again by itself; None: it will not.
+    next_attempt_at: str | None = None
+    #: Automatic retries made so far since the last success or user action.
+    auto_retries: int = 0
 
 
 class Item(msgspec.Struct, kw_only=True):
@@ -168,6 +184,9 @@ class Item(msgspec.Struct, kw_only=True):
     capture_id: str | None
     created_at: str
     updated_at: str
+    canonical_url: str | None = None
+    #: The first item captured for the same page with another intent.
+    sibling_of: str | None = None
 
 
 class Artifact(msgspec.Struct, kw_only=True):
@@ -178,6 +197,15 @@ class Artifact(msgspec.Struct, kw_only=True):
     run_id: str | None
     meta: ArtifactMeta
     payload: Any
+
+
+class AttemptFailure(msgspec.Struct, kw_only=True):
+    """One failed attempt of a run, as the ledger in ``show`` lists it."""
+
+    at: str
+    step: str | None
+    error_code: str | None
+    message: str | None = None
 
 
 class Run(msgspec.Struct, kw_only=True):
@@ -195,6 +223,36 @@ class Run(msgspec.Struct, kw_only=True):
     retries: int = 0
     last_error_code: str | None = None
     last_error_message: str | None = None
+    #: Why the run failed, for people.
+    error_message: str | None = None
+    #: The steps this run produced an artifact for, in order.
+    steps_done: list[str] = []
+    models: list[str] = []
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: Every failed attempt of this run, oldest first.
+    failures: list[AttemptFailure] = []
+
+
+class ArtifactVersion(msgspec.Struct, kw_only=True):
+    """One stored version of an artifact, without its payload (``show --versions``)."""
+
+    artifact_type: ArtifactType
+    version: int
+    created_by: CreatedBy
+    run_id: str | None
+    created_at: str
+    shown: bool
+
+
+class ChunkProgress(msgspec.Struct, kw_only=True):
+    """How far a long text's chunks of one step have got, in the item's current run."""
+
+    done: int
+    total: int
+    retrying: int = 0
+    error: int = 0
+    retries: int = 0
 
 
 class Event(msgspec.Struct, kw_only=True):
@@ -207,3 +265,12 @@ class Event(msgspec.Struct, kw_only=True):
     to_status: str | None
     trigger: str
     detail: dict[str, Any]
+
+
+class ExportResult(msgspec.Struct, kw_only=True):
+    """The answer to ``export``: where the card went, and whether this call wrote it."""
+
+    item: Item
+    export_key: str
+    files: list[str]
+    reused: bool

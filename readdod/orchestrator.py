@@ -10,22 +10,34 @@ typed errors to the methods under "actor side", which are fenced by
 from __future__ import annotations
 
 import hashlib
+import re
 import urllib.parse
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Final, TypeVar
 
+import anyio
 import msgspec
 
-from readdod import ids, rubric, states
+from readdod import export as exporting
+from readdod import faults, ids, retry_policy, rubric, states, urls
+from readdod import health as hc
+from readdod.backup import BackupResult, backup_database
 from readdod.clock import Clock, iso
+from readdod.config import RetryConfig
 from readdod.errors import (
     ErrorCode,
+    ExportError,
+    ExportFailed,
     IdempotencyConflict,
     InvalidTransition,
     NotFound,
     StepError,
     ValidationFailed,
 )
+from readdod.events import EventBus
+from readdod.export import naming
+from readdod.export.writer import Exporter
 from readdod.logging import get_logger
 from readdod.models import (
     AI_STEPS,
@@ -33,13 +45,28 @@ from readdod.models import (
     STEPS,
     Artifact,
     ArtifactMeta,
+    ArtifactVersion,
+    AttemptFailure,
+    Card,
+    ChunkProgress,
     Event,
+    ExportResult,
     Failure,
     Item,
     Run,
+    Score,
 )
 from readdod.states import Status, Trigger
-from readdod.store import ArtifactRow, EventRow, ItemRow, RunRow, Store, Tx
+from readdod.store import (
+    ArtifactRow,
+    ChunkRow,
+    EventRow,
+    ExportRow,
+    ItemRow,
+    RunRow,
+    Store,
+    Tx,
+)
 
 T = TypeVar("T")
 log = get_logger("readdod.orchestrator")
@@ -55,6 +82,30 @@ class Lease(msgspec.Struct, frozen=True):
     item_id: str
     owner: str
     run_id: str
+
+
+class LeaseChunks:
+    """A run's chunk ledger for an engine, written through the orchestrator under the lease."""
+
+    def __init__(self, orch: Orchestrator, lease: Lease) -> None:
+        self.orch = orch
+        self.lease = lease
+
+    async def begin(self, step: str, total: int, model: str | None) -> dict[int, str]:
+        return await self.orch.chunks_begin(self.lease, step, total, model)
+
+    async def update(
+        self,
+        step: str,
+        idx: int,
+        status: str,
+        *,
+        error: StepError | None = None,
+        output: str | None = None,
+    ) -> None:
+        await self.orch.chunk_update(self.lease, step, idx, status, error=error, output=output)
+        if status == "done":
+            faults.crash_point(f"chunk:{step}:{idx}")
 
 
 class Claimed(msgspec.Struct, frozen=True):
@@ -107,13 +158,17 @@ def _capture_hash(req: CaptureRequest) -> str:
     return h.hexdigest()[:32]
 
 
-def _check_url(url: str) -> str:
-    parts = urllib.parse.urlsplit(url.strip())
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+def _check_url(url: str) -> tuple[str, str]:
+    """(domain, canonical url) of ``url``, or VALIDATION_ERROR."""
+    try:
+        canonical = urls.canonical(url)
+    except urls.BadURL as exc:
         raise ValidationFailed(
             f"url must be an absolute http(s) address such as https://example.org/page, got {url!r}"
-        )
-    return parts.hostname.lower()
+        ) from exc
+    host = urllib.parse.urlsplit(canonical).hostname
+    assert host is not None
+    return host, canonical
 
 
 def item_view(row: ItemRow) -> Item:
@@ -135,6 +190,8 @@ def item_view(row: ItemRow) -> Item:
         capture_id=row.capture_id,
         created_at=iso(row.created_at) or "",
         updated_at=iso(row.updated_at) or "",
+        canonical_url=row.canonical_url,
+        sibling_of=row.sibling_of,
     )
 
 
@@ -169,6 +226,68 @@ def run_view(row: RunRow) -> Run:
     )
 
 
+def _ledger(
+    runs: Sequence[RunRow], artifacts: Sequence[ArtifactRow], events: Sequence[EventRow]
+) -> list[Run]:
+    """Every run with what it produced (steps reached, models, tokens) and how it failed."""
+    by_run: dict[str, list[ArtifactRow]] = {}
+    for art in artifacts:
+        if art.created_by == "system" and art.run_id is not None:
+            by_run.setdefault(art.run_id, []).append(art)
+    failures: dict[str, list[AttemptFailure]] = {}
+    for ev in events:
+        if ev.kind == "transition" and ev.run_id and (ev.to_status or "").startswith("FAILED_"):
+            detail = msgspec.json.decode(ev.detail)
+            failures.setdefault(ev.run_id, []).append(
+                AttemptFailure(
+                    at=iso(ev.at) or "",
+                    step=detail.get("step"),
+                    error_code=detail.get("error_code"),
+                    message=detail.get("message"),
+                )
+            )
+    out = []
+    for r in runs:
+        made = sorted(
+            by_run.get(r.run_id, []),
+            key=lambda a: STEPS.index(a.artifact_type) if a.artifact_type in STEPS else 99,
+        )
+        metas = [msgspec.json.decode(a.meta, type=ArtifactMeta) for a in made]
+        out.append(
+            msgspec.structs.replace(
+                run_view(r),
+                error_message=r.error_message,
+                steps_done=[a.artifact_type for a in made],
+                models=sorted({m.model for m in metas if m.model}),
+                prompt_tokens=sum(m.prompt_tokens or 0 for m in metas),
+                completion_tokens=sum(m.completion_tokens or 0 for m in metas),
+                failures=failures.get(r.run_id, []),
+            )
+        )
+    return out
+
+
+def _fts_query(text: str) -> str:
+    """A person's words as an FTS5 query: every word must match, as a prefix."""
+    words = re.findall(r"\w+", text)
+    if not words:
+        raise ValidationFailed("query needs at least one word to search for")
+    return " ".join(f'"{w}"*' for w in words[:32])
+
+
+def chunk_progress(rows: Sequence[ChunkRow]) -> dict[str, ChunkProgress]:
+    """Per step: how many of its chunks are done, retrying, failed."""
+    out: dict[str, ChunkProgress] = {}
+    for r in rows:
+        p = out.setdefault(r.step, ChunkProgress(done=0, total=0))
+        p.total += 1
+        p.done += r.status == "done"
+        p.retrying += r.status == "retrying"
+        p.error += r.status == "error"
+        p.retries += r.retries
+    return out
+
+
 def event_view(row: EventRow) -> Event:
     return Event(
         seq=row.seq,
@@ -183,6 +302,48 @@ def event_view(row: EventRow) -> Event:
     )
 
 
+class _ExportPlan(msgspec.Struct, frozen=True):
+    """What an export needs from the store, read in one snapshot."""
+
+    row: ItemRow
+    card: ArtifactRow | None
+    score: ArtifactRow | None
+    key: str
+    done: ExportRow | None
+    previous: list[str]
+
+
+_EXPORT_HINTS: Final = {
+    S.CAPTURED: " It has no card yet: process it, then export it once it is READY.",
+    S.QUEUED: " It has no card yet: export it once it is READY.",
+    S.PROCESSING: " It is being processed; export it once it is READY.",
+    S.FAILED_EXTRACTION: " Its processing failed: `readdod process` it first.",
+    S.FAILED_AI: " Its processing failed: `readdod process` it first.",
+    S.ARCHIVED: " Unarchive it first.",
+}
+
+
+def _export_doc(plan: _ExportPlan, now: int) -> exporting.ExportDoc:
+    """The renderer's input; raises when the stored card cannot be read."""
+    row = plan.row
+    if plan.card is None:
+        raise ValueError("the item has no card")
+    return exporting.ExportDoc(
+        item_id=row.id,
+        url=row.url,
+        final_url=row.final_url,
+        title=row.title,
+        intent=row.intent_text,
+        tags=msgspec.json.decode(row.tags, type=list[str]),
+        created_at=iso(row.created_at) or "",
+        exported_at=iso(now) or "",
+        card=msgspec.json.decode(plan.card.payload, type=Card),
+        card_version=plan.card.version,
+        card_created_by=plan.card.created_by,
+        score=msgspec.json.decode(plan.score.payload, type=Score) if plan.score else None,
+    )
+
+
 class Orchestrator:
     """The single source of truth for item state."""
 
@@ -193,16 +354,30 @@ class Orchestrator:
         *,
         auto_process: bool = True,
         max_orphanings: int = 3,
+        retry: RetryConfig | None = None,
+        skip_below: int = 0,
+        exporter: Exporter | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.auto_process = auto_process
         self.max_orphanings = max_orphanings
+        self.retry = retry or RetryConfig()
+        self.skip_below = skip_below
         self._listeners: list[Callable[[], None]] = []
+        self._retry_listeners: list[Callable[[], None]] = []
+        self.exporter = exporter or Exporter()
+        self._ready_listeners: list[Callable[[str], None]] = []
+        #: Committed events for ``watch`` subscribers (published after each commit).
+        self.bus = EventBus(clock)
 
     def on_enqueue(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after any commit that made an item QUEUED."""
         self._listeners.append(callback)
+
+    def on_retry_scheduled(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` after any commit that scheduled an automatic retry."""
+        self._retry_listeners.append(callback)
 
     # --- plumbing ----------------------------------------------------------
 
@@ -214,12 +389,17 @@ class Orchestrator:
             return fn(tx, notes)
 
         result = await self.store.write(unit)
-        enqueued = False
+        enqueued = scheduled = False
         for note in notes:
             log.info(note.event, **note.fields)
+            self.bus.publish(note.event, **note.fields)
             enqueued = enqueued or note.fields.get("to") == S.QUEUED
+            scheduled = scheduled or note.event == "retry.scheduled"
         if enqueued:
             for callback in self._listeners:
+                callback()
+        if scheduled:
+            for callback in self._retry_listeners:
                 callback()
         return result
 
@@ -305,13 +485,20 @@ class Orchestrator:
         new_run: str | None,
         refetch: bool = False,
         detail: dict[str, Any] | None = None,
+        auto_retries: int = 0,
     ) -> ItemRow:
-        """Queue ``row``: on a new run of ``new_run`` mode, or resuming its current run."""
+        """Queue ``row``: on a new run of ``new_run`` mode, or resuming its current run.
+
+        ``auto_retries`` is what the item's count of automatic retries becomes:
+        0 for anything but the retry scheduler.
+        """
         if new_run is not None or row.current_run_id is None:
             run_id = self._new_run(tx, row.id, new_run or "PROCESS", now, refetch=refetch)
         else:
             run_id = row.current_run_id
-            tx.update_run(run_id, status="queued", error_code=None, finished_at=None)
+            tx.update_run(
+                run_id, status="queued", error_code=None, error_message=None, finished_at=None
+            )
         return self._move(
             tx,
             notes,
@@ -326,6 +513,7 @@ class Orchestrator:
             next_attempt_at=0,
             lease_owner=None,
             lease_expires_at=None,
+            auto_retries=auto_retries,
         )
 
     # --- user side ---------------------------------------------------------
@@ -342,7 +530,8 @@ class Orchestrator:
             raise ValidationFailed("html is empty")
         if req.text is not None and not req.text.strip():
             raise ValidationFailed("text is empty")
-        domain = _check_url(req.url) if req.url is not None else None
+        domain, canonical = _check_url(req.url) if req.url is not None else (None, None)
+        same_intent = urls.normalise_intent(intent)
         if req.priority is not None and req.priority not in PRIORITIES:
             raise ValidationFailed(f"priority must be one of {', '.join(PRIORITIES)}")
         tags = sorted({t.strip() for t in req.tags if t.strip()})
@@ -359,6 +548,13 @@ class Orchestrator:
                             f" content (item {found.id}); use a new capture_id"
                         )
                     return found, False
+            sibling_of = None
+            if canonical is not None:
+                same_page = tx.items_by_canonical_url(canonical)
+                for other in same_page:
+                    if urls.normalise_intent(other.intent_text) == same_intent:
+                        return other, False
+                sibling_of = same_page[0].id if same_page else None
             now = self.clock.now_ms()
             row = ItemRow(
                 id=ids.ulid(now),
@@ -383,11 +579,14 @@ class Orchestrator:
                 next_attempt_at=0,
                 created_at=now,
                 updated_at=now,
+                canonical_url=canonical,
+                sibling_of=sibling_of,
             )
             tx.insert_item(row)
             if req.html or req.text:
                 tx.insert_source(row.id, req.html, req.text)
-            tx.insert_event(now, row.id, None, "capture", None, S.CAPTURED, Trigger.USER)
+            detail = _dumps({"sibling_of": sibling_of}) if sibling_of else "{}"
+            tx.insert_event(now, row.id, None, "capture", None, S.CAPTURED, Trigger.USER, detail)
             notes.append(_Note("item.captured", {"item_id": row.id, "source_type": source_type}))
             if self.auto_process:
                 row = self._enqueue(tx, notes, row, Trigger.SYSTEM, now, new_run="PROCESS")
@@ -458,15 +657,38 @@ class Orchestrator:
         row, run_id = await self._commit(unit)
         return item_view(row), run_id
 
-    async def archive(self, item_id: str, *, reason: str | None = None) -> Item:
+    async def archive(
+        self, item_id: str, *, reason: str | None = None, cancel: bool = False
+    ) -> tuple[Item, bool]:
+        """Archive an item; with ``cancel``, a PROCESSING one too.
+
+        Returns the item and whether a run was cancelled: the caller must then
+        stop that run's actor. Its lease is gone the moment this commits, so
+        whatever the actor still tries to write is refused by the fence.
+        """
         if reason is not None and reason not in ("USER_ARCHIVE", "FAILURE_ARCHIVE"):
             raise ValidationFailed("reason must be USER_ARCHIVE or FAILURE_ARCHIVE")
 
-        def unit(tx: Tx, notes: list[_Note]) -> ItemRow:
+        def unit(tx: Tx, notes: list[_Note]) -> tuple[ItemRow, bool]:
             row = self._row(tx, item_id)
             src = Status(row.status)
             why = reason or ("FAILURE_ARCHIVE" if src in states.FAILED else "USER_ARCHIVE")
             now = self.clock.now_ms()
+            cancelled = False
+            if src is S.PROCESSING and cancel:
+                row = self._move(
+                    tx,
+                    notes,
+                    row,
+                    S.QUEUED,
+                    Trigger.SYSTEM,
+                    now=now,
+                    detail={"reason": "cancel"},
+                    lease_owner=None,
+                    lease_expires_at=None,
+                )
+                src = S.QUEUED
+                cancelled = True
             new = self._move(
                 tx,
                 notes,
@@ -479,9 +701,10 @@ class Orchestrator:
             )
             if src is S.QUEUED and row.current_run_id:
                 tx.update_run(row.current_run_id, status="cancelled", finished_at=now)
-            return new
+            return new, cancelled
 
-        return item_view(await self._commit(unit))
+        row, cancelled = await self._commit(unit)
+        return item_view(row), cancelled
 
     async def unarchive(self, item_id: str, *, regenerate: bool = False) -> Item:
         def unit(tx: Tx, notes: list[_Note]) -> ItemRow:
@@ -494,7 +717,8 @@ class Orchestrator:
                     dst=S.QUEUED if regenerate else S.READY,
                     code=ErrorCode(states.refusal_code(Status(row.status))),
                 )
-            if not regenerate and row.current_run_id and self._complete(tx, row):
+            complete = None if regenerate else self._complete_run(tx, row)
+            if complete is not None:
                 return self._move(
                     tx,
                     notes,
@@ -502,8 +726,11 @@ class Orchestrator:
                     S.READY,
                     Trigger.USER,
                     now=now,
-                    detail={"op": "unarchive"},
+                    detail={"op": "unarchive", "run_id": complete},
                     archive_reason=None,
+                    current_run_id=complete,
+                    failure=None,
+                    next_attempt_at=0,
                 )
             run = tx.run(row.current_run_id) if row.current_run_id else None
             finished = run is not None and run.status == "succeeded"
@@ -536,6 +763,264 @@ class Orchestrator:
 
         return item_view(await self._commit(unit))
 
+    # --- export ------------------------------------------------------------
+
+    def on_ready(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(item_id)`` after a run's commit made an item READY."""
+        self._ready_listeners.append(callback)
+
+    def _check_exportable(self, row: ItemRow, trigger: Trigger) -> None:
+        src = Status(row.status)
+        if states.allowed(src, S.SHIPPED, trigger):
+            return
+        raise InvalidTransition(
+            f"item {row.id} is {src}; only READY, FAILED_EXPORT and SHIPPED items can be"
+            f" exported.{_EXPORT_HINTS.get(src, '')}",
+            src=src,
+            dst=S.SHIPPED,
+            code=ErrorCode(states.refusal_code(src)),
+        )
+
+    def _export_run(
+        self, tx: Tx, item_id: str, started: int, now: int, error: ExportError | None = None
+    ) -> str:
+        """Record one export attempt as an EXPORT run (the item's current run stays)."""
+        run_id = ids.ulid(started)
+        tx.insert_run(
+            RunRow(
+                run_id=run_id,
+                item_id=item_id,
+                mode="EXPORT",
+                status="failed" if error else "succeeded",
+                refetch=0,
+                current_step="export" if error else None,
+                attempts=1,
+                worker_id=None,
+                error_code=error.error_code if error else None,
+                error_message=error.message if error else None,
+                created_at=started,
+                started_at=started,
+                finished_at=now,
+            )
+        )
+        return run_id
+
+    async def export(
+        self,
+        item_id: str,
+        *,
+        fmt: str | None = None,
+        export_key: str | None = None,
+        out_dir: str | None = None,
+        trigger: Trigger = Trigger.USER,
+    ) -> ExportResult:
+        """Write the item's card (a user's edit first) as a file: READY/FAILED_EXPORT → SHIPPED.
+
+        Files are written before the commit and outside it, atomically; a crash
+        in between leaves a complete file that the next export of the item
+        recognises as its own and rewrites, so a retry converges. A key already
+        in ``exports`` answers the files it wrote and writes nothing.
+        """
+        fmt = fmt or self.exporter.default_format
+        if fmt not in exporting.FORMATS:
+            raise ValidationFailed(f"format must be one of {', '.join(exporting.FORMATS)}")
+        if export_key is not None and not 1 <= len(export_key) <= 200:
+            raise ValidationFailed("export_key must be 1 to 200 characters long")
+        folder = self.exporter.folder(out_dir)
+
+        def read(tx: Tx) -> _ExportPlan:
+            row = self._row(tx, item_id)
+            self._check_exportable(row, trigger)
+            shown = tx.shown_artifacts(item_id)
+            card, score = shown.get("card"), shown.get("score")
+            key = export_key or exporting.default_key(
+                item_id,
+                card.version if card else 0,
+                score.version if score else None,
+                fmt,
+                str(folder),
+            )
+            previous = [
+                path
+                for files in tx.export_files(item_id, fmt)
+                for path in msgspec.json.decode(files, type=list[str])
+            ]
+            return _ExportPlan(row, card, score, key, tx.export(key), previous)
+
+        plan = await self.store.read(read)
+        if plan.done is not None:
+            return await self._export_reused(plan, fmt, trigger)
+        started = self.clock.now_ms()
+        try:
+            doc = _export_doc(plan, started)
+            data = exporting.render(fmt, doc)
+        except Exception as exc:
+            err = ExportError(
+                f"cannot render item {item_id}'s card as {fmt} ({type(exc).__name__}: {exc})."
+                f" Fix the card with `readdod edit {item_id} card` or regenerate it.",
+                code=ErrorCode.EXPORT_RENDER_FAILED,
+                debug=repr(exc),
+            )
+            raise await self._export_failed(item_id, fmt, err, trigger, started) from exc
+        date = (iso(plan.row.created_at) or "")[:10]
+        slug = naming.slugify(doc.card.title or plan.row.title or plan.row.domain or "")
+
+        def candidate(n: int) -> str:
+            return naming.file_name(
+                self.exporter.pattern,
+                date=date,
+                slug=slug,
+                ext=exporting.EXTENSIONS[fmt],
+                item_id=item_id,
+                fmt=fmt,
+                n=n,
+            )
+
+        marker = exporting.marker(fmt, item_id)
+        try:
+            path = await anyio.to_thread.run_sync(
+                self.exporter.write, folder, candidate, plan.previous, marker, data
+            )
+        except ExportError as exc:
+            raise await self._export_failed(item_id, fmt, exc, trigger, started) from exc
+        faults.crash_point("export:written")
+        files = [str(path)]
+        card_version = doc.card_version
+
+        def unit(tx: Tx, notes: list[_Note]) -> tuple[ItemRow, list[str]]:
+            twin = tx.export(plan.key)
+            if twin is not None:
+                return self._row(tx, item_id), msgspec.json.decode(twin.files, type=list[str])
+            row = self._row(tx, item_id)
+            self._check_exportable(row, trigger)
+            now = self.clock.now_ms()
+            tx.insert_export(
+                ExportRow(
+                    export_key=plan.key,
+                    item_id=item_id,
+                    card_version=card_version,
+                    template_version=exporting.TEMPLATE_VERSIONS[fmt],
+                    format=fmt,
+                    files=_dumps(files),
+                    created_at=now,
+                )
+            )
+            run_id = self._export_run(tx, item_id, started, now)
+            detail = {"op": "export", "format": fmt, "export_key": plan.key, "files": files}
+            shipped = self._move(
+                tx,
+                notes,
+                row,
+                S.SHIPPED,
+                trigger,
+                now=now,
+                detail={**detail, "export_run_id": run_id},
+                failure=None,
+            )
+            return shipped, files
+
+        with anyio.CancelScope(shield=True):
+            row, files = await self._commit(unit)
+        return ExportResult(item=item_view(row), export_key=plan.key, files=files, reused=False)
+
+    async def _export_reused(self, plan: _ExportPlan, fmt: str, trigger: Trigger) -> ExportResult:
+        done = plan.done
+        assert done is not None
+        if done.item_id != plan.row.id or done.format != fmt:
+            raise IdempotencyConflict(
+                f"export_key {plan.key!r} was already used to export item {done.item_id} as"
+                f" {done.format}; use a new export_key"
+            )
+        files = msgspec.json.decode(done.files, type=list[str])
+        if plan.row.status == S.SHIPPED:
+            return ExportResult(
+                item=item_view(plan.row), export_key=plan.key, files=files, reused=True
+            )
+
+        def unit(tx: Tx, notes: list[_Note]) -> ItemRow:
+            row = self._row(tx, plan.row.id)
+            self._check_exportable(row, trigger)
+            if row.status == S.SHIPPED:
+                return row
+            detail = {"op": "export", "export_key": plan.key, "files": files, "reused": True}
+            return self._move(
+                tx,
+                notes,
+                row,
+                S.SHIPPED,
+                trigger,
+                now=self.clock.now_ms(),
+                detail=detail,
+                failure=None,
+            )
+
+        row = await self._commit(unit)
+        return ExportResult(item=item_view(row), export_key=plan.key, files=files, reused=True)
+
+    async def _export_failed(
+        self, item_id: str, fmt: str, err: ExportError, trigger: Trigger, started: int
+    ) -> ExportFailed:
+        """Record a failed export and return the error to answer.
+
+        READY and FAILED_EXPORT items become FAILED_EXPORT with the failure; a
+        SHIPPED item stays SHIPPED (§3) and the event log keeps the failure.
+        """
+
+        def unit(tx: Tx, notes: list[_Note]) -> ItemRow:
+            row = self._row(tx, item_id)
+            now = self.clock.now_ms()
+            run_id = self._export_run(tx, item_id, started, now, err)
+            detail = {
+                "op": "export",
+                "format": fmt,
+                "error_code": err.error_code,
+                "path": err.path,
+                "export_run_id": run_id,
+            }
+            src = Status(row.status)
+            if src is S.SHIPPED:
+                tx.insert_event(
+                    now,
+                    row.id,
+                    row.current_run_id,
+                    "export",
+                    src,
+                    src,
+                    trigger,
+                    _dumps({**detail, "message": err.message}),
+                )
+                notes.append(_Note("export.failed", {"item_id": row.id, **detail}))
+                return row
+            prev = msgspec.json.decode(row.failure, type=Failure) if row.failure else None
+            failure = Failure(
+                failed_step="export",
+                error_code=err.error_code,
+                message=err.message,
+                retryable=False,
+                debug_message=err.debug,
+                attempts=prev.attempts + 1 if prev and prev.failed_step == "export" else 1,
+                last_attempt_at=iso(now),
+            )
+            return self._move(
+                tx,
+                notes,
+                row,
+                S.FAILED_EXPORT,
+                Trigger.SYSTEM,
+                now=now,
+                detail=detail,
+                failure=_dumps(failure),
+            )
+
+        with anyio.CancelScope(shield=True):
+            row = await self._commit(unit)
+        return ExportFailed(
+            f"{err.message} Item {item_id} is {row.status}; export it again once that is fixed.",
+            code=err.code,
+            item_status=row.status,
+            path=err.path,
+        )
+
     async def set_paused(self, paused: bool) -> bool:
         def unit(tx: Tx, notes: list[_Note]) -> bool:
             was = tx.setting(PAUSED_KEY) == "1"
@@ -562,20 +1047,139 @@ class Orchestrator:
     async def is_paused(self) -> bool:
         return await self.store.read(lambda tx: tx.setting(PAUSED_KEY) == "1")
 
+    # --- health, stats, retention --------------------------------------------
+
+    async def health(self, thresholds: hc.Thresholds, *, circuit: str, paused: bool) -> hc.Report:
+        """The Cecelia §7 metrics on one snapshot, judged against ``thresholds``."""
+        now = self.clock.now_ms()
+        since = now - hc.WINDOW_MS
+
+        def read(tx: Tx) -> hc.Metrics:
+            outcomes = {
+                status: (n, avg)
+                for status, n, avg in tx.run_outcomes_since(since)
+                if status != "cancelled"
+            }
+            finished = sum(n for n, _ in outcomes.values())
+            succeeded = outcomes.get("succeeded", (0, None))[0]
+            total_ms = sum(n * avg for n, avg in outcomes.values() if avg is not None)
+            backlog, waiting_since = tx.backlog()
+            counts = tx.count_by_status()
+            return hc.Metrics(
+                runs_finished_24h=finished,
+                runs_succeeded_24h=succeeded,
+                success_rate_24h=round(succeeded / finished, 4) if finished else None,
+                avg_run_s_24h=round(total_ms / finished / 1000, 3) if finished else None,
+                backlog=backlog,
+                oldest_queued_s=(
+                    round(max(0, now - waiting_since) / 1000, 3)
+                    if waiting_since is not None
+                    else None
+                ),
+                failed_items=sum(counts.get(s, 0) for s in states.FAILED),
+                failures_24h=tx.failures_since(since),
+                circuit=circuit,
+                paused=paused,
+            )
+
+        return hc.evaluate(await self.store.read(read), thresholds)
+
+    async def stats(self, step_samples: int = 20_000) -> hc.Stats:
+        def read(tx: Tx) -> hc.Stats:
+            counts = tx.count_by_status()
+            prompt, completion = tx.token_totals()
+            return hc.Stats(
+                items_by_status=counts,
+                items_total=sum(counts.values()),
+                runs_by_outcome=tx.runs_by_status(),
+                step_durations_ms=hc.step_times(tx.step_durations(step_samples)),
+                tokens=hc.Tokens(prompt=prompt, completion=completion, total=prompt + completion),
+            )
+
+        return await self.store.read(read)
+
+    async def prune(
+        self,
+        *,
+        finished_before: int,
+        cancelled_before: int,
+        failed_before: int,
+        keep_versions: int,
+        dry_run: bool,
+    ) -> dict[str, int]:
+        """Remove what retention allows from ARCHIVED items, then shrink the file."""
+
+        def unit(tx: Tx, notes: list[_Note]) -> dict[str, int]:
+            counts = tx.prune_archived(
+                finished_before=finished_before,
+                cancelled_before=cancelled_before,
+                failed_before=failed_before,
+                keep_versions=keep_versions,
+                dry_run=dry_run,
+            )
+            notes.append(_Note("retention.pruned", {"dry_run": dry_run, **counts}))
+            return counts
+
+        counts = await self._commit(unit)
+        if not dry_run and any(counts.values()):
+            await self.store.reclaim()
+        return counts
+
+    async def backup(self, dest: str) -> BackupResult:
+        """An online copy of the database, made off the event loop (readdod.backup)."""
+        result = await anyio.to_thread.run_sync(backup_database, self.store.path, Path(dest))
+        log.info(
+            "backup.done",
+            path=result.path,
+            bytes=result.bytes,
+            pages=result.pages,
+            duration_ms=result.duration_ms,
+        )
+        return result
+
+    async def queued_count(self) -> int:
+        """How many items wait in QUEUED (for systemd's STATUS= line)."""
+        return await self.store.read(lambda tx: tx.count_status(S.QUEUED))
+
     # --- reads -------------------------------------------------------------
 
-    async def get(self, item_id: str, *, history: bool = False) -> dict[str, Any]:
+    async def get(
+        self, item_id: str, *, history: bool = False, versions: bool = False
+    ) -> dict[str, Any]:
         def read(tx: Tx) -> dict[str, Any]:
             row = self._row(tx, item_id)
+            shown = tx.shown_artifacts(item_id)
+            every = tx.all_artifacts(item_id)
             out: dict[str, Any] = {
                 "item": item_view(row),
-                "artifacts": {
-                    k: artifact_view(a) for k, a in sorted(tx.shown_artifacts(item_id).items())
-                },
-                "runs": [run_view(r) for r in tx.runs_for(item_id)],
+                "artifacts": {k: artifact_view(a) for k, a in sorted(shown.items())},
+                "runs": _ledger(tx.runs_for(item_id), every, tx.events_for(item_id)),
+                "siblings": [
+                    r.id
+                    for r in (
+                        tx.items_by_canonical_url(row.canonical_url) if row.canonical_url else []
+                    )
+                    if r.id != row.id
+                ],
             }
+            if versions:
+                out["versions"] = [
+                    ArtifactVersion(
+                        artifact_type=a.artifact_type,  # type: ignore[arg-type]
+                        version=a.version,
+                        created_by=a.created_by,  # type: ignore[arg-type]
+                        run_id=a.run_id,
+                        created_at=iso(a.created_at) or "",
+                        shown=shown[a.artifact_type].version == a.version,
+                    )
+                    for a in every
+                ]
             if history:
                 out["events"] = [event_view(e) for e in tx.events_for(item_id)]
+            if row.current_run_id:
+                progress = chunk_progress(tx.chunks(row.current_run_id))
+                if progress:
+                    out["chunks"] = progress
             return out
 
         return await self.store.read(read)
@@ -602,30 +1206,134 @@ class Orchestrator:
         priority: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        tags: Sequence[str] = (),
+        query: str | None = None,
     ) -> tuple[list[Item], str | None]:
+        """Newest first. The cursor is the last id seen: ids never change, so a
+        cursor stays valid however the items change between pages."""
         for s in statuses or ():
             if s not in Status.__members__:
                 raise ValidationFailed(f"unknown status {s!r}")
         if priority is not None and priority not in PRIORITIES:
             raise ValidationFailed(f"priority must be one of {', '.join(PRIORITIES)}")
+        match = _fts_query(query) if query is not None else None
         rows = await self.store.read(
-            lambda tx: tx.list_items(statuses, priority, limit + 1, cursor)
+            lambda tx: tx.list_items(statuses, priority, limit + 1, cursor, tags=tags, match=match)
         )
         more = len(rows) > limit
         rows = rows[:limit]
         return [item_view(r) for r in rows], (rows[-1].id if more and rows else None)
 
+    async def edit(self, item_id: str, artifact_type: str, payload: Any) -> Artifact:
+        """Store a person's version of an artifact; it wins over every system version."""
+        decoded, problems = rubric.validate(artifact_type, payload)
+        if decoded is None or problems:
+            raise ValidationFailed(
+                f"the edited {artifact_type} is not valid: " + "; ".join(problems)
+            )
+        body = _dumps(decoded)
+
+        def unit(tx: Tx, notes: list[_Note]) -> ArtifactRow:
+            row = self._row(tx, item_id)
+            src = Status(row.status)
+            if src is S.PROCESSING:
+                raise InvalidTransition(
+                    f"item {item_id} is being processed; edit it once it is done",
+                    src=src,
+                    dst=src,
+                    code=ErrorCode.PROCESSING_IN_PROGRESS,
+                )
+            base = tx.latest_artifact(item_id, artifact_type)
+            if base is None:
+                raise NotFound(f"item {item_id} has no {artifact_type} yet; process it first")
+            now = self.clock.now_ms()
+            meta = ArtifactMeta(run_id=base.run_id, engine="user", created_at=iso(now))
+            version = tx.insert_artifact(
+                item_id, artifact_type, "user", base.run_id, body, _dumps(meta), now
+            )
+            fields: dict[str, Any] = {"updated_at": now}
+            if isinstance(decoded, Score):
+                fields.update(priority=decoded.priority, match_score=decoded.match_score)
+            tx.set_status(item_id, src, src, **fields)
+            detail = {"op": "edit", "artifact_type": artifact_type, "version": version}
+            tx.insert_event(now, item_id, None, "edit", None, None, Trigger.USER, _dumps(detail))
+            notes.append(_Note("artifact.edited", {"item_id": item_id, **detail}))
+            stored = tx.artifact(item_id, artifact_type, version)
+            assert stored is not None
+            return stored
+
+        return artifact_view(await self._commit(unit))
+
+    async def retry_failed(self, *, step: str | None = None, dry_run: bool = False) -> list[str]:
+        """Queue every FAILED_EXTRACTION/FAILED_AI item again (those of ``step`` only)."""
+        if step is not None and step not in (*STEPS, "gate"):
+            raise ValidationFailed(f"step must be one of {', '.join((*STEPS, 'gate'))}")
+
+        def unit(tx: Tx, notes: list[_Note]) -> list[str]:
+            now = self.clock.now_ms()
+            picked = []
+            for row in tx.failed_items((S.FAILED_EXTRACTION, S.FAILED_AI)):
+                failure = msgspec.json.decode(row.failure, type=Failure) if row.failure else None
+                if step is not None and (failure is None or failure.failed_step != step):
+                    continue
+                picked.append(row.id)
+                if not dry_run:
+                    self._enqueue(
+                        tx,
+                        notes,
+                        row,
+                        Trigger.USER,
+                        now,
+                        new_run=None,
+                        detail={"op": "retry_failed", "step": step},
+                    )
+            return picked
+
+        return await self._commit(unit)
+
+    async def requeue_due(self, limit: int = 100) -> tuple[list[str], int | None]:
+        """Queue the failed items whose automatic retry is due.
+
+        Returns their ids and when the next one is due (epoch ms), if any.
+        """
+
+        def unit(tx: Tx, notes: list[_Note]) -> tuple[list[str], int | None]:
+            now = self.clock.now_ms()
+            done = []
+            for row in tx.retries_due(now, limit):
+                retry = row.auto_retries + 1
+                self._enqueue(
+                    tx,
+                    notes,
+                    row,
+                    Trigger.SYSTEM,
+                    now,
+                    new_run=None,
+                    detail={"op": "auto_retry", "retry": retry},
+                    auto_retries=retry,
+                )
+                done.append(row.id)
+            return done, tx.next_retry_at()
+
+        return await self._commit(unit)
+
     # --- supervisor side ---------------------------------------------------
 
-    def _complete(self, tx: Tx, row: ItemRow) -> bool:
-        if row.current_run_id is None:
-            return False
-        arts = tx.artifacts_of_run(row.id, row.current_run_id)
+    def _run_passes_gate(self, tx: Tx, item_id: str, run_id: str) -> bool:
+        arts = tx.artifacts_of_run(item_id, run_id)
         code, _ = rubric.gate(
-            row.current_run_id,
-            {k: (a.run_id, a.payload) for k, a in arts.items() if k in AI_STEPS},
+            run_id, {k: (a.run_id, a.payload) for k, a in arts.items() if k in AI_STEPS}
         )
         return code is None
+
+    def _complete_run(self, tx: Tx, row: ItemRow) -> str | None:
+        """The newest run whose artifacts pass the READY gate, the current one first."""
+        candidates = [row.current_run_id] if row.current_run_id else []
+        candidates += [r.run_id for r in reversed(tx.runs_for(row.id))]
+        for run_id in dict.fromkeys(candidates):
+            if self._run_passes_gate(tx, row.id, run_id):
+                return run_id
+        return None
 
     async def recover(self, owner: str) -> tuple[int, int]:
         """Startup: every PROCESSING row is an orphan (we hold the instance lock).
@@ -776,8 +1484,12 @@ class Orchestrator:
         meta: ArtifactMeta,
         *,
         item_fields: dict[str, Any] | None = None,
+        duration_ms: float | None = None,
     ) -> int | None:
-        """Commit one step's artifact for the lease's run; None if the lease is gone."""
+        """Commit one step's artifact for the lease's run; None if the lease is gone.
+
+        ``duration_ms`` (the step's own time) goes into the step event for ``stats``.
+        """
 
         def unit(tx: Tx, notes: list[_Note]) -> int | None:
             if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
@@ -797,6 +1509,12 @@ class Orchestrator:
             existing = tx.artifacts_of_run(lease.item_id, lease.run_id).get(step)
             if existing is not None:
                 return existing.version
+            fields = dict(item_fields or {})
+            user = tx.latest_artifact(lease.item_id, step)
+            if user is not None and user.created_by == "user":
+                # A person's edit keeps deciding what the item shows.
+                for key in ("priority", "match_score", "title"):
+                    fields.pop(key, None)
             version = tx.insert_artifact(
                 lease.item_id,
                 step,
@@ -812,7 +1530,7 @@ class Orchestrator:
                 lease.run_id,
                 orphan_count=0,
                 updated_at=now,
-                **(item_fields or {}),
+                **fields,
             )
             tx.update_run(lease.run_id, current_step=_next_step(step))
             tx.insert_event(
@@ -823,7 +1541,11 @@ class Orchestrator:
                 None,
                 None,
                 Trigger.SYSTEM,
-                _dumps({"step": step, "version": version}),
+                _dumps(
+                    {"step": step, "version": version}
+                    if duration_ms is None
+                    else {"step": step, "version": version, "duration_ms": round(duration_ms, 2)}
+                ),
             )
             return version
 
@@ -875,6 +1597,135 @@ class Orchestrator:
 
         return await self._commit(unit)
 
+    async def note_step(self, lease: Lease, step: str, event: str, detail: dict[str, Any]) -> bool:
+        """Record something about a running step (e.g. it waits for the model server)."""
+
+        def unit(tx: Tx, notes: list[_Note]) -> bool:
+            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                return False
+            full = {"step": step, "event": event, **detail}
+            tx.insert_event(
+                self.clock.now_ms(),
+                lease.item_id,
+                lease.run_id,
+                "step",
+                None,
+                None,
+                Trigger.SYSTEM,
+                _dumps(full),
+            )
+            notes.append(
+                _Note(
+                    event,
+                    {
+                        "item_id": lease.item_id,
+                        "run_id": lease.run_id,
+                        "worker_id": lease.owner,
+                        "step": step,
+                        **detail,
+                    },
+                )
+            )
+            return True
+
+        return await self._commit(unit)
+
+    async def chunks_begin(
+        self, lease: Lease, step: str, total: int, model: str | None
+    ) -> dict[int, str]:
+        """Set up ``step``'s chunks for the lease's run; the outputs of chunks already done.
+
+        The same run resumed (after a crash or a retry) keeps its done chunks
+        when the text splits into as many chunks as before; otherwise it
+        starts over.
+        """
+
+        def unit(tx: Tx, notes: list[_Note]) -> dict[int, str]:
+            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                return {}
+            now = self.clock.now_ms()
+            rows = tx.chunks(lease.run_id, step)
+            if len(rows) == total:
+                tx.reopen_chunks(lease.run_id, step, now)
+            else:
+                tx.reset_chunks(lease.run_id, step, total, model, now)
+                rows = []
+            done = {r.idx: r.output for r in rows if r.status == "done" and r.output is not None}
+            notes.append(
+                _Note(
+                    "chunks.started",
+                    {
+                        "item_id": lease.item_id,
+                        "run_id": lease.run_id,
+                        "step": step,
+                        "total": total,
+                        "done": len(done),
+                    },
+                )
+            )
+            return done
+
+        return await self._commit(unit)
+
+    async def chunk_update(
+        self,
+        lease: Lease,
+        step: str,
+        idx: int,
+        status: str,
+        *,
+        error: StepError | None = None,
+        output: str | None = None,
+    ) -> bool:
+        """Move one chunk to ``status``; False if the lease is gone."""
+
+        def unit(tx: Tx, notes: list[_Note]) -> bool:
+            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                return False
+            now = self.clock.now_ms()
+            fields: dict[str, Any] = {"status": status, "updated_at": now}
+            rows = tx.chunks(lease.run_id, step)
+            current = next((r for r in rows if r.idx == idx), None)
+            if current is None:
+                return False
+            if error is not None:
+                fields["last_error_code"] = error.error_code
+                fields["last_error_message"] = error.message[:1000]
+            if status == "retrying":
+                fields["retries"] = current.retries + 1
+            if output is not None:
+                fields["output"] = output
+            tx.update_chunk(lease.run_id, step, idx, **fields)
+            done = sum((status if r.idx == idx else r.status) == "done" for r in rows)
+            detail: dict[str, Any] = {
+                "step": step,
+                "chunk": idx,
+                "state": status,
+                "done": done,
+                "total": len(rows),
+            }
+            if error is not None:
+                detail["error_code"] = error.error_code
+            if status in ("done", "error", "retrying"):
+                tx.insert_event(
+                    now,
+                    lease.item_id,
+                    lease.run_id,
+                    "chunk",
+                    None,
+                    None,
+                    Trigger.SYSTEM,
+                    _dumps(detail),
+                )
+            notes.append(
+                _Note(
+                    "chunk.progress", {"item_id": lease.item_id, "run_id": lease.run_id, **detail}
+                )
+            )
+            return True
+
+        return await self._commit(unit)
+
     async def complete(self, lease: Lease) -> Item | None:
         """The READY gate and, if it passes, PROCESSING → READY; else FAILED_AI."""
 
@@ -906,7 +1757,7 @@ class Orchestrator:
                     now,
                 )
             tx.update_run(lease.run_id, status="succeeded", finished_at=now, current_step=None)
-            return self._move(
+            ready = self._move(
                 tx,
                 notes,
                 row,
@@ -916,10 +1767,36 @@ class Orchestrator:
                 lease_owner=None,
                 lease_expires_at=None,
                 orphan_count=0,
+                auto_retries=0,
             )
+            return self._auto_skip(tx, notes, ready, now)
 
         row = await self._commit(unit)
+        if row is not None and row.status == S.READY:
+            for ready in self._ready_listeners:
+                ready(row.id)
         return item_view(row) if row else None
+
+    def _auto_skip(self, tx: Tx, notes: list[_Note], row: ItemRow, now: int) -> ItemRow:
+        """READY → ARCHIVED (SYSTEM_SKIP) when the score a person sees is below skip_below."""
+        if self.skip_below <= 0:
+            return row
+        score = tx.latest_artifact(row.id, "score")
+        if score is None:
+            return row
+        match = int(msgspec.json.decode(score.payload)["match_score"])
+        if match >= self.skip_below:
+            return row
+        return self._move(
+            tx,
+            notes,
+            row,
+            S.ARCHIVED,
+            Trigger.SYSTEM,
+            now=now,
+            detail={"reason": "SYSTEM_SKIP", "match_score": match, "skip_below": self.skip_below},
+            archive_reason="SYSTEM_SKIP",
+        )
 
     def _fail(
         self,
@@ -932,9 +1809,15 @@ class Orchestrator:
         retryable: bool,
         debug: str | None,
         now: int,
+        *,
+        retry_after: float | None = None,
         **fields: Any,
     ) -> ItemRow:
         run = tx.run(row.current_run_id) if row.current_run_id else None
+        delay = retry_policy.next_delay_s(
+            self.retry, code, retryable, row.auto_retries, retry_after
+        )
+        due = now + max(int(delay * 1000), 1) if delay is not None else 0
         failure = Failure(
             failed_step=step,
             error_code=code,
@@ -943,22 +1826,50 @@ class Orchestrator:
             debug_message=debug,
             attempts=run.attempts if run else 1,
             last_attempt_at=iso(now),
+            next_attempt_at=iso(due) if due else None,
+            auto_retries=row.auto_retries,
         )
         if run is not None:
-            tx.update_run(run.run_id, status="failed", error_code=code, finished_at=now)
-        return self._move(
+            tx.update_run(
+                run.run_id,
+                status="failed",
+                error_code=code,
+                error_message=message[:1000],
+                finished_at=now,
+            )
+        moved = self._move(
             tx,
             notes,
             row,
             _failed_state(step),
             Trigger.SYSTEM,
             now=now,
-            detail={"step": step, "error_code": code},
+            detail={
+                "step": step,
+                "error_code": code,
+                "message": message[:500],
+                "next_attempt_at": iso(due) if due else None,
+            },
             failure=_dumps(failure),
             lease_owner=None,
             lease_expires_at=None,
+            next_attempt_at=due,
             **fields,
         )
+        if due:
+            notes.append(
+                _Note(
+                    "retry.scheduled",
+                    {
+                        "item_id": row.id,
+                        "run_id": row.current_run_id,
+                        "error_code": code,
+                        "retry": row.auto_retries + 1,
+                        "delay_s": round(delay or 0.0, 3),
+                    },
+                )
+            )
+        return moved
 
     async def fail(self, lease: Lease, step: str, error: StepError) -> Item | None:
         def unit(tx: Tx, notes: list[_Note]) -> ItemRow | None:
@@ -981,6 +1892,7 @@ class Orchestrator:
                 error.retryable,
                 error.debug,
                 self.clock.now_ms(),
+                retry_after=error.retry_after,
             )
 
         row = await self._commit(unit)

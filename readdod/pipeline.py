@@ -8,19 +8,26 @@ orchestrator.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import httpx
 import msgspec
 
 from readdod import __version__
 from readdod.config import FetchConfig
-from readdod.engines.base import Engine, EngineInput, EngineOutput
+from readdod.engines.base import (
+    ChunkLedger,
+    Engine,
+    EngineInput,
+    EngineOutput,
+    StepHooks,
+    step_hooks,
+)
 from readdod.errors import AIError, ErrorCode
 from readdod.extraction import extract
 from readdod.extraction.extract import extract_text
-from readdod.extraction.fetch import extract_url
+from readdod.extraction.fetch import FetchClient, extract_url
 from readdod.models import (
     PAYLOAD_TYPES,
     ArtifactMeta,
@@ -51,6 +58,10 @@ class RunContext(msgspec.Struct, kw_only=True):
     done: dict[str, Payload] = {}
     #: Told before each in-step retry wait, so the retrying state is recorded.
     on_retry: OnRetry | None = None
+    #: Records an event about the running step (e.g. waiting for the model server).
+    note: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
+    #: Keeps the state of a long text's chunks for this run.
+    chunks: ChunkLedger | None = None
 
     def get(self, step: str, typ: type[Any]) -> Any:
         payload = self.done.get(step)
@@ -69,7 +80,7 @@ def decode_payload(step: str, raw: str | bytes) -> Payload:
 class Pipeline:
     """Runs one step at a time for an actor."""
 
-    def __init__(self, engine: Engine, http: httpx.AsyncClient, fetch: FetchConfig) -> None:
+    def __init__(self, engine: Engine, http: FetchClient, fetch: FetchConfig) -> None:
         self.engine = engine
         self.http = http
         self.fetch_cfg = fetch
@@ -89,6 +100,7 @@ class Pipeline:
                 max_bytes=self.fetch_cfg.max_bytes,
                 max_redirects=self.fetch_cfg.max_redirects,
                 timeout_s=self.fetch_cfg.timeout_s,
+                on_retry=ctx.on_retry,
             )
         fields: dict[str, Any] = {}
         if payload.final_url:
@@ -129,6 +141,11 @@ class Pipeline:
         )
 
     async def ai_step(self, step: str, ctx: RunContext) -> StepResult:
+        hooks = StepHooks(on_retry=ctx.on_retry, note=ctx.note, chunks=ctx.chunks)
+        with step_hooks(hooks):
+            return await self._ai_step(step, ctx)
+
+    async def _ai_step(self, step: str, ctx: RunContext) -> StepResult:
         inp = self._input(ctx)
         fields: dict[str, Any] = {}
         out: EngineOutput[Any]

@@ -1,8 +1,11 @@
 """The quality rubric for AI artifacts (seed 000 §7, 001 §4, 003).
 
-Pure: no I/O. Struct constraints already bound lengths and ranges; this
-module adds what a type cannot say. The READY gate, the engines and `eval`
-all judge output with these same functions.
+Pure: no I/O. Struct constraints in :mod:`readdod.models` already bound
+lengths, counts and ranges (tl_dr <= 280 chars, key points 3-7, reasons >= 3,
+todos 3-7, a render_spec with sections); this module adds what a type cannot
+say (nothing blank, nothing repeated, a todo of kind ``output``). The READY
+gate, the engines' repair step and ``readdod eval`` all judge output with
+:func:`validate`, and nothing else re-implements these rules.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ def _summary(p: Summary) -> list[str]:
 
 def _score(p: Score) -> list[str]:
     problems = []
-    if len([r for r in p.reasons if r.strip()]) < 3:
-        problems.append("score needs at least 3 non-blank reasons")
+    distinct = {r.strip().lower() for r in p.reasons if r.strip()}
+    if len(distinct) < 3:
+        problems.append("score needs at least 3 distinct, non-blank reasons")
     return problems
 
 
@@ -39,13 +43,15 @@ def _todos(p: Todos) -> list[str]:
         problems.append("todos need at least one todo of kind 'output'")
     if any(not t.title.strip() for t in p.items):
         problems.append("todos has a blank title")
+    if len({t.title.strip().lower() for t in p.items}) != len(p.items):
+        problems.append("todos repeats a title")
     return problems
 
 
 def _card(p: Card) -> list[str]:
     problems = []
-    if not p.render_spec.sections:
-        problems.append("card.render_spec has no sections")
+    if not p.one_liner.strip() or not p.summary.strip():
+        problems.append("card.one_liner and card.summary must not be blank")
     if not any(t.kind == "output" for t in p.todos):
         problems.append("card.todos need at least one todo of kind 'output'")
     return problems

@@ -16,9 +16,11 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from readdod import actor
 from readdod.errors import ReaddodError
+from readdod.export.auto import AutoExporter
 from readdod.logging import get_logger
 from readdod.orchestrator import Claimed, Orchestrator
 from readdod.pipeline import Pipeline
+from readdod.scheduler import RetryScheduler
 
 log = get_logger("readdod.supervisor")
 
@@ -39,6 +41,7 @@ class Supervisor:
         lease_ttl_s: float,
         claim_interval_s: float,
         shutdown_grace_s: float,
+        auto_export: bool = False,
     ) -> None:
         self.orch = orch
         self.pipeline = pipeline
@@ -54,6 +57,8 @@ class Supervisor:
         self._wake = anyio.Event()
         self._idle = anyio.Event()
         orch.on_enqueue(self.wake)
+        self.retries = RetryScheduler(orch, orch.clock)
+        self.auto_export = AutoExporter(orch) if auto_export else None
 
     @property
     def in_flight(self) -> int:
@@ -76,6 +81,19 @@ class Supervisor:
         if self._actors:
             await self._idle.wait()
 
+    def cancel(self, item_id: str) -> bool:
+        """Stop the actor running ``item_id`` (``archive --cancel``); False if none runs.
+
+        The orchestrator has already taken the lease back, so nothing the
+        actor still tries to write gets through.
+        """
+        scope = self._actors.get(item_id)
+        if scope is None:
+            return False
+        log.info("actor.cancelled", item_id=item_id, worker_id=self.owner)
+        scope.cancel()
+        return True
+
     def force_stop(self) -> None:
         """A second signal: skip the grace period, cancel every actor now."""
         self.stop()
@@ -93,6 +111,9 @@ class Supervisor:
         self.paused = await self.orch.is_paused()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._heartbeat_loop)
+            tg.start_soon(self.retries.run)
+            if self.auto_export is not None:
+                tg.start_soon(self.auto_export.run)
             task_status.started()
             await self._claim_loop(tg)
             if self._actors:

@@ -358,7 +358,9 @@ def test_url_capture_fetches_from_a_loopback_server(
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        d = _daemon(daemons, tmp_path, ai={"engine": "fixed"}).start()
+        d = _daemon(
+            daemons, tmp_path, ai={"engine": "fixed"}, fetch={"allow_private": True}
+        ).start()
         base = f"http://127.0.0.1:{server.server_address[1]}"
         with d.client() as c:
             ok = c.call("capture", {"url": f"{base}/post", "intent": "learn"})["item"]["id"]

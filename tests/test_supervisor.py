@@ -7,13 +7,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
-import httpx
 import pytest
 
 from readdod.clock import SystemClock
 from readdod.config import FetchConfig
 from readdod.engines.base import EngineInput, EngineOutput
 from readdod.engines.fixed import FixedEngine
+from readdod.extraction.fetch import make_client
 from readdod.models import Summary
 from readdod.orchestrator import CaptureRequest, Orchestrator
 from readdod.pipeline import Pipeline
@@ -46,7 +46,7 @@ class Rig:
 async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     path = tmp_path / "s.db"
     engine = GateEngine()
-    async with Store.open(path) as store, httpx.AsyncClient() as http:
+    async with Store.open(path) as store, make_client() as http:
         orch = Orchestrator(store, SystemClock())
         sup = Supervisor(
             orch,

@@ -66,6 +66,14 @@ class ItemRef(_Params):
     id: str
 
 
+class ExportParams(_Params):
+    id: str
+    format: str | None = None
+    export_key: str | None = None
+    #: An absolute folder; default: export.dir.
+    out_dir: str | None = None
+
+
 class ProcessParams(_Params):
     id: str
     regenerate: bool = False
@@ -76,6 +84,7 @@ class ProcessParams(_Params):
 class ArchiveParams(_Params):
     id: str
     reason: str | None = None
+    cancel: bool = False
 
 
 class UnarchiveParams(_Params):
@@ -86,6 +95,7 @@ class UnarchiveParams(_Params):
 class GetParams(_Params):
     id: str
     history: bool = False
+    versions: bool = False
 
 
 class ArtifactParams(_Params):
@@ -97,12 +107,37 @@ class ArtifactParams(_Params):
 class ListParams(_Params):
     status: list[str] | None = None
     priority: str | None = None
+    tags: list[str] = []
+    query: str | None = None
     limit: int = 50
     cursor: str | None = None
 
 
+class EditParams(_Params):
+    id: str
+    type: str
+    payload: Any
+
+
+class RetryFailedParams(_Params):
+    step: str | None = None
+    dry_run: bool = False
+
+
+class BackupParams(_Params):
+    path: str
+
+
 class Empty(_Params):
     pass
+
+
+class WatchParams(_Params):
+    id: str | None = None
+
+
+class PruneParams(_Params):
+    dry_run: bool = False
 
 
 class LineTooLong(Exception):

@@ -7,21 +7,28 @@ supervisor for pause/resume); they never touch the store.
 
 from __future__ import annotations
 
+import contextvars
 import errno
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import msgspec
-from anyio.abc import ByteStream, SocketListener, TaskStatus
+from anyio.abc import ByteStream, SocketAttribute, SocketListener, TaskGroup, TaskStatus
 
 from readdod import __version__
+from readdod.config import Config
 from readdod.control import protocol as p
-from readdod.errors import RequestError, ValidationFailed
+from readdod.control.security import PeerPolicy, peer_credentials
+from readdod.errors import ErrorCode, RequestError, ValidationFailed
+from readdod.events import Subscription
+from readdod.health import thresholds_from
 from readdod.logging import get_logger
+from readdod.models import ExportResult
 from readdod.orchestrator import CaptureRequest, Orchestrator
+from readdod.retention import prune
 from readdod.supervisor import Supervisor
 
 log = get_logger("readdod.control")
@@ -30,6 +37,8 @@ _enc = msgspec.json.Encoder()
 Handler = Callable[[Any], Awaitable[Any]]
 
 ACCEPT_BACKOFF_S = 0.1
+#: How long a refused connection is given to read why before it is closed.
+REFUSAL_LINGER_S = 1.0
 _TRANSIENT_ACCEPT = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED}
 )
@@ -41,10 +50,54 @@ def _error(
     return p.ErrorResponse(id=req_id, error=p.ErrorObject(code=code, message=message, data=data))
 
 
+def _refusal(status: int, code: ErrorCode, message: str) -> bytes:
+    err = _error(None, status, message, {"error_code": code.value, "status": status})
+    return _enc.encode(err) + b"\n"
+
+
+class CircuitSource(Protocol):
+    def circuit_state(self) -> str: ...
+
+
+class _Conn:
+    """One client connection: its stream, its writer lock, its watch."""
+
+    def __init__(self, stream: ByteStream, tg: TaskGroup, send_timeout_s: float) -> None:
+        self.stream = stream
+        self.tg = tg
+        self.send_timeout_s = send_timeout_s
+        self.lock = anyio.Lock()
+        self.pending_watch: Subscription | None = None
+        self.watching = False
+
+    async def send(self, data: bytes) -> None:
+        """Write one answer; a client that does not read it in time is disconnected."""
+        async with self.lock:
+            with anyio.move_on_after(self.send_timeout_s) as scope:
+                await self.stream.send(data)
+        if scope.cancelled_caught:
+            log.warning("control.client_too_slow", send_timeout_s=self.send_timeout_s)
+            self.tg.cancel_scope.cancel()
+
+
+_conn: contextvars.ContextVar[_Conn] = contextvars.ContextVar("readdod_control_conn")
+
+
 class ControlServer:
-    def __init__(self, orch: Orchestrator, supervisor: Supervisor) -> None:
+    def __init__(
+        self,
+        orch: Orchestrator,
+        supervisor: Supervisor,
+        cfg: Config | None = None,
+        *,
+        engine: CircuitSource | None = None,
+    ) -> None:
         self.orch = orch
         self.supervisor = supervisor
+        self.cfg = cfg or Config()
+        self.engine = engine
+        self.policy = PeerPolicy(os.getuid(), self.cfg.control.allowed_uids)
+        self.connections = 0
         self.started = time.monotonic()
         self._methods: dict[str, tuple[type[Any], Handler]] = {
             "capture": (CaptureRequest, self._capture),
@@ -55,9 +108,17 @@ class ControlServer:
             "archive": (p.ArchiveParams, self._archive),
             "unarchive": (p.UnarchiveParams, self._unarchive),
             "ship": (p.ItemRef, self._ship),
+            "export": (p.ExportParams, self._export),
+            "edit": (p.EditParams, self._edit),
+            "retry_failed": (p.RetryFailedParams, self._retry_failed),
             "pause": (p.Empty, self._pause),
             "resume": (p.Empty, self._resume),
             "ping": (p.Empty, self._ping),
+            "backup": (p.BackupParams, self._backup),
+            "watch": (p.WatchParams, self._watch),
+            "health": (p.Empty, self._health),
+            "stats": (p.Empty, self._stats),
+            "prune": (p.PruneParams, self._prune),
         }
 
     # --- transport ---------------------------------------------------------
@@ -81,24 +142,96 @@ class ControlServer:
                 tg.start_soon(self._connection, stream)
 
     async def _connection(self, stream: ByteStream) -> None:
-        reader = p.LineReader(stream)
+        ctl = self.cfg.control
         try:
             async with stream:
-                while True:
-                    try:
-                        line = await reader.next_line()
-                    except p.LineTooLong:
-                        await stream.send(self._too_long())
-                        continue
-                    if line is None:
-                        return
-                    if not line.strip():
-                        continue
-                    answer = await self.handle_line(line)
-                    if answer is not None:
-                        await stream.send(answer + b"\n")
+                refusal = self._admit(stream)
+                if refusal is not None:
+                    await self._refuse(stream, refusal)
+                    return
+                self.connections += 1
+                try:
+                    async with anyio.create_task_group() as tg:
+                        conn = _Conn(stream, tg, ctl.send_timeout_s)
+                        _conn.set(conn)
+                        await self._serve_lines(conn)
+                        tg.cancel_scope.cancel()
+                finally:
+                    self.connections -= 1
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
             pass
+
+    async def _refuse(self, stream: ByteStream, refusal: bytes) -> None:
+        """Send the refusal, then drain briefly: closing on unread input would reset the
+        connection and the client might never see why."""
+        with anyio.move_on_after(REFUSAL_LINGER_S):
+            await stream.send(refusal)
+            await stream.send_eof()
+            drained = 0
+            while drained < p.MAX_LINE:
+                try:
+                    drained += len(await stream.receive())
+                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    break
+
+    def _admit(self, stream: ByteStream) -> bytes | None:
+        """The refusal to send a connection that may not stay, or None to serve it."""
+        raw = stream.extra(SocketAttribute.raw_socket, None)
+        cred = peer_credentials(raw) if raw is not None else None
+        if cred is not None and not self.policy.allows(cred.uid):
+            log.warning("control.forbidden", uid=cred.uid, pid=cred.pid)
+            return _refusal(403, ErrorCode.FORBIDDEN, self.policy.forbidden_message(cred))
+        limit = self.cfg.control.max_connections
+        if self.connections >= limit:
+            log.warning("control.too_many_connections", max_connections=limit)
+            return _refusal(
+                503,
+                ErrorCode.TOO_MANY_CONNECTIONS,
+                f"readdod already serves {limit} connections (control.max_connections);"
+                " close some or try again shortly",
+            )
+        return None
+
+    async def _serve_lines(self, conn: _Conn) -> None:
+        reader = p.LineReader(conn.stream)
+        idle = self.cfg.control.idle_timeout_s
+        while True:
+            line: bytes | None = None
+            with anyio.move_on_after(None if conn.watching else idle) as scope:
+                try:
+                    line = await reader.next_line()
+                except p.LineTooLong:
+                    await conn.send(self._too_long())
+                    continue
+            if scope.cancelled_caught:
+                log.info("control.idle_closed", idle_timeout_s=idle)
+                return
+            if line is None:
+                return
+            if not line.strip():
+                continue
+            answer = await self.handle_line(line)
+            if answer is not None:
+                await conn.send(answer + b"\n")
+            if conn.pending_watch is not None:
+                conn.tg.start_soon(self._stream_events, conn, conn.pending_watch)
+                conn.pending_watch = None
+                conn.watching = True
+
+    async def _stream_events(self, conn: _Conn, sub: Subscription) -> None:
+        """Send a subscription's events until the client leaves or falls behind."""
+        try:
+            async for event in sub:
+                note = p.Notification(method="event", params=event)
+                await conn.send(_enc.encode(note) + b"\n")
+            if sub.dropped:
+                log.warning("watch.dropped", reason=sub.dropped, last_seq=sub.last_seq)
+                await conn.send(
+                    _enc.encode(p.Notification(method="event", params=sub.notice())) + b"\n"
+                )
+                conn.tg.cancel_scope.cancel()
+        finally:
+            sub.close()
 
     def _too_long(self) -> bytes:
         err = _error(
@@ -175,7 +308,7 @@ class ControlServer:
         return {"item": item, "run_id": run_id}
 
     async def _get(self, params: p.GetParams) -> dict[str, Any]:
-        return await self.orch.get(params.id, history=params.history)
+        return await self.orch.get(params.id, history=params.history, versions=params.versions)
 
     async def _list(self, params: p.ListParams) -> dict[str, Any]:
         if not 1 <= params.limit <= 1000:
@@ -185,6 +318,8 @@ class ControlServer:
             priority=params.priority,
             limit=params.limit,
             cursor=params.cursor,
+            tags=params.tags,
+            query=params.query,
         )
         return {"items": items, "next_cursor": cursor}
 
@@ -192,13 +327,30 @@ class ControlServer:
         return {"artifact": await self.orch.artifact(params.id, params.type, params.version)}
 
     async def _archive(self, params: p.ArchiveParams) -> dict[str, Any]:
-        return {"item": await self.orch.archive(params.id, reason=params.reason)}
+        item, cancelled = await self.orch.archive(
+            params.id, reason=params.reason, cancel=params.cancel
+        )
+        if cancelled:
+            self.supervisor.cancel(params.id)
+        return {"item": item}
+
+    async def _edit(self, params: p.EditParams) -> dict[str, Any]:
+        return {"artifact": await self.orch.edit(params.id, params.type, params.payload)}
+
+    async def _retry_failed(self, params: p.RetryFailedParams) -> dict[str, Any]:
+        ids = await self.orch.retry_failed(step=params.step, dry_run=params.dry_run)
+        return {"requeued": ids, "count": len(ids), "dry_run": params.dry_run}
 
     async def _unarchive(self, params: p.UnarchiveParams) -> dict[str, Any]:
         return {"item": await self.orch.unarchive(params.id, regenerate=params.regenerate)}
 
     async def _ship(self, params: p.ItemRef) -> dict[str, Any]:
         return {"item": await self.orch.ship(params.id)}
+
+    async def _export(self, params: p.ExportParams) -> ExportResult:
+        return await self.orch.export(
+            params.id, fmt=params.format, export_key=params.export_key, out_dir=params.out_dir
+        )
 
     async def _pause(self, _: p.Empty) -> dict[str, Any]:
         paused = await self.orch.set_paused(True)
@@ -210,6 +362,10 @@ class ControlServer:
         self.supervisor.set_paused(False)
         return {"paused": paused}
 
+    async def _backup(self, params: p.BackupParams) -> dict[str, Any]:
+        result = await self.orch.backup(params.path)
+        return {"path": result.path, "bytes": result.bytes, "pages": result.pages}
+
     async def _ping(self, _: p.Empty) -> dict[str, Any]:
         return {
             "version": __version__,
@@ -219,3 +375,27 @@ class ControlServer:
             "in_flight": self.supervisor.in_flight,
             "worker_id": self.supervisor.owner,
         }
+
+    async def _watch(self, params: p.WatchParams) -> dict[str, Any]:
+        conn = _conn.get(None)
+        if conn is None:
+            raise ValidationFailed("watch needs a connection of its own")
+        if conn.watching or conn.pending_watch is not None:
+            raise ValidationFailed("this connection already watches; open another one")
+        if params.id is not None:
+            await self.orch.get(params.id)
+        conn.pending_watch = self.orch.bus.subscribe(params.id, self.cfg.control.watch_buffer)
+        log.info("watch.subscribed", item_id=params.id, watchers=self.orch.bus.subscribers)
+        return {"subscribed": True, "id": params.id}
+
+    async def _health(self, _: p.Empty) -> Any:
+        circuit = self.engine.circuit_state() if self.engine is not None else "closed"
+        return await self.orch.health(
+            thresholds_from(self.cfg.daemon), circuit=circuit, paused=self.supervisor.paused
+        )
+
+    async def _stats(self, _: p.Empty) -> Any:
+        return await self.orch.stats()
+
+    async def _prune(self, params: p.PruneParams) -> Any:
+        return await prune(self.orch, self.cfg.retention, dry_run=params.dry_run)

@@ -13,6 +13,10 @@ def make_engine(cfg: AIConfig) -> Engine:
         from readdod.engines.fixed import FixedEngine
 
         return FixedEngine(cfg.fixed_delay_ms)
+    if cfg.engine == "openai":
+        from readdod.engines.openai import OpenAIEngine
+
+        return OpenAIEngine(cfg)
     from readdod.engines.local import LocalEngine
 
     return LocalEngine()

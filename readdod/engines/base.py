@@ -2,13 +2,79 @@
 
 from __future__ import annotations
 
-from typing import Generic, Protocol, TypeVar
+import contextlib
+import contextvars
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import msgspec
 
+from readdod.errors import StepError
 from readdod.models import Card, Score, Summary, Todos
+from readdod.retrying import OnRetry
 
 P = TypeVar("P")
+
+ChunkStatus = Literal["pending", "processing", "retrying", "done", "error"]
+
+
+class ChunkLedger(Protocol):
+    """Where one step's chunks keep their state across retries and crashes.
+
+    The actor backs it with the orchestrator (fenced by its lease), so an
+    engine records chunk progress without knowing items, runs or the store.
+    """
+
+    async def begin(self, step: str, total: int, model: str | None) -> dict[int, str]:
+        """Set up ``total`` chunks; return the stored outputs of chunks already done."""
+        ...
+
+    async def update(
+        self,
+        step: str,
+        idx: int,
+        status: ChunkStatus,
+        *,
+        error: StepError | None = None,
+        output: str | None = None,
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class StepHooks:
+    """What the caller of one engine step offers it besides the input.
+
+    ``on_retry`` records an in-step retry; ``note`` records an event about
+    the step (e.g. waiting for a model server to come back); ``chunks`` keeps
+    long texts' chunk state. Engines that need none of it ignore it.
+    """
+
+    on_retry: OnRetry | None = None
+    note: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
+    chunks: ChunkLedger | None = None
+
+
+# Passed by context rather than as a parameter, so the four-method Engine
+# protocol stays the same for engines that have no use for it.
+_hooks: contextvars.ContextVar[StepHooks | None] = contextvars.ContextVar(
+    "readdod_step_hooks", default=None
+)
+_NO_HOOKS = StepHooks()
+
+
+def current_hooks() -> StepHooks:
+    """The hooks of the step being run in this task."""
+    return _hooks.get() or _NO_HOOKS
+
+
+@contextlib.contextmanager
+def step_hooks(hooks: StepHooks) -> Iterator[None]:
+    token = _hooks.set(hooks)
+    try:
+        yield
+    finally:
+        _hooks.reset(token)
 
 
 class EngineInput(msgspec.Struct, kw_only=True, frozen=True):
@@ -45,6 +111,10 @@ class Engine(Protocol):
 
     name: str
     version: str
+
+    def circuit_state(self) -> str:
+        """``"closed"``, ``"open"`` or ``"half_open"``: whether the backend is usable."""
+        ...
 
     async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]: ...
 

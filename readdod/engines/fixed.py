@@ -26,6 +26,9 @@ class FixedEngine:
     def __init__(self, delay_ms: int = 0) -> None:
         self.delay_s = delay_ms / 1000
 
+    def circuit_state(self) -> str:
+        return "closed"
+
     async def _pause(self) -> None:
         if self.delay_s:
             await anyio.sleep(self.delay_s)

@@ -53,9 +53,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Genre = Literal["tutorial", "research", "opinion", "general"]
+Genre = Literal["tutorial", "research", "opinion", "news", "reference", "general"]
 
 LINE_MAX: Final = 500
+RELEVANCE_MAX: Final = 1_000
 CARD_TITLE_MAX: Final = 300
 TODO_TITLE_MAX: Final = 200
 #: Texts longer than this are processed in a worker thread so the event loop stays responsive.
@@ -63,6 +64,11 @@ OFFLOAD_CHARS: Final = 20_000
 WORDS_PER_MIN: Final = 230
 #: Ideographic/syllabic scripts are read per character, roughly this fast.
 CHARS_PER_MIN: Final = 500
+#: Below this many words (two CJK/Thai characters count as one) a text is too short to
+#: summarise: three key points and three reasons would only repeat it.
+MIN_WORDS: Final = 8
+#: ...and at least this many content words (not stopwords, not numbers).
+MIN_TERMS: Final = 3
 #: Sentences longer than this are split into clause-sized chunks before ranking.
 LONG_SENTENCE: Final = 600
 CHUNK_TARGET: Final = 300
@@ -154,6 +160,8 @@ _INTENT_FILLER: Final = _words(
     want wants wanted need needs learn learning know knowing understand understanding read
     reading find finding get getting use using better more about how what why way ways something
     interested interest looking look figure out improve try trying some idea ideas thing things
+    quickly quick somewhere started start starts got come comes mean means follow whether
+    decide decided tell remember our my
     хочу хочется узнать изучить понять разобраться научиться нужно про
     quiero necesito saber aprender entender conocer busco veux voudrais besoin savoir apprendre
     comprendre möchte lernen verstehen wissen brauche quero preciso voglio imparare capire sapere
@@ -274,6 +282,36 @@ def _is_complete(sentence: str) -> bool:
     return _COMPLETE_RE.search(sentence) is not None
 
 
+_FLAG_RE: Final = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*(?:=\S+)?(?=\s|$)")
+_SHELL_RE: Final = re.compile(r"[|&;<>]{1,2}|\b\d>&\d\b|(?:^|\s)/[\w.-]+/|\s(?:#|//)\s")
+_SQL_RE: Final = re.compile(
+    r"^(?:SELECT|FROM|WHERE|ORDER BY|GROUP BY|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|EXPLAIN|"
+    r"WITH|JOIN|LIMIT|VALUES|ON)\b"
+)
+_SYMBOLS: Final = frozenset("/\\=<>{}[]()|&$*;'\"`_#~@")
+
+
+def _looks_like_code(line: str) -> bool:
+    """A command or a line of code pasted as plain text (no fence, no indentation).
+
+    Only unfinished lines qualify: prose that mentions ``--delete`` ends with a full stop.
+    """
+    if _is_complete(line) and not line.endswith(";"):
+        return False
+    if _SQL_RE.match(line):
+        return True
+    visible = [c for c in line if not c.isspace()]
+    if not visible:
+        return False
+    symbols = sum(1 for c in visible if c in _SYMBOLS) / len(visible)
+    signals = (
+        (_FLAG_RE.search(line) is not None)
+        + (_SHELL_RE.search(line) is not None)
+        + (symbols >= 0.12)
+    )
+    return signals >= 2 or symbols >= 0.25
+
+
 def _units(text: str) -> list[_Unit]:
     """Cut text into paragraphs and units: hard-wrapped lines are joined, while headings,
     list items and code (indented, shell prompts, ``` fences) stay separate lines."""
@@ -300,7 +338,12 @@ def _units(text: str) -> list[_Unit]:
                 if units and units[-1].paragraph == para:
                     para += 1
             continue
-        if in_fence or raw.startswith(("    ", "\t")) or line.startswith(("$ ", ">>> ")):
+        if (
+            in_fence
+            or raw.startswith(("    ", "\t"))
+            or line.startswith(("$ ", ">>> "))
+            or _looks_like_code(line)
+        ):
             flush()
             units.append(_Unit(para, line, code=True))
             continue
@@ -437,6 +480,19 @@ def _require_text(text: str) -> None:
         )
 
 
+def _require_enough(words: int, unspaced: int, terms: int) -> None:
+    size = words + unspaced // 2
+    if size < MIN_WORDS or terms < MIN_TERMS:
+        raise AIError(
+            f"The text is too short to summarise: {_plural(size, 'word')}, "
+            f"{_plural(terms, 'content word')} (at least {MIN_WORDS} words and "
+            f"{MIN_TERMS} content words are needed). Capture the full article or paste more "
+            "of its text, then process it again.",
+            code=ErrorCode.AI_INPUT_TOO_SHORT,
+            retryable=False,
+        )
+
+
 def _guess_lang(text: str) -> str | None:
     """Guess a language from the dominant script; Latin is told apart by function words."""
     sample = text[:20_000]
@@ -462,7 +518,11 @@ def _guess_lang(text: str) -> str | None:
 
 @functools.lru_cache(maxsize=4)
 def analyze(text: str) -> TextAnalysis:
-    """Split, tokenise and count once; the four steps of one run share the result."""
+    """Split, tokenise and count once; the four steps of one run share the result.
+
+    Raises :class:`AIError` (``AI_INPUT_EMPTY`` / ``AI_INPUT_TOO_SHORT``) for a text with
+    nothing, or too little, to work with.
+    """
     _require_text(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     sentences: list[Sentence] = []
@@ -500,6 +560,7 @@ def analyze(text: str) -> TextAnalysis:
                         code=unit.code,
                     )
                 )
+    _require_enough(words, unspaced, sum(term_counts.values()))
     return TextAnalysis(
         sentences=tuple(sentences),
         paragraphs=units[-1].paragraph + 1 if units else 0,
@@ -587,11 +648,26 @@ def _intent(intent: str) -> _Intent:
 # --- ranking ---------------------------------------------------------------
 
 
+#: Bonus for the first prose sentences: openings state what a text is about.
+_LEAD_BONUS: Final = (0.25, 0.15, 0.1)
+# A sentence that leans on the one before it reads badly on its own ("If it fails, ...",
+# "This is why ..."); one that names the text itself ("This guide shows ...") does not.
+_DANGLING_RE: Final = re.compile(
+    r"^(?:if|this|that|these|those|it|its|they|them|he|she|but|and|so|then|also|however|"
+    r"such|there|here|which|thus|otherwise|instead)\b(?!\s+(?:article|guide|tutorial|post|"
+    r"paper|study|page|essay|card|report|piece|review|book|section|text)\b)",
+    re.IGNORECASE,
+)
+
+
 def _rank(an: TextAnalysis, intent: _Intent) -> list[tuple[float, Sentence]]:
     """Sentences with content, best first.
 
-    Score = TF-IDF cosine to the whole text (normalised to the best sentence)
-    + 0.6 x share of intent terms in the sentence + a small lead bonus.
+    Score = TF-IDF cosine of the sentence's distinct terms to the whole text (normalised to
+    the best sentence) + 0.6 x share of intent terms in the sentence + a lead bonus for the
+    first prose sentences; sentences that lean on context or carry commands count less.
+    Distinct terms, so that a sentence repeating the top word ("run git bisect good; ...
+    git bisect bad") does not pass for the most central one.
     """
     candidates = [s for s in an.sentences if s.terms and not s.code]
     candidates = candidates or [s for s in an.sentences if s.terms]
@@ -605,21 +681,29 @@ def _rank(an: TextAnalysis, intent: _Intent) -> list[tuple[float, Sentence]]:
     doc = {t: an.term_counts.get(t, 0) * w for t, w in idf.items()}
     doc_norm = math.sqrt(sum(v * v for v in doc.values())) or 1.0
     wanted = dict.fromkeys(intent.terms)
+    prose = [s.index for s in candidates if not s.code and _is_complete(s.text)]
+    lead = dict(zip(prose, _LEAD_BONUS, strict=False))
     raw: list[tuple[float, float, Sentence]] = []
     for s in candidates:
-        tf = Counter(s.terms)
-        dot = sum(c * idf[t] * doc[t] for t, c in tf.items())
-        norm = math.sqrt(sum((c * idf[t]) ** 2 for t, c in tf.items())) or 1.0
+        distinct = dict.fromkeys(s.terms)
+        dot = sum(idf[t] * doc[t] for t in distinct)
+        norm = math.sqrt(sum(idf[t] ** 2 for t in distinct)) or 1.0
         cos = dot / (norm * doc_norm)
         if s.words < 4 and s.unspaced_chars < 8:
             cos *= 0.5  # fragments rarely summarise anything
         elif not _is_complete(s.text):
             cos *= 0.7  # nor do headings or lines that introduce a list or code
-        rel = sum(1 for t in wanted if t in tf) / len(wanted) if wanted else 0.0
+        rel = sum(1 for t in wanted if t in distinct) / len(wanted) if wanted else 0.0
         raw.append((cos, rel, s))
     top_cos = max(c for c, _, _ in raw) or 1.0
-    lead = {0: 0.15, 1: 0.05}
-    scored = [(c / top_cos + 0.6 * r + lead.get(s.index, 0.0), s) for c, r, s in raw]
+    scored = []
+    for c, r, s in raw:
+        value = c / top_cos + 0.6 * r + lead.get(s.index, 0.0)
+        if _DANGLING_RE.match(s.text):
+            value *= 0.85
+        if _FLAG_RE.search(s.text) or _SHELL_RE.search(s.text):
+            value *= 0.85
+        scored.append((value, s))
     scored.sort(key=lambda x: (-x[0], x[1].index))
     return scored
 
@@ -733,28 +817,42 @@ class _Match:
     found: list[_Hit]
     missing: list[_Hit]
     coverage: float
-    """Share of intent terms present in the text."""
+    """Share of intent terms present in the text; a term met only once, in passing (not in
+    the opening paragraph), counts half."""
     hits: int
     per_k: float
     """Intent-term occurrences per 1,000 words (or CJK characters)."""
 
 
+def _bridge(term: str, found: Sequence[str]) -> bool:
+    """A CJK bigram that straddles two words of the intent (ス転 in バス転換) is no term."""
+    return _is_gram(term) and any(
+        _is_gram(f) and (f[1] == term[0] or f[0] == term[1]) for f in found
+    )
+
+
 def _match(an: TextAnalysis, intent: _Intent) -> _Match:
     found = [t for t in intent.terms if an.term_counts.get(t)]
-    missing = [t for t in intent.terms if not an.term_counts.get(t)]
+    missing = [t for t in intent.terms if not an.term_counts.get(t) and not _bridge(t, found)]
     found_hits = _hits(found, intent, an)
     hits = sum(h.count for h in found_hits)
+    weight = sum(
+        1.0 if an.term_counts[t] > 1 or t in an.first_paragraph_terms else 0.5 for t in found
+    )
     return _Match(
-        found=found_hits,
+        found=sorted(found_hits, key=lambda h: -h.count),
         missing=_hits(missing, intent, an),
-        coverage=len(found) / len(intent.terms) if intent.terms else 0.0,
+        coverage=weight / (len(found) + len(missing)) if found or missing else 0.0,
         hits=hits,
         per_k=hits * 1000 / max(1, an.words + an.unspaced_chars),
     )
 
 
 def _names(hits: Sequence[_Hit], n: int = 6) -> str:
-    return _join([_quote(h.label, 40) for h in hits[:n]])
+    names = [_quote(h.label, 40) for h in hits[:n]]
+    if len(hits) > n:
+        names.append(f"{len(hits) - n} more")
+    return _join(names)
 
 
 def _counts(hits: Sequence[_Hit], n: int = 6) -> str:
@@ -841,7 +939,7 @@ def summarize_text(inp: EngineInput) -> Summary:
     return Summary(
         tl_dr=tl_dr,
         key_points=_key_points(an, chosen, used),
-        intent_relevance=_intent_relevance(an, intent, best),
+        intent_relevance=_trim(_intent_relevance(an, intent, best), RELEVANCE_MAX),
         reading_time_min=an.reading_time_min,
         lang=inp.lang or an.lang,
     )
@@ -917,7 +1015,7 @@ def score_text(inp: EngineInput, summary: Summary) -> Score:
         f"{_counts(m.found)}."
     )
     where = []
-    for h in m.found[:4]:
+    for h in sorted(m.found, key=lambda h: -h.count)[:4]:
         spots = [
             spot
             for spot, ok in (
@@ -948,7 +1046,8 @@ def _make_score(match: int, reasons: Sequence[str]) -> Score:
 _TUTORIAL_RE: Final = re.compile(
     r"\b(?:install(?:ing|ation)?|step|steps|tutorial|how to|guide|walkthrough|configure|set ?up|"
     r"prerequisites|you'll need|run the|command)\b|"
-    r"установ|шаг|руководств|安装|步骤|教程|インストール|手順",
+    r"установ|шаг|руководств|настро|安装|步骤|教程|インストール|手順|anleitung|schritt|"
+    r"\b(?:paso|instalar|étape|installer)\b",
     re.IGNORECASE,
 )
 _CODE_RE: Final = re.compile(r"^(?:```|\$ |>>> |#!|pip install|npm |cargo )", re.MULTILINE)
@@ -962,12 +1061,30 @@ _RESEARCH_RE: Final = re.compile(
 _OPINION_RE: Final = re.compile(
     r"\b(?:i think|i believe|in my (?:view|opinion)|i argue|i'm convinced|we should|we must|"
     r"should|ought to|frankly|overrated|underrated|the problem is|mistake|wrong|i suspect|"
-    r"i(?:'d| would) rather|the point is|the truth is|it is time)\b|"
-    r"я думаю|я считаю|по-моему|мнени|我认为|我觉得|观点|と思う",
+    r"i(?:'d| would) rather|the point is|the truth is|it is time|my advice|you may disagree)\b|"
+    r"я думаю|я считаю|по-моему|мнени|我认为|我觉得|观点|と思う|"
+    r"\b(?:ich glaube|ich finde|meiner meinung|kommentar|sollten|müssen|creo que|je pense)\b",
     re.IGNORECASE,
 )
+_NEWS_RE: Final = re.compile(
+    r"\b(?:said|says|told|announced|according to|spokes(?:person|man|woman)|officials?|"
+    r"reported|confirmed|council|agency|on (?:monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday)|yesterday|this week|last week|is expected to|will begin|"
+    r"analysts?)\b|"
+    r"сообщил|заявил|по данным|объявил|据|表示|宣布|报道|発表|によると|明らかにした|予定だ|"
+    r"\b(?:sagte|erklärte|teilte mit|laut|según|anunció)\b",
+    re.IGNORECASE,
+)
+_REFERENCE_RE: Final = re.compile(
+    r"\b(?:reference|options?|flags?|syntax|parameters?|arguments?|defaults?|returns?|usage|"
+    r"see also|cheat ?sheet|look up|table|headers?|specification|rfc|lists?|"
+    r"extensions?|formats?)\b|справочник|параметр|参考|リファレンス",
+    re.IGNORECASE,
+)
+# A line that only names an entry ("429 Too Many Requests", "-C DIR") before its description.
+_ENTRY_RE: Final = re.compile(r"^(?:\d{3}|--?[A-Za-z])[^\n.!?]{0,50}$", re.MULTILINE)
 # First-person singular: essays argue from "I", tutorials say "you", papers say "we".
-_FIRST_PERSON_RE: Final = re.compile(r"\b(?:I|I'm|I've|I'd|[Mm]y|[Mm]e)\b")
+_FIRST_PERSON_RE: Final = re.compile(r"\b(?:I|I'm|I've|I'd|[Mm]y|[Mm]e|[Ii]ch|[Mm]eine?)\b")
 #: Hits per 1,000 words a genre needs before the todos are shaped for it.
 GENRE_THRESHOLD: Final = 4.0
 
@@ -977,7 +1094,8 @@ GENRE_SAMPLE_CHARS: Final = 200_000
 
 
 def detect_genre(text: str, words: int) -> Genre:
-    """Tutorial, research or opinion, by density of telltale words and code/step lines."""
+    """Tutorial, research, opinion, news or reference, by density of telltale words and of
+    code, step and entry lines; "general" when nothing stands out."""
     if len(text) > GENRE_SAMPLE_CHARS:
         words = round(words * GENRE_SAMPLE_CHARS / len(text))
         text = text[:GENRE_SAMPLE_CHARS]
@@ -992,9 +1110,36 @@ def detect_genre(text: str, words: int) -> Genre:
         "research": len(_RESEARCH_RE.findall(text)) * scale,
         "opinion": (len(_OPINION_RE.findall(text)) + 0.25 * len(_FIRST_PERSON_RE.findall(text)))
         * scale,
+        "news": len(_NEWS_RE.findall(text)) * scale,
+        "reference": (len(_REFERENCE_RE.findall(text)) + len(_ENTRY_RE.findall(text))) * scale,
     }
     best = max(scores, key=lambda g: scores[g])
     return best if scores[best] >= GENRE_THRESHOLD else "general"
+
+
+_MONTHS: Final = (
+    "January|February|March|April|May|June|July|August|September|October|November|December"
+)
+_DATE_RE: Final = re.compile(rf"\b(?:{_MONTHS})(?:\s+\d{{1,2}})?\b|\b(?:19|20)\d{{2}}\b")
+_FUTURE_RE: Final = re.compile(
+    r"\b(?:will|next|from|until|starts?|begins?|expected|deadline|scheduled)\b", re.IGNORECASE
+)
+
+
+def _next_date(an: TextAnalysis) -> str | None:
+    """The first sentence that names a date and looks ahead ("work will begin in May")."""
+    for s in an.sentences:
+        if not s.code and _DATE_RE.search(s.text) and _FUTURE_RE.search(s.text):
+            return s.text
+    return None
+
+
+def _focus(an: TextAnalysis, intent: _Intent, n: int) -> list[str]:
+    """What the text says about the intent: intent terms found (most frequent first), then
+    the text's own most frequent terms."""
+    found = sorted(_match(an, intent).found, key=lambda h: -h.count)
+    labels = [h.label for h in found] + [an.surface[t] for t, _ in an.top_terms(n)]
+    return list(dict.fromkeys(labels))[:n]
 
 
 def _clamp_minutes(n: int) -> int:
@@ -1010,9 +1155,7 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
     intent = _intent(inp.intent)
     genre = detect_genre(inp.text, an.words)
     title = _quote(_display_title(inp, an), 60)
-    focus = [intent.surface[t] for t in intent.terms if an.term_counts.get(t)]
-    focus += [an.surface[t] for t, _ in an.top_terms(3)]
-    topics = _join(list(dict.fromkeys(focus))[:3]) or "the key points"
+    topics = _join(_focus(an, intent, 3)) or "the key points"
     goal = intent.label
     rt = summary.reading_time_min
     items: list[tuple[str, TodoKind, int]]
@@ -1043,6 +1186,30 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
                 15,
             ),
             (f"Find one counter-argument or independent source on {topics}", "learn", 15),
+        ]
+    elif genre == "news":
+        when = _next_date(an)
+        follow: tuple[str, TodoKind, int] = (
+            (f"Put the next date in your calendar: {_quote(when, 100)}", "action", 5)
+            if when
+            else (f"Check in a week for a follow-up on {topics}", "action", 5)
+        )
+        items = [
+            (f"Write down what changed, per {title}, and what it means for {goal}", "output", 10),
+            follow,
+            (f"Find a second source on {topics} before acting on it", "learn", 15),
+        ]
+    elif genre == "reference":
+        has_code = any(s.code for s in an.sentences)
+        practice: tuple[str, TodoKind, int] = (
+            (f"Try two of the examples from {title} on a real case", "action", 10)
+            if has_code
+            else (f"Test yourself on {topics} without looking at {title}", "learn", 10)
+        )
+        items = [
+            (f"Write a cheat sheet of the entries in {title} you need for {goal}", "output", 15),
+            practice,
+            (f"Bookmark {title} where you keep references", "action", 2),
         ]
     else:
         items = [
@@ -1125,6 +1292,9 @@ class LocalEngine:
 
     name: str = "local"
     version: str = "1"
+
+    def circuit_state(self) -> str:
+        return "closed"
 
     async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
         payload = await _run(inp.text, functools.partial(summarize_text, inp))

@@ -4,16 +4,26 @@ Pure: no network, no files, no event loop. The fetcher (:mod:`.fetch`) and
 the ``html``/``text`` capture paths all end here, so one page gives one
 :class:`~readdod.models.Extraction` however it arrived.
 
-The pipeline, each stage its own function so that a better extractor can
-replace stages one at a time:
+Every CSS query or Python walk over a whole page costs about a fifth of
+parsing it, so the stages share passes and judge only what they must:
 
-1. parse with selectolax/lexbor and read metadata (before anything is removed:
-   the headline and byline usually live in ``<header>``);
-2. strip boilerplate elements (scripts, navigation, chrome, hidden things);
-3. choose the main container (semantic markup first, then a readability-style
-   score), then clean junk (comments, share bars, link lists) inside it;
-4. render the container into blocks, each with a plain-text and a markdown
-   form; ``text`` and ``markdown`` are those blocks joined.
+1. parse with selectolax/lexbor; one walk over the document collects the
+   metadata elements, the semantic hints (``<article>``, ``<main>``,
+   ``itemprop=articleBody``, JSON-LD) and the paragraphs;
+2. readability-style scoring: every paragraph credits its parent, grandparent
+   and great-grandparent, unless one of its ancestors is chrome (nav, header,
+   footer, aside, form, hidden, ARIA landmarks) or named as boilerplate by its
+   class/id; the best candidate (scaled by link density) is compared with
+   its parent (an article split into sibling blocks) and with the semantic
+   hints, per page;
+3. prune inside the container (captions, share bars, bylines, dates, tag
+   links, link lists, comments), then render blocks with a plain-text and a
+   markdown form, and drop the short lines before the first paragraph and
+   repeated blocks; the publisher's JSON-LD ``articleBody`` replaces the
+   DOM's text when the DOM lost most of it.
+
+No word lists: the vocabulary is that of class and id names, so pages in any
+language are read the same way.
 """
 
 from __future__ import annotations
@@ -22,8 +32,8 @@ import json
 import math
 import re
 import textwrap
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import urljoin
 
@@ -32,9 +42,9 @@ from selectolax.lexbor import LexborHTMLParser
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.models import Extraction
 
-__all__ = ["EXTRACTOR", "extract", "extract_text"]
+__all__ = ["EXTRACTOR", "extract", "extract_text", "word_count"]
 
-EXTRACTOR: Final = "readdod-basic/1"
+EXTRACTOR: Final = "readdod/2"
 
 # selectolax ships no type stubs; name the node type for readers.
 Node = Any
@@ -48,19 +58,30 @@ EMPTY_TEXT_MESSAGE: Final = "The provided text is empty; there is nothing to rea
 
 # --- tag sets ----------------------------------------------------------------
 
-_BOILERPLATE_TAGS: Final = (
+# Never article text, wherever they sit.
+_NEVER_TEXT: Final = (
     "script, style, noscript, template, svg, iframe, button, object, embed, dialog, "
-    "nav, header, footer, aside, form"
+    "select, textarea, input, canvas, map, audio, video, figcaption"
 )
-# Page chrome that is sometimes (ASP.NET forms, modal snapshots) wrapped
-# around the whole page; those are only dropped when they do not hold the article.
-_CHROME_SELECTOR: Final = (
-    "[hidden], [aria-hidden=true i], [role=navigation i], [role=banner i], "
-    "[role=contentinfo i], [role=complementary i], [role=dialog i], "
-    '[style*="display:none" i], [style*="display: none" i]'
+_NEVER_TEXT_TAGS: Final = frozenset(_NEVER_TEXT.split(", "))
+# What the one walk over the document looks at.
+_SCAN_TAGS: Final = frozenset(
+    {"meta", "link", "title", "base", "script", "h1", "article", "main", "time", "div", "section"}
 )
-_GUARDED_TAGS: Final = frozenset({"nav", "header", "footer", "aside", "form"})
-_ARTICLE_SELECTOR: Final = "main, [role=main i], [itemprop=articleBody i]"
+_PARAGRAPH_TAGS: Final = frozenset({"p", "pre", "td", "br"})
+# Chrome that some sites (ASP.NET forms, modal snapshots) wrap around the whole
+# page: dropped only when it does not hold the article.
+_CHROME_TAGS: Final = frozenset({"nav", "header", "footer", "aside", "form", "menu"})
+# Containers whose class/id/role are read in the boilerplate walk.
+_NAMED_TAGS: Final = frozenset(
+    {
+        "div", "section", "ul", "ol", "table", "dl", "details", "center", "article",
+        "main", "nav", "header", "footer", "aside", "form", "menu",
+    }
+)  # fmt: skip
+_CHROME_ROLES: Final = frozenset(
+    {"navigation", "banner", "contentinfo", "complementary", "dialog", "alert", "search"}
+)
 
 _BLOCK_TAGS: Final = frozenset(
     {
@@ -77,7 +98,8 @@ _SKIP_TAGS: Final = frozenset(
     {
         "area", "audio", "canvas", "embed", "figcaption", "head", "hr", "img",
         "input", "link", "map", "meta", "object", "option", "picture", "select",
-        "source", "textarea", "title", "track", "video",
+        "source", "textarea", "title", "track", "video", "script", "style",
+        "noscript", "template", "svg", "iframe", "button",
     }
 )  # fmt: skip
 _HEADINGS: Final = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -85,51 +107,124 @@ _CODE_TAGS: Final = frozenset({"code", "kbd", "samp", "tt"})
 _STRONG_TAGS: Final = frozenset({"strong", "b"})
 _EM_TAGS: Final = frozenset({"em", "i"})
 
-# --- class/id heuristics ---------------------------------------------------
+# --- class/id vocabulary -----------------------------------------------------
 # Token-bounded so that "header" or "shadow" never reads as "ad".
 _NEGATIVE_RE: Final = re.compile(
     r"(?:^|[\s_-])(?:ads?|advert\w*|banner|combx|comment\w*|com|contact|footer|footnote"
     r"|masthead|media|meta|nav\w*|newsletter|outbrain|promo\w*|related|scroll|share\w*"
     r"|shoutbox|sidebar|skyscraper|sponsor\w*|shopping|social|subscribe\w*|tags?|tool\w*"
-    r"|widget\w*)(?=$|[\s_-])",
+    r"|widget\w*|teaser\w*|recirc\w*|trending|popular|most)(?=$|[\s_-])",
     re.IGNORECASE,
 )
 _POSITIVE_RE: Final = re.compile(
     r"article|body|content|entry|hentry|h-entry|main|page|post|text|blog|story", re.IGNORECASE
 )
-_UNLIKELY_RE: Final = re.compile(
-    r"(?:^|[\s_-])(?:ads?|advert\w*|agegate|banner|breadcrumbs?|colophon|combx|comment\w*"
-    r"|community|cookie\w*|disqus|footer|gdpr|header|masthead|menu|newsletter|pager"
-    r"|pagination|popup|promo\w*|related"
-    r"|remark|repl(?:y|ies)|rss|share\w*|sharing|shoutbox|sidebar|skyscraper|social"
-    r"|sponsor\w*|subscribe\w*|supplemental)(?=$|[\s_-])",
-    re.IGNORECASE,
+# Class/id words, matched per token ("header" or "shadow" never reads as "ad");
+# a prefix matches its derivations (comment, comments, commentlist).
+_UNLIKELY_WORDS: Final = frozenset(
+    {
+        "ad", "ads", "agegate", "banner", "breadcrumb", "breadcrumbs", "colophon", "combx",
+        "community", "disqus", "footer", "gdpr", "header", "masthead", "menu", "newsletter",
+        "pager", "pagination", "popup", "related", "remark", "reply", "replies", "rss",
+        "sharing", "shoutbox", "sidebar", "skyscraper", "social", "supplemental", "trending",
+        "outbrain", "taboola",
+    }
+)  # fmt: skip
+_UNLIKELY_PREFIXES: Final = (
+    "advert", "comment", "cookie", "promo", "share", "sponsor", "subscribe", "recirc",
+)  # fmt: skip
+_MAYBE_RE: Final = re.compile(r"and|article|body|column|content|main|shadow")
+# Inside the chosen container: everything that is about the article, not of it.
+_JUNK_WORDS: Final = frozenset(
+    {
+        "ad", "ads", "breadcrumb", "breadcrumbs", "disqus", "modal", "newsletter", "outbrain",
+        "paywall", "popup", "related", "reply", "replies", "sharing", "signup", "social",
+        "taboola", "credit", "credits", "dateline", "timestamp", "published", "updated",
+        "tag", "tags", "tagged", "toolbar", "tools", "print", "email", "follow", "trending",
+        "more", "also", "readmore", "gallery", "slideshow", "carousel", "hidden",
+        "visuallyhidden", "sronly",
+    }
+)  # fmt: skip
+_JUNK_PREFIXES: Final = (
+    "advert", "comment", "cookie", "promo", "recommend", "share", "sponsor", "subscribe",
+    "caption", "byline", "author", "recirc", "teaser", "screenreader", "widget",
+)  # fmt: skip
+_UNLIKELY: Final = 1
+_JUNK: Final = 2
+
+
+_WORD_VERDICT: Final = {
+    **dict.fromkeys(_UNLIKELY_WORDS, _UNLIKELY),
+    **dict.fromkeys(_JUNK_WORDS - _UNLIKELY_WORDS, _JUNK),
+    **dict.fromkeys(_JUNK_WORDS & _UNLIKELY_WORDS, _UNLIKELY | _JUNK),
+}
+_ALL_PREFIXES: Final = _UNLIKELY_PREFIXES + _JUNK_PREFIXES
+
+
+def _names(names: str, cache: dict[str, int]) -> int:
+    """Verdict bits for a class/id string; pages repeat class strings, hence ``cache``."""
+    verdict = cache.get(names)
+    if verdict is not None:
+        return verdict
+    verdict = 0
+    low = names.lower()
+    for token in low.replace("_", " ").replace("-", " ").split():
+        bits = _WORD_VERDICT.get(token)
+        if bits is not None:
+            verdict |= bits
+        elif token.startswith(_ALL_PREFIXES):
+            if token.startswith(_UNLIKELY_PREFIXES):
+                verdict |= _UNLIKELY
+            if token.startswith(_JUNK_PREFIXES):
+                verdict |= _JUNK
+    if "sr-only" in low or "screen-reader" in low or "visually-hidden" in low:
+        verdict |= _JUNK
+    if verdict:
+        if verdict & _UNLIKELY and _MAYBE_RE.search(low):
+            verdict &= ~_UNLIKELY
+        if verdict & _JUNK and _POSITIVE_RE.search(low):
+            verdict &= ~_JUNK
+    cache[names] = verdict
+    return verdict
+
+
+_PRUNE_TAGS: Final = frozenset(
+    {"div", "section", "ul", "ol", "table", "dl", "details", "p", "span", "aside", "figure",
+     "time"}
+)  # fmt: skip
+# Microdata that marks an element as metadata about the article.
+_META_ITEMPROPS: Final = frozenset(
+    {"datepublished", "datemodified", "datecreated", "author", "creator", "publisher"}
 )
-_MAYBE_RE: Final = re.compile(r"and|article|body|column|content|main|shadow", re.IGNORECASE)
-_JUNK_RE: Final = re.compile(
-    r"(?:^|[\s_-])(?:ads?|advert\w*|breadcrumbs?|comment\w*|cookie\w*|disqus|modal"
-    r"|newsletter|outbrain|paywall|popup|promo\w*|recommend\w*|related|repl(?:y|ies)"
-    r"|share\w*|sharing|signup|social|sponsor\w*|subscribe\w*|taboola)(?=$|[\s_-])",
-    re.IGNORECASE,
-)
-_JUNK_TAGS: Final = "div, section, ul, ol, table, dl, details, p"
+_PROSE_TAGS: Final = frozenset({"p", "li", "td", "dd", "blockquote"})
 
 # --- thresholds --------------------------------------------------------------
-_MIN_SEMANTIC_CHARS: Final = 200  # a shorter <article> is probably a teaser card
 _MIN_PARAGRAPH_CHARS: Final = 25
+_SEMANTIC_MIN_CHARS: Final = 200
 _LD_BODY_MIN_CHARS: Final = 500
 _LD_BODY_PREFERRED_RATIO: Final = 0.7
 _MAX_BYLINE_CHARS: Final = 100
 _SHORT_TITLE_CHARS: Final = 120
 _EXCERPT_CHARS: Final = 200
+_CLIMB_RATIO: Final = 0.62
+_LEAD_SHORT_CHARS: Final = 30
+_LEAD_PARAGRAPH_CHARS: Final = 100
+_CLIMB_LEVELS: Final = 1
+_LINK_LIST_DENSITY: Final = 0.5
 
 _WS_RE: Final = re.compile(r"\s+")
-_INVISIBLE: Final = dict.fromkeys(map(ord, "\u200b\u2060\ufeff\u00ad"))
+# Marks a <br> while a block's text is gathered (a line separator, so that
+# collapsing whitespace inside a line cannot mistake it for a newline).
+_BR: Final = "\u2028"
+_INVISIBLE: Final = "\u200b\u2060\ufeff\u00ad"
+_INVISIBLE_RE: Final = re.compile(f"[{_INVISIBLE}]")
+_COMMA_RE: Final = re.compile(r"[,，、،]")
+_ALNUM_RE: Final = re.compile(r"[^\W_]")
 _CJK_RE: Final = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]"
 )
-_TITLE_SEP_RE: Final = re.compile(r"\s+[|\-–—·•»~/]\s+")
-_BY_RE: Final = re.compile(r"^(?:by|von|por|par)\s+", re.IGNORECASE)
+_TITLE_SEP_RE: Final = re.compile(r"\s+[|\-–—·•»~/:]\s+")
+_BY_RE: Final = re.compile(r"^(?:by|von|por|par|di|door|av|af)\s+", re.IGNORECASE)
 _CODE_LANG_RE: Final = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)", re.IGNORECASE)
 _LD_ARTICLE_TYPES: Final = frozenset(
     {
@@ -172,14 +267,11 @@ def extract(
             debug=repr(exc),
         ) from exc
 
-    base_url = _base_url(tree, final_url or url)
-    ld_objects = _json_ld_objects(tree)
-    ld_article = _ld_article(ld_objects)
-    meta = _read_meta(tree, ld_article, ld_objects, base_url)
-
+    scan = _scan(tree, final_url or url)
+    meta = _read_meta(tree, scan)
     try:
-        blocks = _article_blocks(tree, base_url, meta)
-        ld_blocks = _ld_body_blocks(ld_article, base_url, meta)
+        blocks = _article_blocks(tree, scan, meta)
+        ld_blocks = _ld_body_blocks(scan.ld_article, scan.base, meta)
     except RecursionError as exc:
         raise ExtractionError(
             "The page is nested too deeply to be read.",
@@ -221,7 +313,8 @@ def extract_text(text: str, *, title: str | None = None, url: str | None = None)
     The text is trusted as the article: only line endings and runs of blank
     lines are normalised, so the user's paragraphs survive.
     """
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").translate(_INVISIBLE).split("\n")
+    text = _INVISIBLE_RE.sub("", text)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in lines)).strip()
     if not body:
         raise ExtractionError(EMPTY_TEXT_MESSAGE, code=ErrorCode.EXTRACTION_EMPTY, retryable=False)
@@ -247,13 +340,34 @@ def word_count(text: str) -> int:
     Whitespace-separated tokens with a letter or digit; CJK scripts have no
     spaces, so each two of their characters count as one word.
     """
-    cjk = len(_CJK_RE.findall(text))
-    rest = _CJK_RE.sub(" ", text)
-    words = sum(1 for token in rest.split() if any(ch.isalnum() for ch in token))
+    cjk = 0 if text.isascii() else len(_CJK_RE.findall(text))
+    tokens = (_CJK_RE.sub(" ", text) if cjk else text).split()
+    words = len(tokens)
+    for token in tokens:
+        if not token.isalnum() and _ALNUM_RE.search(token) is None:
+            words -= 1
     return words + math.ceil(cjk / 2)
 
 
 # --- metadata ----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Scan:
+    """What one query over the whole page found, before anything is removed."""
+
+    base: str | None
+    metas: dict[str, str] = field(default_factory=dict)
+    canonical: str | None = None
+    doc_title: str = ""
+    h1s: list[Node] = field(default_factory=list)
+    times: list[str] = field(default_factory=list)
+    date_published: str | None = None
+    paragraph_nodes: list[Node] = field(default_factory=list)
+    ld_objects: list[dict[str, Any]] = field(default_factory=list)
+    ld_article: dict[str, Any] | None = None
+    article_body_id: int | None = None
+    keep: set[int] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -268,112 +382,184 @@ class _Meta:
     description: str | None = None
 
 
-def _read_meta(
-    tree: Node,
-    ld_article: dict[str, Any] | None,
-    ld_objects: list[dict[str, Any]],
-    base: str | None,
-) -> _Meta:
-    """Collect page metadata while the whole document is still intact."""
-    ld = ld_article or {}
-    site_name = _meta_content(tree, "og:site_name", "application-name") or _ld_name(
+def _scan(tree: Node, page_url: str | None) -> _Scan:
+    """Collect metadata elements and paragraph candidates in one walk.
+
+    One Python walk costs about what one CSS query does, and this one
+    replaces several.
+    """
+    scan = _Scan(base=page_url)
+    canonical_href: str | None = None
+    semantic: list[Node] = []
+    articles: list[Node] = []
+    paragraphs = scan.paragraph_nodes
+    for node in tree.root.traverse():
+        tag = node.tag
+        if tag in _PARAGRAPH_TAGS:
+            paragraphs.append(node)
+            continue
+        if tag not in _SCAN_TAGS:
+            continue
+        attrs = node.attributes
+        if tag == "div" or tag == "section":
+            if "itemprop" in attrs or "role" in attrs:
+                if (attrs.get("itemprop") or "").lower() == "articlebody":
+                    scan.article_body_id = node.mem_id
+                    semantic.append(node)
+                elif (attrs.get("role") or "").lower() == "main":
+                    semantic.append(node)
+            continue
+        if tag == "meta":
+            content = attrs.get("content")
+            if content:
+                for attr in ("property", "name", "itemprop"):
+                    key = attrs.get(attr)
+                    if key:
+                        scan.metas.setdefault(key.strip().lower(), content)
+                if (attrs.get("http-equiv") or "").lower() == "content-language":
+                    scan.metas.setdefault("content-language", content)
+        elif tag == "link":
+            if canonical_href is None and "canonical" in (attrs.get("rel") or "").lower().split():
+                canonical_href = attrs.get("href")
+        elif tag == "title":
+            if not scan.doc_title:
+                scan.doc_title = _ws(node.text())
+        elif tag == "base":
+            href = attrs.get("href")
+            if href and href.strip():
+                scan.base = urljoin(page_url or "", href.strip()) or page_url
+        elif tag == "script":
+            if (attrs.get("type") or "").strip().lower() == "application/ld+json":
+                try:
+                    data = json.loads(node.text() or "", strict=False)
+                except ValueError:
+                    data = None
+                scan.ld_objects.extend(_flatten_ld(data))
+        elif tag == "h1":
+            scan.h1s.append(node)
+        elif tag == "article":
+            articles.append(node)
+        elif tag == "main":
+            semantic.append(node)
+        elif tag == "time":
+            stamp = attrs.get("datetime")
+            if stamp and stamp.strip():
+                scan.times.append(stamp.strip())
+                if (attrs.get("itemprop") or "").lower() == "datepublished":
+                    scan.date_published = stamp.strip()
+    scan.canonical = _resolve(scan.base, canonical_href)
+    if articles:
+        # Only the main <article>: comment threads mark up each reply as one.
+        semantic.append(articles[0] if len(articles) == 1 else max(articles, key=_node_text_len))
+    for node in semantic:
+        while node is not None and node.mem_id not in scan.keep:
+            scan.keep.add(node.mem_id)
+            node = node.parent
+    scan.ld_article = _ld_article(scan.ld_objects)
+    return scan
+
+
+def _read_meta(tree: Node, scan: _Scan) -> _Meta:
+    """Page metadata from the scan, JSON-LD and the document element."""
+    ld = scan.ld_article or {}
+    metas = scan.metas
+    site_name = _first_meta(metas, "og:site_name", "application-name") or _ld_name(
         ld.get("publisher")
     )
-    h1_node = tree.css_first("article h1") or tree.css_first("main h1") or tree.css_first("h1")
-    h1 = _ws(h1_node.text()) if h1_node is not None else ""
-    og_title = _meta_content(tree, "og:title", "twitter:title") or _ld_str(ld.get("headline"))
-    title_node = tree.css_first("title")
-    doc_title = _ws(title_node.text()) if title_node is not None else ""
-
+    h1 = _ws(_best_h1(scan.h1s).text()) if scan.h1s else ""
+    og_title = _first_meta(metas, "og:title", "twitter:title") or _ld_str(ld.get("headline"))
     if og_title:
         title = _strip_title_suffix(og_title, site_name, guess=False)
     elif h1:
         title = h1
-    elif doc_title:
-        title = _strip_title_suffix(doc_title, site_name, guess=True)
+    elif scan.doc_title:
+        title = _strip_title_suffix(scan.doc_title, site_name, guess=True)
     else:
         title = ""
     headlines = frozenset(_fold(t) for t in (title, og_title or "", h1) if t)
-
-    canonical = tree.css_first("link[rel~=canonical i][href]")
-    canonical_url = _resolve(base, canonical.attributes.get("href")) if canonical else None
-
     return _Meta(
         title=title or None,
         headlines=headlines,
-        byline=_byline(tree, ld),
-        published_at=_published_at(tree, ld, ld_objects),
-        lang=_lang(tree),
+        byline=_byline(tree, scan, ld),
+        published_at=_published_at(scan, ld),
+        lang=_lang(tree, metas),
         site_name=site_name,
-        canonical_url=canonical_url,
-        description=_meta_content(tree, "description", "og:description", "twitter:description"),
+        canonical_url=scan.canonical,
+        description=_first_meta(metas, "description", "og:description", "twitter:description"),
     )
 
 
-def _meta_content(tree: Node, *names: str) -> str | None:
-    """First non-blank ``<meta name|property|itemprop=...>`` content among ``names``."""
+def _best_h1(h1s: list[Node]) -> Node:
+    """The headline: an ``<h1>`` inside the article markup if there is one."""
+    for node in h1s:
+        ancestor = node.parent
+        for _ in range(8):
+            if ancestor is None:
+                break
+            if ancestor.tag in ("article", "main"):
+                return node
+            ancestor = ancestor.parent
+    return h1s[0]
+
+
+def _first_meta(metas: dict[str, str], *names: str) -> str | None:
     for name in names:
-        for attr in ("property", "name", "itemprop"):
-            node = tree.css_first(f'meta[{attr}="{name}" i][content]')
-            if node is not None:
-                value = _ws(node.attributes.get("content") or "")
-                if value:
-                    return value
+        value = _ws(metas.get(name))
+        if value:
+            return value
     return None
 
 
-def _byline(tree: Node, ld: dict[str, Any]) -> str | None:
+def _byline(tree: Node, scan: _Scan, ld: dict[str, Any]) -> str | None:
     """Author names, from the most to the least deliberate markup."""
     candidates: list[str | None] = [
-        _meta_content(tree, "author", "article:author", "parsely-author", "sailthru.author"),
+        _first_meta(scan.metas, "author", "article:author", "parsely-author", "sailthru.author"),
         _ld_name(ld.get("author")),
     ]
-    for selector in ("[rel~=author i]", "[itemprop=author i]", ".byline", ".author"):
-        node = tree.css_first(selector)
-        if node is not None:
-            name_node = (
-                node.css_first("[itemprop=name i]") if selector.startswith("[item") else None
-            )
-            candidates.append(_ws((name_node or node).text()))
     for candidate in candidates:
-        if not candidate or candidate.startswith(("http://", "https://")):
+        if cleaned := _clean_byline(candidate):
+            return cleaned
+    # Only now pay for another pass over the page.
+    for node in tree.css("[itemprop~=author i], [rel~=author i], .byline, .author")[:4]:
+        if node.tag == "meta":
             continue
-        cleaned = _BY_RE.sub("", candidate).strip(" ,|·–—-")
-        if cleaned and len(cleaned) <= _MAX_BYLINE_CHARS:
+        name = node.css_first("[itemprop~=name i]")
+        if cleaned := _clean_byline(_ws((name or node).text())):
             return cleaned
     return None
 
 
-def _published_at(tree: Node, ld: dict[str, Any], ld_objects: list[dict[str, Any]]) -> str | None:
+def _clean_byline(candidate: str | None) -> str | None:
+    if not candidate or candidate.startswith(("http://", "https://")):
+        return None
+    cleaned = _BY_RE.sub("", candidate).strip(" ,|·–—-:")
+    return cleaned if cleaned and len(cleaned) <= _MAX_BYLINE_CHARS else None
+
+
+def _published_at(scan: _Scan, ld: dict[str, Any]) -> str | None:
     """Publication time as the page states it (usually ISO 8601)."""
-    value = _meta_content(
-        tree, "article:published_time", "datePublished", "date", "pubdate", "publish-date",
-        "dc.date", "dcterms.created",
+    value = _first_meta(
+        scan.metas, "article:published_time", "datepublished", "date", "pubdate",
+        "publish-date", "dc.date", "dcterms.created", "dc.date.issued",
     )  # fmt: skip
     if value:
         return value
-    for obj in (ld, *ld_objects):
+    for obj in (ld, *scan.ld_objects):
         found = _ld_str(obj.get("datePublished")) or _ld_str(obj.get("dateCreated"))
         if found:
             return found
-    for selector in ("[itemprop=datePublished i][datetime]", "article time[datetime]",
-                     "time[datetime]"):  # fmt: skip
-        node = tree.css_first(selector)
-        if node is not None:
-            stamp = _ws(node.attributes.get("datetime") or "")
-            if stamp:
-                return stamp
-    return None
+    if scan.date_published:
+        return scan.date_published
+    return scan.times[0] if scan.times else None
 
 
-def _lang(tree: Node) -> str | None:
+def _lang(tree: Node, metas: dict[str, str]) -> str | None:
     root = tree.root
-    lang = _ws(root.attributes.get("lang") or root.attributes.get("xml:lang") or "") if root else ""
+    lang = _ws(root.attributes.get("lang") or root.attributes.get("xml:lang")) if root else ""
     if not lang:
-        node = tree.css_first('meta[http-equiv="content-language" i][content]')
-        lang = _ws(node.attributes.get("content") or "").split(",")[0] if node else ""
+        lang = _ws(metas.get("content-language")).split(",")[0].strip()
     if not lang:
-        lang = (_meta_content(tree, "og:locale") or "").replace("_", "-")
+        lang = _ws(metas.get("og:locale")).replace("_", "-")
     return lang or None
 
 
@@ -403,19 +589,6 @@ def _strip_title_suffix(title: str, site_name: str | None, *, guess: bool) -> st
 
 
 # --- JSON-LD -----------------------------------------------------------------
-
-
-def _json_ld_objects(tree: Node) -> list[dict[str, Any]]:
-    """Every JSON object in the page's ld+json scripts, ``@graph`` flattened."""
-    found: list[dict[str, Any]] = []
-    for script in tree.css('script[type="application/ld+json" i]'):
-        raw = script.text() or ""
-        try:
-            data = json.loads(raw, strict=False)
-        except ValueError:
-            continue
-        found.extend(_flatten_ld(data))
-    return found
 
 
 def _flatten_ld(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
@@ -482,138 +655,154 @@ def _ld_body_blocks(ld: dict[str, Any] | None, base: str | None, meta: _Meta) ->
 # --- boilerplate and container choice ----------------------------------------
 
 
-def _article_blocks(tree: Node, base: str | None, meta: _Meta) -> list[_Block]:
-    """Strip the chrome, pick the article container and render it."""
+def _article_blocks(tree: Node, scan: _Scan, meta: _Meta) -> list[_Block]:
+    """Strip the chrome, pick the article container, prune it and render it."""
     body = tree.body
     if body is None:
         return []
-    _strip_boilerplate(body)
-    _remove_unlikely(body)
-    container = _choose_container(body)
-    _clean_container(container)
-    return _Renderer(base, meta.headlines).render(container)
+    judge = _Boilerplate(body, scan.keep)
+    paragraphs = _paragraphs(scan.paragraph_nodes)
+    container = _choose_container(body, paragraphs, scan, judge)
+    _prune(container, judge)
+    blocks = _Renderer(scan.base, meta.headlines).render(container)
+    return _tidy(blocks)
 
 
-def _strip_boilerplate(body: Node) -> None:
-    """Remove elements that are never article text.
+def _decompose_reversed(nodes: list[Node]) -> None:
+    """Remove nodes given in document order.
 
-    Structural chrome (nav, header, form, hidden or ARIA-landmark elements)
-    is kept when it wraps the article, which some sites do to the whole page.
+    Going backwards frees descendants before their ancestors, so no node is
+    touched after an ancestor's removal freed it.
     """
-    total = _node_text_len(body)
-    doomed: list[Node] = []
-    for node in body.css(_BOILERPLATE_TAGS):
-        if node.tag in _GUARDED_TAGS and _wraps_article(node, total):
-            continue
-        doomed.append(node)
-    _decompose_all(doomed)
-    doomed = [node for node in body.css(_CHROME_SELECTOR) if not _wraps_article(node, total)]
-    _decompose_all(doomed)
+    for node in reversed(nodes):
+        node.decompose()
 
 
-def _remove_unlikely(body: Node) -> None:
-    """Drop blocks whose class/id names them comments, share bars, menus...
+class _Boilerplate:
+    """Decides, once per element, whether it is chrome or named boilerplate.
 
-    Readability's "unlikely candidates" rule, guarded the same way: a name
-    that also says content/article/main keeps the element.
+    Chrome is nav/header/footer/aside/form/menu, ARIA landmarks other than
+    main, and hidden elements; named boilerplate is readability's "unlikely
+    candidates" rule, guarded the same way (a name that also says
+    content/article/main keeps the element). Either is kept when it wraps the
+    page's article markup or, as a page-wide wrapper, most of its text.
+    Only the ancestors of paragraphs and the chosen container's elements are
+    ever judged, which is a small part of a page.
     """
-    total = _node_text_len(body)
-    doomed = []
-    for node in body.css("div, section, ul, ol, table, dl, details, center"):
-        names = _class_and_id(node)
-        if not names or not _UNLIKELY_RE.search(names) or _MAYBE_RE.search(names):
-            continue
-        if (node.attributes.get("role") or "").lower() == "main" or _wraps_article(node, total):
-            continue
-        doomed.append(node)
-    _decompose_all(doomed)
 
+    def __init__(self, body: Node, keep: set[int]) -> None:
+        self.body = body
+        self.keep = keep
+        self.verdicts: dict[str, int] = {}
+        self.judged: dict[int, bool] = {}
+        self._total = -1
 
-def _wraps_article(node: Node, total_chars: int) -> bool:
-    """True if removing ``node`` would likely remove the article itself.
+    def is_bad(self, node: Node, attrs: dict[str, str | None] | None = None) -> bool:
+        """``attrs``: the node's attributes, if the caller has read them already."""
+        key = node.mem_id
+        bad = self.judged.get(key)
+        if bad is None:
+            bad = self.judged[key] = self._judge(node, attrs)
+        return bad
 
-    Either it holds the main-content markup, or most of the page's text in
-    paragraphs that are not mostly links (a page that is only a menu keeps
-    nothing, and so fails as empty).
-    """
-    if node.css_first(_ARTICLE_SELECTOR) is not None:
+    def _judge(self, node: Node, attrs: dict[str, str | None] | None) -> bool:
+        tag = node.tag
+        if tag in _NEVER_TEXT_TAGS:
+            return True
+        if node.mem_id in self.keep:
+            return False
+        chrome = tag in _CHROME_TAGS
+        if not chrome:
+            if attrs is None and (tag in _NAMED_TAGS or tag in _PRUNE_TAGS):
+                attrs = node.attributes
+            if not attrs:
+                return False
+            if (
+                "hidden" in attrs
+                or (attrs.get("aria-hidden") or "").lower() == "true"
+                or "display:none" in (attrs.get("style") or "").replace(" ", "").lower()
+            ):
+                return True
+            if tag not in _NAMED_TAGS:
+                return False
+            if (attrs.get("role") or "").lower() in _CHROME_ROLES:
+                chrome = True
+            else:
+                names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
+                if len(names) <= 1 or not _names(names, self.verdicts) & _UNLIKELY:
+                    return False
+                if _is_embed(node):
+                    return False
+        if len(node.text()) > 2000:
+            if self._total < 0:
+                self._total = _node_text_len(self.body)
+            # A comment thread can outweigh a short post, so a node named as
+            # boilerplate escapes only as a page-wide wrapper.
+            if _holds_article(node, self._total * (0.5 if chrome else 0.8)):
+                return False
         return True
+
+    def names(self, attrs: dict[str, str | None]) -> int:
+        names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
+        return _names(names, self.verdicts) if len(names) > 1 else 0
+
+
+def _is_embed(node: Node) -> bool:
+    """A wrapper around an embedded post (a quoted tweet or toot is article text)."""
+    child = node.first_child
+    while child is not None and not child.is_element_node:
+        child = child.next
     return (
-        total_chars > 0
-        and _node_text_len(node) > total_chars / 2
+        child is not None
+        and child.tag == "blockquote"
+        and child.css_first("p") is not None
+        and _link_density(child) < 0.5
+    )
+
+
+def _holds_article(node: Node, threshold: float) -> bool:
+    """More text than ``threshold``, in paragraphs that are not mostly links."""
+    return (
+        _node_text_len(node) > threshold
         and node.css_first("p") is not None
         and _link_density(node) < 0.5
     )
 
 
-def _choose_container(body: Node) -> Node:
-    """The element that holds the article: semantic markup, else the best score."""
-    semantic: Node | None = None
-    for selector in ("[itemprop=articleBody i]", "article", "main, [role=main i]"):
-        candidates = body.css(selector)
-        if candidates:
-            best = max(candidates, key=_node_text_len)
-            if _node_text_len(best) >= _MIN_SEMANTIC_CHARS:
-                semantic = best
-                break
-    if semantic is not None and _node_text_len(semantic) >= 2 * _MIN_SEMANTIC_CHARS:
-        return semantic
-    scored = _score_candidates(body)
-    if semantic is None:
-        return scored if scored is not None else body
-    if scored is not None and _node_text_len(scored) > 2 * _node_text_len(semantic):
-        return scored
-    return semantic
+@dataclass(slots=True)
+class _Paragraph:
+    node: Node
+    chars: int
+    points: float
 
 
-def _score_candidates(body: Node) -> Node | None:
-    """Readability-style scoring.
+def _paragraphs(nodes: list[Node]) -> list[_Paragraph]:
+    """Paragraph-like texts with their readability points.
 
-    Each paragraph credits its parent fully and its grandparent half, by its
-    length and commas; each candidate starts from its tag and class/id words
-    and is finally scaled down by its link density, so link farms lose.
+    ``<br>``-separated text written straight into a ``<div>`` counts as a
+    paragraph of that div (old CMSes do that), as readability does by
+    wrapping such runs in ``<p>``.
     """
-    scores: dict[int, float] = {}
-    nodes: dict[int, Node] = {}
-    for text, ancestor in _paragraphs(body):
-        points = 1 + text.count(",") + text.count("，") + text.count("、") + min(len(text) / 100, 3)
-        for divisor in (1, 2):
-            if ancestor is None or not ancestor.is_element_node or ancestor.tag == "html":
-                break
-            key = ancestor.mem_id
-            if key not in scores:
-                scores[key] = _initial_score(ancestor)
-                nodes[key] = ancestor
-            scores[key] += points / divisor
-            ancestor = ancestor.parent
-    best: Node | None = None
-    best_score = 0.0
-    for key, score in scores.items():
-        final = score * (1 - _link_density(nodes[key]))
-        if final > best_score:
-            best, best_score = nodes[key], final
-    return best
-
-
-def _paragraphs(body: Node) -> Iterator[tuple[str, Node]]:
-    """Paragraph-like texts, each with the element to credit first.
-
-    Besides ``<p>``-like elements, text written straight into a ``<div>``
-    between block children counts as a paragraph of that div (old CMSes
-    do that), as readability does by wrapping such runs in ``<p>``.
-    """
-    for node in body.css("p, pre, td, blockquote, div, section"):
+    found: list[_Paragraph] = []
+    br_parents: set[int] = set()
+    for node in nodes:
         tag = node.tag
-        if tag in ("div", "section") and _has_block_child(node):
-            own = _ws(" ".join(_inline_text(child) for child in node.iter(include_text=True)))
-            if len(own) >= _MIN_PARAGRAPH_CHARS:
-                yield own, node
+        if tag == "br":
+            parent = node.parent
+            if parent is None or parent.mem_id in br_parents or parent.tag in ("p", "td", "li"):
+                continue
+            br_parents.add(parent.mem_id)
+            text = "".join(_inline_text(child) for child in parent.iter(include_text=True))
+        else:
+            text = node.text()
+        if len(text) < _MIN_PARAGRAPH_CHARS:
             continue
-        if tag == "section":
+        chars = _chars(text)
+        if chars < _MIN_PARAGRAPH_CHARS:
             continue
-        text = _ws(node.text())
-        if len(text) >= _MIN_PARAGRAPH_CHARS:
-            yield text, node.parent
+        points = 1 + len(_COMMA_RE.findall(text)) + min(chars / 100, 3)
+        found.append(_Paragraph(node if tag != "br" else parent, chars, points))
+    return found
 
 
 def _inline_text(node: Node) -> str:
@@ -625,11 +814,159 @@ def _inline_text(node: Node) -> str:
     return ""
 
 
+@dataclass(slots=True)
+class _Candidate:
+    node: Node
+    score: float = 0.0
+    chars: int = 0  # paragraph characters inside
+
+
+def _choose_container(
+    body: Node, paragraphs: list[_Paragraph], scan: _Scan, judge: _Boilerplate
+) -> Node:
+    """The element that holds the article.
+
+    The readability winner is compared with its parent (climbing while the
+    parent holds much more paragraph text, i.e. the article is split into
+    sibling blocks) and with the page's semantic markup, and the one that
+    holds the article's paragraphs most tightly wins.
+    """
+    cands: dict[int, _Candidate] = {}
+    body_id = body.mem_id
+    clean: set[int] = {body_id}
+    # Paragraphs mostly share a parent: credit each parent's ancestors once.
+    groups: dict[int, tuple[Node, list[float]]] = {}
+    for para in paragraphs:
+        start = para.node if para.node.tag in ("div", "section") else para.node.parent
+        if start is None:
+            continue
+        group = groups.get(start.mem_id)
+        if group is None:
+            group = groups[start.mem_id] = (start, [0.0, 0.0])
+        group[1][0] += para.chars
+        group[1][1] += para.points
+    for start, (chars, points) in groups.values():
+        if not _clean_chain(start, judge, clean):
+            continue
+        ancestor = start
+        level = 0
+        while ancestor is not None:
+            key = ancestor.mem_id
+            cand = cands.get(key)
+            if cand is None:
+                cand = cands[key] = _Candidate(ancestor)
+            cand.chars += int(chars)
+            if level < 3:
+                cand.score += points / (1, 2, 6)[level]
+            if key == body_id:
+                break
+            ancestor = ancestor.parent
+            level += 1
+    if not cands:
+        return body
+    ranked = sorted(cands.values(), key=lambda c: c.score, reverse=True)[:4]
+    best: _Candidate | None = None
+    best_score = -math.inf
+    for cand in ranked:
+        if cand.node.mem_id == body_id:
+            final = cand.score * 0.5
+        else:
+            final = (cand.score + _initial_score(cand.node)) * (1 - _link_density(cand.node))
+        if final > best_score:
+            best, best_score = cand, final
+    assert best is not None
+    top = _climb(best, cands, body_id)
+    semantic = _semantic_container(scan, cands)
+    if semantic is not None and scan.article_body_id == semantic.node.mem_id:
+        # The publisher's own articleBody mark is the strongest hint there is.
+        return semantic.node
+    if semantic is not None and semantic.node.mem_id != top.node.mem_id:
+        if _contains(semantic.node, top.node):
+            # The scored block sits inside the article markup: keep the tighter
+            # one unless the markup holds much more paragraph text.
+            if top.chars < 0.8 * semantic.chars:
+                return semantic.node
+        elif _contains(top.node, semantic.node):
+            if semantic.chars >= 0.6 * top.chars:
+                return semantic.node
+        elif semantic.chars > top.chars:
+            return semantic.node
+    return top.node
+
+
+def _climb(top: _Candidate, cands: dict[int, _Candidate], body_id: int) -> _Candidate:
+    """Move up while a near ancestor holds much more paragraph text.
+
+    Articles split into sibling blocks (around figures, ads, pull quotes)
+    score each block apart; their common ancestor is the article. Looking
+    further than ``_CLIMB_LEVELS`` up reaches page wrappers that also hold
+    teasers, which costs more than it saves.
+    """
+    while True:
+        node = top.node.parent
+        found: _Candidate | None = None
+        for _ in range(_CLIMB_LEVELS):
+            if node is None or node.mem_id == body_id:
+                break
+            up = cands.get(node.mem_id)
+            if up is None:
+                break
+            if top.chars < _CLIMB_RATIO * up.chars:
+                found = up
+                break
+            node = node.parent
+        if found is None:
+            return top
+        top = found
+
+
+def _clean_chain(node: Node | None, judge: _Boilerplate, clean: set[int]) -> bool:
+    """True if no element from ``node`` up to the body is boilerplate."""
+    seen: list[int] = []
+    while node is not None:
+        key = node.mem_id
+        if key in clean:
+            break
+        if judge.is_bad(node):
+            return False
+        seen.append(key)
+        node = node.parent
+    clean.update(seen)
+    return True
+
+
+def _semantic_container(scan: _Scan, cands: dict[int, _Candidate]) -> _Candidate | None:
+    """The page's own article markup, as a candidate, if it holds enough text."""
+    options: list[_Candidate] = []
+    if scan.article_body_id is not None:
+        cand = cands.get(scan.article_body_id)
+        if cand is not None and cand.chars >= _SEMANTIC_MIN_CHARS:
+            return cand
+    for cand in cands.values():
+        tag = cand.node.tag
+        if tag in ("article", "main") and cand.chars >= _SEMANTIC_MIN_CHARS:
+            options.append(cand)
+    if not options:
+        return None
+    articles = [c for c in options if c.node.tag == "article"]
+    return max(articles or options, key=lambda c: c.chars)
+
+
+def _contains(outer: Node, inner: Node) -> bool:
+    node = inner.parent
+    target = outer.mem_id
+    while node is not None:
+        if node.mem_id == target:
+            return True
+        node = node.parent
+    return False
+
+
 def _initial_score(node: Node) -> float:
     tag = node.tag
     if tag == "div":
         score = 5.0
-    elif tag in ("pre", "td", "blockquote"):
+    elif tag in ("pre", "td", "blockquote", "article"):
         score = 3.0
     elif tag in ("address", "ol", "ul", "dl", "dd", "dt", "li", "form"):
         score = -3.0
@@ -642,7 +979,8 @@ def _initial_score(node: Node) -> float:
 
 def _class_weight(node: Node) -> float:
     weight = 0.0
-    for value in (node.attributes.get("class"), node.attributes.get("id")):
+    attrs = node.attributes
+    for value in (attrs.get("class"), attrs.get("id")):
         if not value:
             continue
         if _NEGATIVE_RE.search(value):
@@ -652,40 +990,114 @@ def _class_weight(node: Node) -> float:
     return weight
 
 
-def _clean_container(container: Node) -> None:
-    """Remove junk that sits inside the article: share bars, comments, link lists."""
-    total = _node_text_len(container)
-    doomed = []
-    for node in container.css(_JUNK_TAGS):
-        if node.mem_id == container.mem_id:
-            continue
-        length = _node_text_len(node)
-        if length > total / 2 or node.css_first("pre") is not None:
-            continue
-        names = _class_and_id(node)
-        if (names and _JUNK_RE.search(names)) or (
-            node.tag in ("div", "section", "ul", "ol", "table")
-            and length < total / 4
-            and _link_density(node) > 0.6
-        ):
-            doomed.append(node)
-    _decompose_all(doomed)
+def _prune(container: Node, judge: _Boilerplate) -> None:
+    """Remove what sits inside the article but is not of it.
 
-
-def _decompose_all(nodes: Iterable[Node]) -> None:
-    """Remove nodes, skipping those inside another doomed node (already freed)."""
-    pending = list(nodes)
-    ids = {node.mem_id for node in pending}
-    for node in pending:
-        ancestor = node.parent
-        nested = False
+    Share bars, captions, bylines, related links and comments by class/id;
+    figures (their text is captions); lists and blocks that are mostly links.
+    """
+    linked: dict[int, int] = {}
+    cid = container.mem_id
+    for link in container.css("a"):
+        chars = _chars(link.text())
+        if not chars:
+            continue
+        ancestor = link.parent
         while ancestor is not None:
-            if ancestor.mem_id in ids:
-                nested = True
+            key = ancestor.mem_id
+            linked[key] = linked.get(key, 0) + chars
+            if key == cid:
                 break
             ancestor = ancestor.parent
-        if not nested:
-            node.decompose()
+    total = _node_text_len(container)
+    doomed: list[Node] = []
+    for node in container.traverse():
+        tag = node.tag
+        if tag == "a":
+            # rel=tag links are the page's tag cloud, not its prose.
+            if "tag" in (node.attributes.get("rel") or "").lower().split():
+                doomed.append(node)
+            continue
+        if (tag not in _PRUNE_TAGS and tag not in _CHROME_TAGS) or node.mem_id == cid:
+            continue
+        if tag == "figure":
+            if node.css_first("blockquote, table, pre") is None:
+                doomed.append(node)
+            continue
+        if tag == "time":
+            # A date line of its own is metadata; a date inside a sentence is prose.
+            parent = node.parent
+            grand = parent.parent if parent is not None else None
+            if not any(n is not None and n.tag in _PROSE_TAGS for n in (parent, grand)):
+                doomed.append(node)
+            continue
+        attrs = node.attributes
+        if judge.is_bad(node, attrs):
+            doomed.append(node)
+            continue
+        if (attrs.get("itemprop") or "").lower() in _META_ITEMPROPS:
+            doomed.append(node)
+            continue
+        if judge.names(attrs) & _JUNK and _node_text_len(node) < total / 2 and not _is_embed(node):
+            doomed.append(node)
+            continue
+        links = linked.get(node.mem_id, 0)
+        if links and tag in ("div", "section", "ul", "ol", "table", "dl", "p"):
+            length = _node_text_len(node)
+            if length and links / length > _LINK_LIST_DENSITY and length < total / 3:
+                doomed.append(node)
+    _decompose_reversed(doomed)
+
+
+def _tidy(blocks: list[_Block]) -> list[_Block]:
+    """Drop repeated blocks (galleries and sticky bars repeat their text).
+
+    Short lines before the first paragraph are what sits between a headline
+    and the text (kickers, dates, categories, credits), not the article.
+    """
+    start = 0
+    for index, block in enumerate(blocks):
+        if len(block.text) >= _LEAD_PARAGRAPH_CHARS:
+            start = index
+            break
+        if len(block.text) >= _LEAD_SHORT_CHARS or block.md.startswith("#"):
+            break
+    blocks = blocks[start:]
+    seen: set[str] = set()
+    out: list[_Block] = []
+    for block in blocks:
+        if len(block.text) >= 20:
+            if block.text in seen:
+                continue
+            seen.add(block.text)
+        out.append(block)
+    return out
+
+
+def _node_text_len(node: Node) -> int:
+    """Characters of text, whitespace not counted (cheap, comparable across nodes)."""
+    return _chars(node.text())
+
+
+def _chars(text: str) -> int:
+    """Length without the usual whitespace (counting beats splitting on long texts)."""
+    return (
+        len(text)
+        - text.count(" ")
+        - text.count("\n")
+        - text.count("\t")
+        - text.count("\r")
+        - text.count("\xa0")
+    )
+
+
+def _link_density(node: Node) -> float:
+    """Share of the text inside links (raw lengths: both sides carry the same spacing)."""
+    total = len(node.text())
+    if total == 0:
+        return 0.0
+    linked = sum(len(link.text()) for link in node.css("a"))
+    return min(linked / total, 1.0)
 
 
 def _find_inside(node: Node, selector: str) -> Node | None:
@@ -694,27 +1106,6 @@ def _find_inside(node: Node, selector: str) -> Node | None:
         if match.mem_id != node.mem_id:
             return match
     return None
-
-
-def _has_block_child(node: Node) -> bool:
-    return any(child.tag in _BLOCK_TAGS for child in node.iter())
-
-
-def _class_and_id(node: Node) -> str:
-    attrs = node.attributes
-    return f"{attrs.get('class') or ''} {attrs.get('id') or ''}".strip()
-
-
-def _node_text_len(node: Node) -> int:
-    return len(_ws(node.text()))
-
-
-def _link_density(node: Node) -> float:
-    total = _node_text_len(node)
-    if total == 0:
-        return 0.0
-    linked = sum(_node_text_len(link) for link in node.css("a"))
-    return min(linked / total, 1.0)
 
 
 # --- rendering ---------------------------------------------------------------
@@ -762,8 +1153,10 @@ class _Renderer:
 
     def _node(self, node: Node) -> None:
         if node.is_text_node:
-            text = _collapse(node.text_content or "")
-            self._push(text, text)
+            # Raw: whitespace is collapsed once per block, in _flush.
+            text = node.text_content or ""
+            self._plain.append(text)
+            self._md.append(text)
             return
         if not node.is_element_node:
             return
@@ -771,7 +1164,7 @@ class _Renderer:
         if tag in _SKIP_TAGS:
             return
         if tag == "br":
-            self._push("\n", "\n")
+            self._push(_BR, _BR)
         elif not _is_block(tag):
             parts = self._inline(node)
             if parts is None:  # an inline element wrapping blocks: look through it
@@ -802,11 +1195,14 @@ class _Renderer:
         self._md.append(md)
 
     def _flush(self) -> None:
-        plain = _clean_lines("".join(self._plain))
-        md = _clean_lines("".join(self._md))
+        if not self._plain:
+            return
+        raw_plain, raw_md = "".join(self._plain), "".join(self._md)
         self._plain.clear()
         self._md.clear()
+        plain = _clean_lines(raw_plain)
         if plain:
+            md = plain if raw_md == raw_plain else _clean_lines(raw_md)
             self.blocks.append(_Block(plain, md or plain, self._group))
 
     def _inline(self, node: Node) -> tuple[str, str] | None:
@@ -815,15 +1211,15 @@ class _Renderer:
         md: list[str] = []
         for child in node.iter(include_text=True):
             if child.is_text_node:
-                text = _collapse(child.text_content or "")
+                text = child.text_content or ""
                 plain.append(text)
                 md.append(text)
                 continue
             if not child.is_element_node or child.tag in _SKIP_TAGS:
                 continue
             if child.tag == "br":
-                plain.append("\n")
-                md.append("\n")
+                plain.append(_BR)
+                md.append(_BR)
                 continue
             if _is_block(child.tag):
                 return None
@@ -994,15 +1390,6 @@ def _int_attr(node: Node, name: str, default: int) -> int:
 # --- small helpers -----------------------------------------------------------
 
 
-def _base_url(tree: Node, page_url: str | None) -> str | None:
-    """The URL relative links resolve against (``<base href>`` wins)."""
-    base = tree.css_first("base[href]")
-    href = base.attributes.get("href") if base is not None else None
-    if href:
-        return urljoin(page_url or "", href.strip()) or page_url
-    return page_url
-
-
 def _resolve(base: str | None, href: str | None) -> str | None:
     if not href or not href.strip():
         return None
@@ -1011,17 +1398,25 @@ def _resolve(base: str | None, href: str | None) -> str | None:
 
 def _link_target(base: str | None, href: str | None) -> str | None:
     """Where a link points, or None for in-page and script links."""
-    if not href or href.strip().startswith("#"):
+    if not href:
         return None
-    if href.strip().lower().startswith(("javascript:", "data:", "vbscript:")):
+    href = href.strip()
+    if not href or href.startswith("#"):
         return None
-    target = _resolve(base, href)
+    if href.startswith(("https://", "http://")):
+        target: str | None = href
+    elif href.lower().startswith(("javascript:", "data:", "vbscript:")):
+        return None
+    else:
+        target = _resolve(base, href)
     return target.replace(" ", "%20").replace(")", "%29") if target else None
 
 
 def _collapse(text: str) -> str:
     """Inline whitespace runs become one space (newlines included)."""
-    return _WS_RE.sub(" ", text.translate(_INVISIBLE))
+    if _INVISIBLE_RE.search(text) is not None:
+        text = _INVISIBLE_RE.sub("", text)
+    return _WS_RE.sub(" ", text)
 
 
 def _ws(text: str | None) -> str:
@@ -1029,8 +1424,12 @@ def _ws(text: str | None) -> str:
 
 
 def _clean_lines(text: str) -> str:
-    """Normalise a block: trim each line, drop empty ones (only ``<br>`` makes lines)."""
-    lines = (_WS_RE.sub(" ", line).strip() for line in text.split("\n"))
+    """Normalise a block: collapse whitespace, one line per ``<br>``, no empty lines."""
+    if _INVISIBLE_RE.search(text) is not None:
+        text = _INVISIBLE_RE.sub("", text)
+    if _BR not in text:
+        return " ".join(text.split())
+    lines = (" ".join(line.split()) for line in text.split(_BR))
     return "\n".join(line for line in lines if line)
 
 

@@ -15,22 +15,28 @@ from typing import Any
 
 from readdod.store.rows import (
     ARTIFACT_COLUMNS,
+    CHUNK_COLUMNS,
     EVENT_COLUMNS,
+    EXPORT_COLUMNS,
     ITEM_COLUMNS,
     RUN_COLUMNS,
     ArtifactRow,
+    ChunkRow,
     EventRow,
+    ExportRow,
     ItemRow,
     RunRow,
 )
 
 _ITEM_SELECT = f"SELECT {', '.join(ITEM_COLUMNS)} FROM items"
+_CHUNK_SELECT = f"SELECT {', '.join(CHUNK_COLUMNS)} FROM chunks"
 _RUN_SELECT = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs"
 _ARTIFACT_SELECT = f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts"
 _EVENT_SELECT = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events"
 
 _ITEM_SETTABLE = frozenset(ITEM_COLUMNS) - {"id", "created_at"}
 _RUN_SETTABLE = frozenset(RUN_COLUMNS) - {"run_id", "item_id", "created_at"}
+_CHUNK_SETTABLE = frozenset(CHUNK_COLUMNS) - {"run_id", "step", "idx"}
 
 
 def _item(row: Sequence[Any]) -> ItemRow:
@@ -140,6 +146,10 @@ class Tx:
         rows = self.conn.execute(f"{_ITEM_SELECT} WHERE status = 'PROCESSING'").fetchall()
         return [_item(r) for r in rows]
 
+    def count_status(self, status: str) -> int:
+        row = self.conn.execute("SELECT count(*) FROM items WHERE status = ?", (status,)).fetchone()
+        return int(row[0])
+
     def expired_leases(self, now: int) -> list[ItemRow]:
         rows = self.conn.execute(
             f"{_ITEM_SELECT} WHERE status = 'PROCESSING' AND lease_expires_at < ?", (now,)
@@ -152,8 +162,15 @@ class Tx:
         priority: str | None,
         limit: int,
         before_id: str | None,
+        *,
+        tags: Sequence[str] = (),
+        match: str | None = None,
     ) -> list[ItemRow]:
-        """Newest first, keyset-paginated by id (ids sort by creation time)."""
+        """Newest first, keyset-paginated by id (ids sort by creation time).
+
+        ``tags``: every one must be on the item. ``match``: an FTS5 query over
+        title, url, intent and extracted text.
+        """
         where: list[str] = []
         args: list[Any] = []
         if statuses:
@@ -162,6 +179,12 @@ class Tx:
         if priority:
             where.append("priority = ?")
             args.append(priority)
+        for tag in tags:
+            where.append("EXISTS (SELECT 1 FROM json_each(items.tags) WHERE value = ?)")
+            args.append(tag)
+        if match:
+            where.append("rowid IN (SELECT rowid FROM items_fts WHERE items_fts MATCH ?)")
+            args.append(match)
         if before_id:
             where.append("id < ?")
             args.append(before_id)
@@ -170,6 +193,35 @@ class Tx:
             f"{_ITEM_SELECT}{clause} ORDER BY id DESC LIMIT ?", [*args, limit]
         ).fetchall()
         return [_item(r) for r in rows]
+
+    def items_by_canonical_url(self, canonical_url: str) -> list[ItemRow]:
+        rows = self.conn.execute(
+            f"{_ITEM_SELECT} WHERE canonical_url = ? ORDER BY id", (canonical_url,)
+        ).fetchall()
+        return [_item(r) for r in rows]
+
+    def failed_items(self, statuses: Sequence[str]) -> list[ItemRow]:
+        marks = ", ".join("?" for _ in statuses)
+        rows = self.conn.execute(
+            f"{_ITEM_SELECT} WHERE status IN ({marks}) ORDER BY id", list(statuses)
+        ).fetchall()
+        return [_item(r) for r in rows]
+
+    def retries_due(self, now: int, limit: int) -> list[ItemRow]:
+        """Failed items whose automatic retry is due, soonest first."""
+        rows = self.conn.execute(
+            f"{_ITEM_SELECT} WHERE status IN ('FAILED_EXTRACTION', 'FAILED_AI')"
+            " AND next_attempt_at > 0 AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+            (now, limit),
+        ).fetchall()
+        return [_item(r) for r in rows]
+
+    def next_retry_at(self) -> int | None:
+        row = self.conn.execute(
+            "SELECT min(next_attempt_at) FROM items WHERE status IN ('FAILED_EXTRACTION',"
+            " 'FAILED_AI') AND next_attempt_at > 0"
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
 
     # --- sources -----------------------------------------------------------
 
@@ -280,6 +332,41 @@ class Tx:
         ).fetchall()
         return [_artifact(r) for r in rows]
 
+    # --- chunks ------------------------------------------------------------
+
+    def chunks(self, run_id: str, step: str | None = None) -> list[ChunkRow]:
+        sql = f"{_CHUNK_SELECT} WHERE run_id = ?"
+        args: list[Any] = [run_id]
+        if step is not None:
+            sql += " AND step = ?"
+            args.append(step)
+        rows = self.conn.execute(sql + " ORDER BY step, idx", args).fetchall()
+        return [ChunkRow(**dict(zip(CHUNK_COLUMNS, r, strict=True))) for r in rows]
+
+    def reset_chunks(self, run_id: str, step: str, total: int, model: str | None, now: int) -> None:
+        """Start ``step``'s chunks afresh: ``total`` pending rows."""
+        self.conn.execute("DELETE FROM chunks WHERE run_id = ? AND step = ?", (run_id, step))
+        self.conn.executemany(
+            "INSERT INTO chunks (run_id, step, idx, status, model, updated_at)"
+            " VALUES (?, ?, ?, 'pending', ?, ?)",
+            [(run_id, step, i, model, now) for i in range(total)],
+        )
+
+    def reopen_chunks(self, run_id: str, step: str, now: int) -> None:
+        """Chunks left unfinished by a crash or a failure go back to pending."""
+        self.conn.execute(
+            "UPDATE chunks SET status = 'pending', updated_at = ?"
+            " WHERE run_id = ? AND step = ? AND status != 'done'",
+            (now, run_id, step),
+        )
+
+    def update_chunk(self, run_id: str, step: str, idx: int, **fields: Any) -> None:
+        sets, values = _assignments(fields, _CHUNK_SETTABLE)
+        self.conn.execute(
+            f"UPDATE chunks SET {sets} WHERE run_id = ? AND step = ? AND idx = ?",
+            [*values, run_id, step, idx],
+        )
+
     # --- events ------------------------------------------------------------
 
     def insert_event(
@@ -336,3 +423,152 @@ class Tx:
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+    # --- exports -------------------------------------------------------------
+
+    def export(self, export_key: str) -> ExportRow | None:
+        row = self.conn.execute(
+            f"SELECT {', '.join(EXPORT_COLUMNS)} FROM exports WHERE export_key = ?",
+            (export_key,),
+        ).fetchone()
+        return ExportRow(**dict(zip(EXPORT_COLUMNS, row, strict=True))) if row else None
+
+    def insert_export(self, row: ExportRow) -> bool:
+        """Record an export; False when its key is already there (a concurrent twin)."""
+        cur = self.conn.execute(
+            f"INSERT INTO exports ({', '.join(EXPORT_COLUMNS)})"
+            f" VALUES ({', '.join('?' for _ in EXPORT_COLUMNS)}) ON CONFLICT DO NOTHING",
+            [getattr(row, c) for c in EXPORT_COLUMNS],
+        )
+        return cur.rowcount == 1
+
+    def export_files(self, item_id: str, fmt: str) -> list[str]:
+        """The files of an item's earlier exports in ``fmt``, newest first (JSON lists)."""
+        rows = self.conn.execute(
+            "SELECT files FROM exports WHERE item_id = ? AND format = ?"
+            " ORDER BY created_at DESC, export_key",
+            (item_id, fmt),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    # --- health, stats, retention ---------------------------------------------
+
+    def run_outcomes_since(self, since: int) -> list[tuple[str, int, float | None]]:
+        """(status, count, average duration in ms) of runs finished since ``since``."""
+        rows = self.conn.execute(
+            "SELECT status, count(*), avg(finished_at - coalesce(started_at, created_at))"
+            " FROM runs WHERE finished_at >= ? GROUP BY status",
+            (since,),
+        ).fetchall()
+        return [(r[0], int(r[1]), r[2]) for r in rows]
+
+    def backlog(self) -> tuple[int, int | None]:
+        """QUEUED items and since when the oldest of them has been waiting (ms)."""
+        row = self.conn.execute(
+            "SELECT count(*), min(max(updated_at, next_attempt_at)) FROM items"
+            " WHERE status = 'QUEUED'"
+        ).fetchone()
+        return int(row[0]), row[1]
+
+    def failures_since(self, since: int) -> int:
+        """Moves into a FAILED_* state since ``since`` (every step, export included)."""
+        row = self.conn.execute(
+            "SELECT count(*) FROM events WHERE at >= ? AND kind = 'transition'"
+            " AND to_status LIKE 'FAILED\\_%' ESCAPE '\\'",
+            (since,),
+        ).fetchone()
+        return int(row[0])
+
+    def count_by_status(self) -> dict[str, int]:
+        rows = self.conn.execute("SELECT status, count(*) FROM items GROUP BY status").fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def runs_by_status(self) -> dict[str, int]:
+        rows = self.conn.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def step_durations(self, limit: int) -> list[tuple[str, float]]:
+        """(step, duration_ms) of the newest ``limit`` finished steps that recorded one."""
+        rows = self.conn.execute(
+            "SELECT json_extract(detail, '$.step'), json_extract(detail, '$.duration_ms')"
+            " FROM events WHERE kind = 'step' AND json_extract(detail, '$.duration_ms') IS NOT NULL"
+            " ORDER BY seq DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [(str(r[0]), float(r[1])) for r in rows]
+
+    def token_totals(self) -> tuple[int, int]:
+        """Prompt and completion tokens recorded in every artifact's meta."""
+        row = self.conn.execute(
+            "SELECT coalesce(sum(json_extract(meta, '$.prompt_tokens')), 0),"
+            " coalesce(sum(json_extract(meta, '$.completion_tokens')), 0) FROM artifacts"
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
+    _PRUNE_RUNS = (
+        "SELECT r.run_id FROM runs r JOIN items i ON i.id = r.item_id"
+        " WHERE i.status = 'ARCHIVED' AND r.run_id IS NOT i.current_run_id AND ("
+        "  (r.status = 'succeeded' AND coalesce(r.finished_at, r.created_at) < :finished)"
+        "  OR (r.status = 'cancelled' AND coalesce(r.finished_at, r.created_at) < :cancelled)"
+        "  OR (r.status IN ('failed', 'timeout')"
+        "      AND coalesce(r.finished_at, r.created_at) < :failed))"
+    )
+    _PRUNE_EVENTS = (
+        "SELECT seq FROM events WHERE at < :finished AND (item_id IS NULL"
+        " OR item_id IN (SELECT id FROM items WHERE status = 'ARCHIVED'))"
+    )
+    # Old superseded versions: neither the one a person sees (a user's edit first, then
+    # the newest) nor one of the item's current run; the newest :keep of them stay.
+    _PRUNE_ARTIFACTS = (
+        "SELECT item_id, artifact_type, version FROM ("
+        " SELECT a.item_id, a.artifact_type, a.version, row_number() OVER ("
+        "   PARTITION BY a.item_id, a.artifact_type ORDER BY a.version DESC) AS rank"
+        " FROM artifacts a JOIN items i ON i.id = a.item_id"
+        " WHERE i.status = 'ARCHIVED'"
+        "  AND a.created_at < :finished"
+        "  AND NOT (a.created_by = 'system' AND a.run_id IS i.current_run_id)"
+        "  AND a.version <> (SELECT s.version FROM artifacts s"
+        "   WHERE s.item_id = a.item_id AND s.artifact_type = a.artifact_type"
+        "   ORDER BY s.created_by = 'user' DESC, s.version DESC LIMIT 1)"
+        ") WHERE rank > :keep"
+    )
+
+    def prune_archived(
+        self,
+        *,
+        finished_before: int,
+        cancelled_before: int,
+        failed_before: int,
+        keep_versions: int,
+        dry_run: bool,
+    ) -> dict[str, int]:
+        """Remove (or only count) what retention allows; touches ARCHIVED items only."""
+        args = {
+            "finished": finished_before,
+            "cancelled": cancelled_before,
+            "failed": failed_before,
+            "keep": keep_versions,
+        }
+        counts = {
+            "runs": self._count(self._PRUNE_RUNS, args),
+            "events": self._count(self._PRUNE_EVENTS, args),
+            "artifacts": self._count(self._PRUNE_ARTIFACTS, args),
+        }
+        if dry_run:
+            return counts
+        has_chunks = self.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks'"
+        ).fetchone()
+        if has_chunks:
+            self.conn.execute(f"DELETE FROM chunks WHERE run_id IN ({self._PRUNE_RUNS})", args)
+        self.conn.execute(f"DELETE FROM runs WHERE run_id IN ({self._PRUNE_RUNS})", args)
+        self.conn.execute(f"DELETE FROM events WHERE seq IN ({self._PRUNE_EVENTS})", args)
+        self.conn.execute(
+            "DELETE FROM artifacts WHERE (item_id, artifact_type, version)"
+            f" IN ({self._PRUNE_ARTIFACTS})",
+            args,
+        )
+        return counts
+
+    def _count(self, select: str, args: dict[str, int]) -> int:
+        return int(self.conn.execute(f"SELECT count(*) FROM ({select})", args).fetchone()[0])

@@ -28,6 +28,9 @@ class ItemRow(msgspec.Struct, kw_only=True):
     next_attempt_at: int
     created_at: int
     updated_at: int
+    canonical_url: str | None = None
+    sibling_of: str | None = None
+    auto_retries: int = 0
 
 
 class RunRow(msgspec.Struct, kw_only=True):
@@ -46,6 +49,7 @@ class RunRow(msgspec.Struct, kw_only=True):
     retries: int = 0
     last_error_code: str | None = None
     last_error_message: str | None = None
+    error_message: str | None = None
 
 
 class ArtifactRow(msgspec.Struct, kw_only=True):
@@ -71,7 +75,32 @@ class EventRow(msgspec.Struct, kw_only=True):
     detail: str
 
 
+class ExportRow(msgspec.Struct, kw_only=True):
+    export_key: str
+    item_id: str
+    card_version: int
+    template_version: str
+    format: str
+    files: str
+    created_at: int
+
+
+class ChunkRow(msgspec.Struct, kw_only=True):
+    run_id: str
+    step: str
+    idx: int
+    status: str
+    retries: int
+    last_error_code: str | None
+    last_error_message: str | None
+    model: str | None
+    output: str | None
+    updated_at: int
+
+
 ITEM_COLUMNS = tuple(ItemRow.__struct_fields__)
 RUN_COLUMNS = tuple(RunRow.__struct_fields__)
 ARTIFACT_COLUMNS = tuple(ArtifactRow.__struct_fields__)
 EVENT_COLUMNS = tuple(EventRow.__struct_fields__)
+EXPORT_COLUMNS = tuple(ExportRow.__struct_fields__)
+CHUNK_COLUMNS = tuple(ChunkRow.__struct_fields__)

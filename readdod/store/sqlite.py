@@ -39,6 +39,17 @@ MIN_SQLITE = (3, 35, 0)  # RETURNING
 MAX_BATCH = 512
 
 
+def _has_fts5() -> bool:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE probe USING fts5 (x)")
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
+    return True
+
+
 def _migrations() -> list[tuple[int, str]]:
     folder = resources.files("readdod.store") / "migrations"
     found = []
@@ -130,6 +141,29 @@ def _migrate(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+#: A database made before incremental auto-vacuum is rebuilt once at open up to this size;
+#: a bigger one keeps working and shrinks only after a manual ``VACUUM``.
+VACUUM_AT_OPEN_MAX_BYTES = 256 * 1024 * 1024
+
+
+def _ensure_incremental_vacuum(conn: sqlite3.Connection) -> bool:
+    """Switch an older database to incremental auto-vacuum; False when it is too big to."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+        return True
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    size = pages * conn.execute("PRAGMA page_size").fetchone()[0]
+    if size > VACUUM_AT_OPEN_MAX_BYTES:
+        return False
+    conn.execute("VACUUM")
+    return bool(conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2)
+
+
+def _reclaim(conn: sqlite3.Connection) -> None:
+    # executescript steps the pragma to completion (a plain execute frees one page).
+    conn.executescript("PRAGMA incremental_vacuum;")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+
 async def _call(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
     """Run ``fn(raw_connection, *args)`` in ``conn``'s thread in one hop."""
     raw = conn._conn
@@ -144,6 +178,8 @@ async def _connect(path: Path, synchronous: str, *, readonly: bool) -> aiosqlite
     if readonly:
         await conn.execute("PRAGMA query_only = ON")
     else:
+        # Before WAL: on a new file this is what makes freed pages returnable (§9 retention).
+        await conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         await conn.execute("PRAGMA journal_mode = WAL")
         await conn.execute(f"PRAGMA synchronous = {synchronous}")
     return conn
@@ -173,10 +209,16 @@ class Store:
             raise ConfigError(
                 f"SQLite {sqlite3.sqlite_version} is too old; readdod needs 3.35 or newer"
             )
+        if not _has_fts5():
+            raise ConfigError(
+                f"this Python's SQLite {sqlite3.sqlite_version} was built without FTS5, which"
+                " `list --query` needs; use a Python whose sqlite3 module includes it"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         writer = await _connect(path, synchronous, readonly=False)
         try:
             await _call(writer, _migrate)
+            await _call(writer, _ensure_incremental_vacuum)
             reader = await _connect(path, synchronous, readonly=True)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -223,6 +265,13 @@ class Store:
         if job.error is not None:
             raise job.error
         return job.result  # type: ignore[return-value]
+
+    async def reclaim(self) -> None:
+        """Give freed pages back to the file system (after a prune), between two commits."""
+        try:
+            await _call(self._writer, _reclaim)
+        except sqlite3.Error as exc:
+            raise _map_sqlite_error(exc) from exc
 
     async def read(self, fn: Callable[[Tx], T]) -> T:
         """Run read-only queries on one snapshot."""

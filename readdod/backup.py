@@ -1,0 +1,88 @@
+"""A consistent copy of the live database with SQLite's online backup API.
+
+Runs in a worker thread on its own read-only connection. The copy reads one
+snapshot (a read transaction held for the whole copy), so the pages copied in
+later steps match the earlier ones; in WAL mode a reader never blocks the
+daemon's writer, which keeps committing to the WAL meanwhile. The copy goes
+to a temporary file beside the target, is checked and synced, then renamed
+into place, so ``PATH`` is either the old file or a complete new backup.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import msgspec
+
+from readdod.errors import InternalError, ValidationFailed
+
+PAGES_PER_STEP = 1024
+
+
+class BackupResult(msgspec.Struct, frozen=True):
+    path: str
+    bytes: int
+    pages: int
+    duration_ms: float
+
+
+def target_path(dest: Path) -> Path:
+    """``dest`` itself, or a timestamped file inside it when it is a directory."""
+    if not dest.is_absolute():
+        raise ValidationFailed(f"backup path must be absolute: {dest}")
+    if dest.is_dir():
+        return dest / time.strftime("readdod-%Y%m%dT%H%M%SZ.db", time.gmtime())
+    if not dest.parent.is_dir():
+        raise ValidationFailed(f"cannot back up to {dest}: {dest.parent} is not a directory")
+    return dest
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def backup_database(src: Path, dest: Path, *, pages_per_step: int = PAGES_PER_STEP) -> BackupResult:
+    """Copy ``src`` to ``dest`` (blocking: call it from a worker thread)."""
+    started = time.perf_counter()
+    target = target_path(dest)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=30)
+        try:
+            source.execute("BEGIN")
+            source.execute("SELECT count(*) FROM sqlite_schema").fetchone()  # pin the snapshot
+            copy = sqlite3.connect(tmp)
+            try:
+                source.backup(copy, pages=pages_per_step)
+                copy.execute("PRAGMA journal_mode=DELETE")
+                verdict = copy.execute("PRAGMA quick_check").fetchone()[0]
+                pages = int(copy.execute("PRAGMA page_count").fetchone()[0])
+            finally:
+                copy.close()
+        finally:
+            source.close()
+        if verdict != "ok":
+            raise InternalError(f"the backup copy failed its check ({verdict}); nothing was kept")
+        with tmp.open("rb+") as f:
+            os.fsync(f.fileno())
+        tmp.replace(target)
+        _fsync_dir(target.parent)
+    except OSError as exc:
+        raise ValidationFailed(f"cannot write the backup to {target}: {exc.strerror}") from exc
+    except sqlite3.Error as exc:
+        raise InternalError(f"backup of {src} failed: {exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    return BackupResult(
+        path=str(target),
+        bytes=target.stat().st_size,
+        pages=pages,
+        duration_ms=round((time.perf_counter() - started) * 1000, 2),
+    )

@@ -1,0 +1,282 @@
+"""Run the golden set through an engine and report (DESIGN §9).
+
+Each page goes through extraction (:func:`readdod.extraction.extract`, as a
+capture with ``html`` would), then the engine's four AI steps for its
+matching intent, then summary and score again for an unrelated intent.
+Nothing here knows which engine it drives: it gets one from
+:func:`readdod.engines.make_engine` and the ``[ai]`` config.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Sequence
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+
+from readdod.engines.base import Engine, EngineInput
+from readdod.errors import ReaddodError
+from readdod.evaluation.checks import MIN_OVERLAP, check_page
+from readdod.extraction import extract
+
+Kind = Literal["tutorial", "news", "research", "opinion", "reference"]
+KINDS: Final[tuple[Kind, ...]] = ("tutorial", "news", "research", "opinion", "reference")
+MANIFEST: Final = "pages.json"
+
+
+class GoldenPage(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """One page of the golden set and the two intents it is judged with."""
+
+    id: str
+    file: str
+    kind: Kind
+    lang: str
+    url: str
+    intent: str
+    """An intent the page serves well."""
+    unrelated_intent: str
+    """An intent the page does not serve at all."""
+    tags: list[str] = []
+
+
+class PageReport(msgspec.Struct, kw_only=True):
+    id: str
+    kind: Kind
+    lang: str
+    passed: bool
+    problems: list[str]
+    tl_dr_overlap: float | None = None
+    key_point_overlap: float | None = None
+    match_score: int | None = None
+    unrelated_score: int | None = None
+    recommendation: str | None = None
+    todo_kinds: list[str] = []
+    tl_dr: str | None = None
+    elapsed_ms: int = 0
+
+
+class GroupFigures(msgspec.Struct, kw_only=True):
+    pages: int
+    passed: int
+
+
+class Figures(msgspec.Struct, kw_only=True):
+    pages: int
+    passed: int
+    failed: int
+    ranked: int
+    """Pages whose matching intent scored above their unrelated intent."""
+    ranking_rate: float
+    mean_tl_dr_overlap: float
+    mean_key_point_overlap: float
+    mean_score_gap: float
+    """Mean of (matching - unrelated) match score."""
+    mean_match_score: float
+    mean_unrelated_score: float
+    min_overlap: float
+    by_kind: dict[str, GroupFigures]
+    by_lang: dict[str, GroupFigures]
+
+
+class Report(msgspec.Struct, kw_only=True):
+    engine: str
+    engine_version: str
+    figures: Figures
+    pages: list[PageReport]
+
+    @property
+    def passed(self) -> bool:
+        return self.figures.failed == 0 and self.figures.pages > 0
+
+
+# --- the golden set ----------------------------------------------------------
+
+
+def _bundled() -> Traversable:
+    return resources.files("readdod.evaluation").joinpath("golden")
+
+
+def load_golden(directory: Path | None = None) -> list[tuple[GoldenPage, str]]:
+    """The pages listed in ``pages.json`` (bundled, or in ``directory``) with their HTML."""
+    root: Traversable | Path = directory if directory is not None else _bundled()
+    try:
+        raw = root.joinpath(MANIFEST).read_bytes()
+        pages = msgspec.json.decode(raw, type=list[GoldenPage])
+        return [(p, root.joinpath(p.file).read_text(encoding="utf-8")) for p in pages]
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ReaddodError(f"cannot load the golden set from {root}: {exc}") from exc
+
+
+# --- running -----------------------------------------------------------------
+
+
+async def _steps(engine: Engine, inp: EngineInput, *, all_steps: bool) -> dict[str, Any]:
+    """Raw payloads of the AI steps, in pipeline order; stops at the first failure."""
+    out: dict[str, Any] = {}
+    summary = (await engine.summarize(inp)).payload
+    out["summary"] = msgspec.to_builtins(summary)
+    score = (await engine.score(inp, summary)).payload
+    out["score"] = msgspec.to_builtins(score)
+    if all_steps:
+        todos = (await engine.todos(inp, summary, score)).payload
+        out["todos"] = msgspec.to_builtins(todos)
+        card = (await engine.card(inp, summary, score, todos)).payload
+        out["card"] = msgspec.to_builtins(card)
+    return out
+
+
+async def run_page(engine: Engine, page: GoldenPage, html: str) -> PageReport:
+    """One page through extraction and the engine, then judged."""
+    started = time.perf_counter()
+    report = PageReport(id=page.id, kind=page.kind, lang=page.lang, passed=False, problems=[])
+    try:
+        ext = extract(html, page.url)
+    except ReaddodError as exc:
+        report.problems.append(f"extraction failed: {exc.error_code}: {exc.message}")
+        return report
+    base = EngineInput(
+        text=ext.text,
+        intent=page.intent,
+        title=ext.title,
+        url=ext.final_url or ext.url or page.url,
+        site_name=ext.site_name,
+        lang=ext.lang,
+        tags=tuple(page.tags),
+    )
+    matching: dict[str, Any] = {}
+    unrelated: dict[str, Any] = {}
+    for label, target, inp, all_steps in (
+        ("", matching, base, True),
+        (
+            "unrelated intent: ",
+            unrelated,
+            msgspec.structs.replace(base, intent=page.unrelated_intent),
+            False,
+        ),
+    ):
+        try:
+            target.update(await _steps(engine, inp, all_steps=all_steps))
+        except ReaddodError as exc:
+            report.problems.append(f"{label}engine failed: {exc.error_code}: {exc.message}")
+        except Exception as exc:  # a crash is a finding, not a reason to stop the whole run
+            report.problems.append(f"{label}engine crashed: {type(exc).__name__}: {exc}")
+    check = check_page(ext.text, matching, unrelated)
+    report.problems.extend(p for p in check.problems if p not in report.problems)
+    report.tl_dr_overlap = check.tl_dr_overlap
+    report.key_point_overlap = check.key_point_overlap
+    report.match_score = check.match_score
+    report.unrelated_score = check.unrelated_score
+    if "summary" in matching and isinstance(matching["summary"], dict):
+        report.tl_dr = matching["summary"].get("tl_dr")
+    if "score" in matching and isinstance(matching["score"], dict):
+        report.recommendation = matching["score"].get("recommendation")
+    if "todos" in matching and isinstance(matching["todos"], dict):
+        report.todo_kinds = [str(t.get("kind")) for t in matching["todos"].get("items", [])]
+    report.passed = not report.problems
+    report.elapsed_ms = round((time.perf_counter() - started) * 1000)
+    return report
+
+
+def _group(reports: Sequence[PageReport], key: str) -> dict[str, GroupFigures]:
+    out: dict[str, GroupFigures] = {}
+    for r in reports:
+        g = out.setdefault(getattr(r, key), GroupFigures(pages=0, passed=0))
+        g.pages += 1
+        g.passed += r.passed
+    return dict(sorted(out.items()))
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 3) if values else 0.0
+
+
+def figures(reports: Sequence[PageReport]) -> Figures:
+    scored = [
+        (r.match_score, r.unrelated_score)
+        for r in reports
+        if r.match_score is not None and r.unrelated_score is not None
+    ]
+    ranked = sum(1 for m, u in scored if m > u)
+    passed = sum(1 for r in reports if r.passed)
+    return Figures(
+        pages=len(reports),
+        passed=passed,
+        failed=len(reports) - passed,
+        ranked=ranked,
+        ranking_rate=round(ranked / len(reports), 3) if reports else 0.0,
+        mean_tl_dr_overlap=_mean([r.tl_dr_overlap for r in reports if r.tl_dr_overlap is not None]),
+        mean_key_point_overlap=_mean(
+            [r.key_point_overlap for r in reports if r.key_point_overlap is not None]
+        ),
+        mean_score_gap=_mean([float(m - u) for m, u in scored]),
+        mean_match_score=_mean([float(m) for m, _ in scored]),
+        mean_unrelated_score=_mean([float(u) for _, u in scored]),
+        min_overlap=MIN_OVERLAP,
+        by_kind=_group(reports, "kind"),
+        by_lang=_group(reports, "lang"),
+    )
+
+
+async def evaluate(engine: Engine, pages: Sequence[tuple[GoldenPage, str]]) -> Report:
+    """Every page, one after another (a model server sees one request at a time)."""
+    reports = [await run_page(engine, page, html) for page, html in pages]
+    return Report(
+        engine=engine.name,
+        engine_version=engine.version,
+        figures=figures(reports),
+        pages=reports,
+    )
+
+
+async def close_engine(engine: Engine) -> None:
+    """Release what an engine holds (an HTTP client), when it has anything to release."""
+    closer = getattr(engine, "aclose", None)
+    if callable(closer):
+        result = closer()
+        if inspect.isawaitable(result):
+            await result
+
+
+# --- output ------------------------------------------------------------------
+
+
+def _num(v: float | None, fmt: str = ".2f") -> str:
+    return "--" if v is None else format(v, fmt)
+
+
+def format_report(report: Report) -> str:
+    """The per-page table and the summary figures, for people."""
+    f = report.figures
+    head = (
+        f"{'page':<28} {'kind':<10} {'lang':<4} {'tl;dr':>5} {'points':>6} "
+        f"{'match':>5} {'unrel':>5} {'rec':<5} result"
+    )
+    lines = [f"readdod eval: engine {report.engine} {report.engine_version}", "", head]
+    for r in report.pages:
+        lines.append(
+            f"{r.id[:28]:<28} {r.kind:<10} {r.lang:<4} {_num(r.tl_dr_overlap):>5} "
+            f"{_num(r.key_point_overlap):>6} {_num(r.match_score, 'd'):>5} "
+            f"{_num(r.unrelated_score, 'd'):>5} {(r.recommendation or '--'):<5} "
+            + ("PASS" if r.passed else "FAIL")
+        )
+        lines.extend(f"    - {p}" for p in r.problems)
+    kinds = ", ".join(f"{k} {g.passed}/{g.pages}" for k, g in f.by_kind.items())
+    langs = ", ".join(f"{k} {g.passed}/{g.pages}" for k, g in f.by_lang.items())
+    lines += [
+        "",
+        f"pages passed: {f.passed}/{f.pages}",
+        f"by kind: {kinds}",
+        f"by language: {langs}",
+        f"matching intent outscores unrelated: {f.ranked}/{f.pages} ({f.ranking_rate:.0%}),"
+        f" mean score gap {f.mean_score_gap:.1f}"
+        f" ({f.mean_match_score:.1f} vs {f.mean_unrelated_score:.1f})",
+        f"mean tl;dr overlap with the article: {f.mean_tl_dr_overlap:.2f},"
+        f" key points: {f.mean_key_point_overlap:.2f} (each needs >= {f.min_overlap:.2f})",
+        "result: " + ("PASS" if report.passed else "FAIL"),
+    ]
+    return "\n".join(lines)

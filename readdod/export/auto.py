@@ -1,0 +1,65 @@
+"""``daemon.auto_export``: export an item the moment its run makes it READY.
+
+Daemon side: the orchestrator calls back after the READY commit (never
+inside it), this queues the id, and one task exports the items in turn
+through the orchestrator, which records what happened. An item that goes
+somewhere else first (auto-skip, archive, regenerate) is left alone.
+"""
+
+from __future__ import annotations
+
+import math
+
+import anyio
+
+from readdod.errors import ExportFailed, RequestError
+from readdod.logging import get_logger
+from readdod.orchestrator import Orchestrator
+from readdod.states import Trigger
+
+log = get_logger("readdod.export")
+
+
+class AutoExporter:
+    def __init__(self, orch: Orchestrator) -> None:
+        self.orch = orch
+        self._send, self._recv = anyio.create_memory_object_stream[str](max_buffer_size=math.inf)
+        orch.on_ready(self._ready)
+
+    def _ready(self, item_id: str) -> None:
+        try:
+            self._send.send_nowait(item_id)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the daemon is stopping; the item stays READY
+
+    async def run(self) -> None:
+        try:
+            async with self._recv:
+                async for item_id in self._recv:
+                    await self.export_one(item_id)
+        finally:
+            self._send.close()
+
+    async def export_one(self, item_id: str) -> None:
+        try:
+            result = await self.orch.export(item_id, trigger=Trigger.SYSTEM)
+        except ExportFailed as exc:
+            log.warning(
+                "export.auto_failed",
+                item_id=item_id,
+                error_code=exc.error_code,
+                path=exc.path,
+                error=exc.message,
+            )
+        except RequestError as exc:
+            log.info("export.auto_skipped", item_id=item_id, error_code=exc.error_code)
+        except Exception:
+            log.exception("export.auto_crashed", item_id=item_id)
+        else:
+            log.info(
+                "export.auto_done",
+                item_id=item_id,
+                files=result.files,
+                reused=result.reused,
+                export_key=result.export_key,
+            )

@@ -1,0 +1,34 @@
+"""What a renderer gets: one item's card with the facts around it.
+
+Pure: no I/O. The orchestrator builds an :class:`ExportDoc` from the store;
+renderers turn it into bytes and never look anything up themselves.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from readdod.models import Card, Score
+
+
+class ExportDoc(msgspec.Struct, kw_only=True, frozen=True):
+    item_id: str
+    url: str | None
+    final_url: str | None
+    title: str | None
+    intent: str
+    tags: list[str]
+    created_at: str
+    exported_at: str
+    card: Card
+    card_version: int
+    card_created_by: str
+    score: Score | None = None
+
+    @property
+    def source_url(self) -> str | None:
+        return self.card.source.url or self.final_url or self.url
+
+    @property
+    def all_tags(self) -> list[str]:
+        return sorted({*self.tags, *self.card.tags})

@@ -1,0 +1,225 @@
+"""Health (Cecelia §7): a few metrics, each judged against two limits.
+
+:func:`evaluate` is pure: the orchestrator gathers the metrics on one
+snapshot and this module says ``ok``, ``degraded`` or ``unhealthy``, with a
+reason a person can act on for every check that is not ok.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import msgspec
+
+from readdod.config import DaemonConfig
+
+Level = Literal["ok", "degraded", "unhealthy"]
+_RANK: Final[dict[str, int]] = {"ok": 0, "degraded": 1, "unhealthy": 2}
+WINDOW_MS: Final = 24 * 3600 * 1000
+
+
+class Thresholds(msgspec.Struct, frozen=True, kw_only=True):
+    success_rate_degraded: float = 0.95
+    success_rate_unhealthy: float = 0.80
+    min_runs: int = 5
+    avg_run_s_degraded: float = 300.0
+    avg_run_s_unhealthy: float = 900.0
+    backlog_degraded: int = 10
+    backlog_unhealthy: int = 50
+    oldest_queued_s_degraded: float = 3600.0
+    oldest_queued_s_unhealthy: float = 21600.0
+    failed_items_degraded: int = 3
+    failed_items_unhealthy: int = 10
+    failures_24h_degraded: int = 5
+    failures_24h_unhealthy: int = 20
+
+
+def thresholds_from(daemon: DaemonConfig) -> Thresholds:
+    """The ``daemon.health_*`` keys as :class:`Thresholds`."""
+    return Thresholds(
+        **{
+            name: getattr(daemon, f"health_{name}")
+            for name in Thresholds.__struct_fields__
+            if hasattr(daemon, f"health_{name}")
+        }
+    )
+
+
+class Metrics(msgspec.Struct, kw_only=True):
+    runs_finished_24h: int
+    runs_succeeded_24h: int
+    success_rate_24h: float | None
+    avg_run_s_24h: float | None
+    backlog: int
+    oldest_queued_s: float | None
+    failed_items: int
+    failures_24h: int
+    circuit: str
+    paused: bool
+
+
+class Check(msgspec.Struct, kw_only=True, omit_defaults=True):
+    status: Level
+    value: float | int | str | bool | None
+    reason: str | None = None
+
+
+class Report(msgspec.Struct, kw_only=True):
+    status: Level
+    reasons: list[str]
+    checks: dict[str, Check]
+    metrics: Metrics
+
+
+def _upward(
+    value: float, degraded: float, unhealthy: float, what: str, unit: str = ""
+) -> tuple[Level, str | None]:
+    """Worse as it grows: degraded from ``degraded``, unhealthy past ``unhealthy``."""
+    shown = f"{value:g}{unit}"
+    if value > unhealthy:
+        return "unhealthy", f"{what} is {shown}, above the unhealthy limit {unhealthy:g}{unit}"
+    if value >= degraded:
+        return "degraded", f"{what} is {shown}, at or above {degraded:g}{unit}"
+    return "ok", None
+
+
+def evaluate(m: Metrics, t: Thresholds) -> Report:
+    checks: dict[str, Check] = {}
+
+    def put(
+        name: str, value: float | int | str | bool | None, verdict: tuple[Level, str | None]
+    ) -> None:
+        checks[name] = Check(status=verdict[0], value=value, reason=verdict[1])
+
+    rate = m.success_rate_24h
+    if rate is None or m.runs_finished_24h < t.min_runs:
+        put("success_rate_24h", rate, ("ok", None))
+    else:
+        pct = f"{rate:.0%} of {m.runs_finished_24h} runs in 24 h succeeded"
+        if rate < t.success_rate_unhealthy:
+            put(
+                "success_rate_24h",
+                rate,
+                (
+                    "unhealthy",
+                    f"{pct} (below {t.success_rate_unhealthy:.0%});"
+                    " `readdod ls --status FAILED_AI` shows why",
+                ),
+            )
+        elif rate <= t.success_rate_degraded:
+            put(
+                "success_rate_24h",
+                rate,
+                ("degraded", f"{pct} (at most {t.success_rate_degraded:.0%})"),
+            )
+        else:
+            put("success_rate_24h", rate, ("ok", None))
+    avg = m.avg_run_s_24h
+    put(
+        "avg_run_s_24h",
+        avg,
+        _upward(avg, t.avg_run_s_degraded, t.avg_run_s_unhealthy, "the average run", " s")
+        if avg is not None
+        else ("ok", None),
+    )
+    put(
+        "backlog",
+        m.backlog,
+        _upward(m.backlog, t.backlog_degraded, t.backlog_unhealthy, "the queue (QUEUED items)"),
+    )
+    oldest = m.oldest_queued_s
+    put(
+        "oldest_queued_s",
+        oldest,
+        _upward(
+            oldest,
+            t.oldest_queued_s_degraded,
+            t.oldest_queued_s_unhealthy,
+            "the oldest queued item's wait",
+            " s",
+        )
+        if oldest is not None
+        else ("ok", None),
+    )
+    put(
+        "failed_items",
+        m.failed_items,
+        _upward(
+            m.failed_items,
+            t.failed_items_degraded,
+            t.failed_items_unhealthy,
+            "the number of failed items",
+        ),
+    )
+    put(
+        "failures_24h",
+        m.failures_24h,
+        _upward(
+            m.failures_24h,
+            t.failures_24h_degraded,
+            t.failures_24h_unhealthy,
+            "failures in the last 24 h",
+        ),
+    )
+    if m.circuit == "open":
+        circuit: tuple[Level, str | None] = (
+            "unhealthy",
+            "the AI provider's circuit is open: it keeps failing, so AI steps wait",
+        )
+    elif m.circuit == "half_open":
+        circuit = ("degraded", "the AI provider's circuit is half open: probing whether it is back")
+    else:
+        circuit = ("ok", None)
+    put("ai_circuit", m.circuit, circuit)
+    put(
+        "paused",
+        m.paused,
+        ("degraded", "the daemon is paused: nothing is processed until `readdod resume`")
+        if m.paused
+        else ("ok", None),
+    )
+    worst: Level = "ok"
+    for check in checks.values():
+        if _RANK[check.status] > _RANK[worst]:
+            worst = check.status
+    reasons = [c.reason for c in checks.values() if c.reason is not None]
+    return Report(status=worst, reasons=reasons, checks=checks, metrics=m)
+
+
+class StepTimes(msgspec.Struct, kw_only=True):
+    count: int
+    p50_ms: float
+    p95_ms: float
+
+
+class Tokens(msgspec.Struct, kw_only=True):
+    prompt: int
+    completion: int
+    total: int
+
+
+class Stats(msgspec.Struct, kw_only=True):
+    items_by_status: dict[str, int]
+    items_total: int
+    runs_by_outcome: dict[str, int]
+    step_durations_ms: dict[str, StepTimes]
+    tokens: Tokens
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0 < q <= 1) of ``values``, which must not be empty."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 1))
+    return ordered[int(rank) - 1]
+
+
+def step_times(samples: list[tuple[str, float]]) -> dict[str, StepTimes]:
+    by_step: dict[str, list[float]] = {}
+    for step, ms in samples:
+        by_step.setdefault(step, []).append(ms)
+    return {
+        step: StepTimes(
+            count=len(v), p50_ms=round(percentile(v, 0.5), 2), p95_ms=round(percentile(v, 0.95), 2)
+        )
+        for step, v in sorted(by_step.items())
+    }

@@ -1,0 +1,392 @@
+"""A fake OpenAI-compatible server on 127.0.0.1, for tests and the eval gate.
+
+A real HTTP server (stdlib ``ThreadingHTTPServer``, no dependency) that
+answers ``POST /v1/chat/completions`` with JSON built from the request: the
+JSON Schema (from ``response_format``, or from the system prompt in JSON
+mode) gives the shape, and the text of the prompt gives the words, so every
+answer is valid for the schema and about the text it was asked about.
+
+Misbehaviour is asked for in the request itself, by a directive anywhere in
+the prompt (tests put it in the item's intent), so concurrent items can each
+get their own::
+
+    fake:<what>[x<N>][@<step>][#<tag>]
+
+``what`` is ``429`` (with ``Retry-After``), ``500``, ``503``, ``hang`` (no
+answer until the client gives up), ``garbage`` (an HTTP body that is not
+JSON), ``badjson`` (a message that is not JSON), ``invalid``
+(JSON that breaks the schema) or ``refuse`` (a refusal). ``xN`` limits it to
+the first N matching requests (default: all), ``@step`` to one artifact
+(``summary``, ``score``, ``todos``, ``card_text``, ``summary_chunk``), and
+``#tag`` keeps directives of different items apart.
+
+Run alone: ``python -m tests.fake_openai --port 8765``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DIRECTIVE = re.compile(
+    r"fake:(429|500|503|hang|badjson|invalid|refuse|garbage)(?:x(\d+))?(?:@([a-z_]+))?(?:#(\w+))?"
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+#: Answer with a body that is not JSON at all.
+GARBAGE: Any = object()
+
+
+_SECTION = re.compile(r"^(?:Text|Notes|Part \d+ of \d+|Key points):\s*$", re.M)
+
+
+def _sentences(prompt: str) -> list[str]:
+    """Sentences of the material the prompt is about (its last section), without repeats."""
+    heads = list(_SECTION.finditer(prompt))
+    text = prompt[heads[-1].end() :] if heads else prompt
+    out: dict[str, None] = {}
+    for part in re.split(r"(?<=[.!?])\s+|\n+", text):
+        part = part.strip(" -\t")
+        if len(part) >= 12 and "fake:" not in part and not part.startswith("Intent of"):
+            out[part] = None
+    return list(out) or ["The text says little."]
+
+
+def _terms(text: str) -> set[str]:
+    """Words of 4+ letters; character pairs for scripts written without spaces (CJK)."""
+    out: set[str] = set()
+    for token in _WORD.findall(text.lower()):
+        if "fake" in token:
+            continue
+        if any("\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" for ch in token):
+            out.update(token[i : i + 2] for i in range(len(token) - 1))
+        elif len(token) > 3:
+            out.add(token)
+    return out
+
+
+class _Instance:
+    """Builds a schema-valid value with words from the prompt."""
+
+    def __init__(self, schema: dict[str, Any], prompt_text: str, intent: str) -> None:
+        self.defs: dict[str, Any] = schema.get("$defs", {})
+        self.sentences = _sentences(prompt_text)
+        self.next = 0
+        words = _terms(intent)
+        body = _terms(" ".join(self.sentences))
+        self.overlap = len(words & body) / len(words) if words else 0.0
+
+    def sentence(self) -> str:
+        s = self.sentences[self.next % len(self.sentences)]
+        n = self.next // len(self.sentences)
+        self.next += 1
+        return s if n == 0 else f"{s} ({n + 1})"
+
+    def build(self, schema: dict[str, Any], name: str = "", index: int = 0) -> Any:
+        if "$ref" in schema:
+            return self.build(self.defs[schema["$ref"].rsplit("/", 1)[-1]], name, index)
+        if "anyOf" in schema:
+            options = [o for o in schema["anyOf"] if o.get("type") != "null"]
+            return self.build(options[0], name, index) if options else None
+        if "enum" in schema:
+            enum = schema["enum"]
+            if name == "priority":
+                return enum[1] if len(enum) > 1 else enum[0]
+            return enum[index % len(enum)]
+        kind = schema.get("type")
+        if kind == "object":
+            props: dict[str, Any] = schema.get("properties", {})
+            return {k: self.build(v, k, index) for k, v in props.items()}
+        if kind == "array":
+            lo = schema.get("minItems", 1)
+            hi = schema.get("maxItems", max(lo, 4))
+            n = max(lo, min(4, hi))
+            return [self.build(schema.get("items", {}), name, i) for i in range(n)]
+        if kind == "integer":
+            lo = schema.get("minimum", 0)
+            hi = schema.get("maximum", 100)
+            want = round(20 + 75 * self.overlap) if name == "match_score" else 15
+            return max(lo, min(hi, want))
+        if kind == "number":
+            return float(schema.get("minimum", 0))
+        if kind == "boolean":
+            return True
+        if name == "lang":
+            return "en"
+        text = self.sentence()
+        hi = schema.get("maxLength", 10_000)
+        lo = schema.get("minLength", 0)
+        text = text[:hi].rstrip() or "x"
+        return text + "." * max(0, lo - len(text))
+
+
+def _prompt_parts(messages: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """(system text, user text of the first turn, intent)."""
+    system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+    user = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+    m = re.search(r"^Intent of the reader: (.*)$", user, flags=re.M)
+    return system, user, m.group(1) if m else ""
+
+
+def _schema_of(body: dict[str, Any], system: str) -> tuple[str, dict[str, Any] | None]:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        js = fmt.get("json_schema") or {}
+        return str(js.get("name", "")), js.get("schema")
+    name = re.search(r'write the "(\w+)" part', system)
+    schema_at = system.find("JSON Schema:")
+    schema = None
+    if schema_at >= 0:
+        try:
+            schema = json.loads(system[schema_at + len("JSON Schema:") :].strip())
+        except ValueError:
+            schema = None
+    return (name.group(1) if name else ""), schema
+
+
+class FakeOpenAI:
+    """The server; use as a context manager, or :meth:`start` / :meth:`stop`."""
+
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        retry_after: str = "0.2",
+        hang_s: float = 30.0,
+        structured_output: bool = True,
+    ) -> None:
+        self.port = port
+        self.retry_after = retry_after
+        self.hang_s = hang_s
+        #: False: answer 400 to ``json_schema`` requests, like servers without it.
+        self.structured_output = structured_output
+        self.requests: list[dict[str, Any]] = []
+        self.counts: dict[str, int] = {}
+        #: Requests being answered right now, and the most there ever were at once.
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._json(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+                else:
+                    self._json(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    self._json(400, {"error": {"message": "body is not JSON"}})
+                    return
+                with fake._lock:
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    self._post(body)
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+            def _post(self, body: dict[str, Any]) -> None:
+                status, payload, headers = fake._answer(
+                    self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                )
+                if status == 0:
+                    fake._stopping.wait(fake.hang_s)
+                    status, payload, headers = 200, fake._ok(body, "late"), {}
+                if payload is GARBAGE:
+                    self._raw(200, b"<html><body>502 Bad Gateway</body></html>")
+                    return
+                self._json(status, payload, headers)
+
+            def _raw(self, status: int, data: bytes) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass
+
+            def _json(
+                self, status: int, payload: Any, headers: dict[str, str] | None = None
+            ) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass  # the client gave up (a hang test)
+
+        self._stopping.clear()
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening: connections are refused until :meth:`start` again (same port)."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- answers ---------------------------------------------------------------
+
+    def _directive(self, text: str, step: str) -> str | None:
+        with self._lock:
+            for m in DIRECTIVE.finditer(text):
+                what, times, only, _tag = m.groups()
+                if only and only != step:
+                    continue
+                key = m.group(0)
+                used = self.counts.get(key, 0)
+                if times is not None and used >= int(times):
+                    continue
+                self.counts[key] = used + 1
+                return what
+        return None
+
+    def _ok(self, body: dict[str, Any], _why: str = "") -> dict[str, Any]:
+        messages = body.get("messages") or []
+        system, user, intent = _prompt_parts(messages)
+        _, schema = _schema_of(body, system)
+        content = json.dumps(_Instance(schema or {}, user, intent).build(schema or {}))
+        return self._completion(body, content, user)
+
+    def _completion(
+        self, body: dict[str, Any], content: str | None, prompt: str, refusal: str | None = None
+    ) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content, "refusal": refusal},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": len(prompt) // 4 + 1,
+                "completion_tokens": len(content or "") // 4 + 1,
+                "total_tokens": (len(prompt) + len(content or "")) // 4 + 2,
+            },
+        }
+
+    def _answer(
+        self, path: str, headers: dict[str, str], body: dict[str, Any]
+    ) -> tuple[int, Any, dict[str, str]]:
+        """(status, JSON body, headers); status 0 means: hang."""
+        with self._lock:
+            self.requests.append({"path": path, "headers": headers, "body": body})
+        if not path.rstrip("/").endswith("/chat/completions"):
+            return 404, {"error": {"message": f"no route {path}"}}, {}
+        messages = body.get("messages") or []
+        system, user, intent = _prompt_parts(messages)
+        step, schema = _schema_of(body, system)
+        fmt = (body.get("response_format") or {}).get("type")
+        if fmt == "json_schema" and not self.structured_output:
+            return 400, {"error": {"message": "response_format json_schema is not supported"}}, {}
+        what = self._directive("\n".join(str(m.get("content")) for m in messages), step)
+        if what == "429":
+            return (
+                429,
+                {"error": {"message": "slow down", "type": "rate_limit", "code": "rate_limit"}},
+                {"retry-after": self.retry_after},
+            )
+        if what in ("500", "503"):
+            return int(what), {"error": {"message": "the model crashed"}}, {}
+        if what == "hang":
+            return 0, None, {}
+        if what == "garbage":
+            return 200, GARBAGE, {}
+        if what == "badjson":
+            return 200, self._completion(body, "Sure! Here it is: {summary: oops", user), {}
+        if what == "invalid":
+            return 200, self._completion(body, json.dumps({"unexpected": True}), user), {}
+        if what == "refuse":
+            return 200, self._completion(body, None, user, refusal="I can't help with that."), {}
+        content = json.dumps(_Instance(schema or {}, user, intent).build(schema or {}))
+        return 200, self._completion(body, content, user), {}
+
+    # --- what tests look at ----------------------------------------------------
+
+    def completions(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.requests if r["path"].endswith("/chat/completions")]
+
+
+@contextmanager
+def running(**kwargs: Any) -> Iterator[FakeOpenAI]:
+    fake = FakeOpenAI(**kwargs).start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args()
+    fake = FakeOpenAI(args.port).start()
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    print(f"fake OpenAI-compatible server on {fake.base_url}", flush=True)
+    done.wait()
+    fake.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""`readdod extract`: one page to stdout, no daemon, from a file, stdin or a URL."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from readdod import cli
+
+BODY = (
+    "The harbour authority approved the new ferry schedule on Tuesday, after months of "
+    "complaints from commuters who waited, sometimes for an hour, in the rain."
+)
+PAGE = (
+    "<!DOCTYPE html><html lang='en'><head><title>Ferry plan | The Daily Tide</title>"
+    "<meta property='og:site_name' content='The Daily Tide'></head><body>"
+    "<nav><a href='/'>Home</a><a href='/news'>News</a></nav>"
+    f"<article><h1>Ferry plan</h1><p>{BODY}</p>"
+    "<h2>Changes</h2><ul><li>every <a href='/t'>twenty minutes</a></li><li>later boats</li></ul>"
+    "</article><footer>© The Daily Tide</footer></body></html>"
+)
+
+
+@pytest.fixture
+def page_file(tmp_path: Path) -> Path:
+    path = tmp_path / "page.html"
+    path.write_text(PAGE, encoding="utf-8")
+    return path
+
+
+def test_extract_html_file_prints_title_then_text(
+    page_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["extract", "--html", str(page_file)]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert out == f"Ferry plan\n\n{BODY}\n\nChanges\n\nevery twenty minutes\n\nlater boats\n"
+
+
+def test_extract_markdown_resolves_links_against_the_given_url(
+    page_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["extract", "https://tide.example/a/", "--html", str(page_file), "--markdown"])
+    assert code == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("# Ferry plan\n\n")
+    assert "## Changes\n\n- every [twenty minutes](https://tide.example/t)\n- later boats" in out
+    assert "Home" not in out
+
+
+def test_extract_json_is_the_extraction_artifact(
+    page_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["extract", "--html", str(page_file), "--json"]) == cli.EXIT_OK
+    data = json.loads(capsys.readouterr().out)
+    assert data["title"] == "Ferry plan"
+    assert data["site_name"] == "The Daily Tide"
+    assert data["lang"] == "en"
+    assert data["source"] == "provided_html"
+    assert data["text"].startswith(BODY)
+    assert data["word_count"] == len(data["text"].split())
+
+
+def test_extract_reads_stdin_through_the_installed_entry_point() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("READDOD_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "readdod", "extract", "-"],
+        input=PAGE,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Ferry plan\n\n{BODY}\n\n")
+
+
+def test_extract_without_article_fails_with_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "empty.html"
+    path.write_text("<html><body><nav><a href='/'>Home</a></nav></body></html>")
+    assert cli.main(["extract", "--html", str(path)]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "no readable article text" in err
+
+
+def test_extract_needs_a_source_and_one_output(
+    page_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["extract"]) == cli.EXIT_USAGE
+    assert "give a URL" in capsys.readouterr().err
+    code = cli.main(["extract", "--html", str(page_file), "--json", "--markdown"])
+    assert code == cli.EXIT_USAGE
+
+
+class _Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = PAGE.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def page_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/story"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_extract_url_fetches_the_page(
+    page_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "readdod.toml"
+    conf.write_text("[fetch]\nallow_private = true\n")
+    assert cli.main(["extract", page_server, "--config", str(conf), "--json"]) == cli.EXIT_OK
+    data = json.loads(capsys.readouterr().out)
+    assert data["source"] == "fetched"
+    assert data["url"] == page_server
+    assert data["text"].startswith(BODY)
+
+
+def test_extract_url_refuses_a_loopback_address_by_default(
+    page_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "readdod.toml"
+    conf.write_text("")
+    assert cli.main(["extract", page_server, "--config", str(conf)]) == cli.EXIT_ERROR
+    assert "127.0.0.1" in capsys.readouterr().err

@@ -1,0 +1,236 @@
+"""Health and stats: the orchestrator on a real SQLite file with a clock moved by
+hand, and `readdod health` / `stats` against the real daemon."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from readdod.clock import ManualClock
+from readdod.config import DaemonConfig
+from readdod.errors import StepError
+from readdod.health import Thresholds, percentile, thresholds_from
+from readdod.models import ArtifactMeta
+from readdod.orchestrator import CaptureRequest, Orchestrator
+from readdod.store import Store
+from tests.daemon_proc import DaemonProc
+from tests.test_prune import CARD, META, SCORE, SUMMARY, TODOS
+
+pytestmark = pytest.mark.anyio
+
+enc = msgspec.json.encode
+HOUR = 3600 * 1000
+
+
+@pytest.fixture
+async def orch(tmp_path: Path) -> AsyncIterator[Orchestrator]:
+    async with Store.open(tmp_path / "t.db") as store:
+        yield Orchestrator(store, ManualClock())
+
+
+def _clock(o: Orchestrator) -> ManualClock:
+    assert isinstance(o.clock, ManualClock)
+    return o.clock
+
+
+async def _succeed(o: Orchestrator, took_ms: int) -> None:
+    await o.capture(CaptureRequest(intent="x", text="body"))
+    [c] = await o.claim("w", 1, 30_000)
+    _clock(o).advance(took_ms)
+    for step, payload in [("summary", SUMMARY), ("score", SCORE), ("todos", TODOS), ("card", CARD)]:
+        await o.put_artifact(c.lease, step, enc(payload), META)
+    item = await o.complete(c.lease)
+    assert item is not None and item.status == "READY"
+
+
+async def _fail(o: Orchestrator) -> None:
+    await o.capture(CaptureRequest(intent="x", text="body"))
+    [c] = await o.claim("w", 1, 30_000)
+    item = await o.fail(c.lease, "summary", StepError("the model said no", retryable=False))
+    assert item is not None and item.status == "FAILED_AI"
+
+
+async def test_health_moves_from_ok_to_degraded_to_unhealthy_with_reasons(
+    orch: Orchestrator,
+) -> None:
+    t = Thresholds()
+
+    async def check() -> Any:
+        return await orch.health(t, circuit="closed", paused=False)
+
+    report = await check()
+    assert (report.status, report.reasons) == ("ok", [])
+    for _ in range(5):
+        await _succeed(orch, took_ms=60_000)
+    report = await check()
+    assert report.status == "ok"
+    assert report.metrics.success_rate_24h == 1.0 and report.metrics.avg_run_s_24h == 60.0
+
+    await _fail(orch)  # 5 of 6 succeeded: 83 %
+    report = await check()
+    assert report.status == "degraded"
+    assert report.checks["success_rate_24h"].status == "degraded"
+    assert report.reasons == ["83% of 6 runs in 24 h succeeded (at most 95%)"]
+
+    await _fail(orch)
+    await _fail(orch)  # 5 of 8: 62 %, and 3 failed items
+    report = await check()
+    assert report.status == "unhealthy"
+    assert report.checks["success_rate_24h"].status == "unhealthy"
+    assert report.checks["failed_items"].status == "degraded"
+    assert any("failed items is 3" in r for r in report.reasons)
+
+    # A day later the window is empty; the failed items are still there.
+    _clock(orch).advance(25 * HOUR)
+    report = await check()
+    assert report.metrics.runs_finished_24h == 0 and report.metrics.failures_24h == 0
+    assert report.status == "degraded"
+    assert [name for name, c in report.checks.items() if c.status != "ok"] == ["failed_items"]
+
+
+async def test_slow_runs_backlog_and_old_queue(orch: Orchestrator) -> None:
+    t = Thresholds(min_runs=1, backlog_degraded=2, backlog_unhealthy=3)
+    await _succeed(orch, took_ms=400_000)
+    report = await orch.health(t, circuit="closed", paused=False)
+    assert report.status == "degraded" and report.checks["avg_run_s_24h"].value == 400.0
+    assert report.reasons == ["the average run is 400 s, at or above 300 s"]
+
+    await orch.capture(CaptureRequest(intent="x", text="body"))
+    await orch.capture(CaptureRequest(intent="y", text="body"))
+    _clock(orch).advance(2 * HOUR)
+    report = await orch.health(t, circuit="closed", paused=False)
+    assert report.metrics.backlog == 2 and report.metrics.oldest_queued_s == 7200.0
+    assert report.checks["backlog"].status == "degraded"
+    assert report.checks["oldest_queued_s"].status == "degraded"
+    for _ in range(2):
+        await orch.capture(CaptureRequest(intent="z", text="body"))
+    report = await orch.health(t, circuit="closed", paused=False)
+    assert report.checks["backlog"].status == "unhealthy" and report.status == "unhealthy"
+
+
+async def test_circuit_and_pause(orch: Orchestrator) -> None:
+    t = Thresholds()
+    assert (await orch.health(t, circuit="open", paused=False)).status == "unhealthy"
+    half = await orch.health(t, circuit="half_open", paused=False)
+    assert half.status == "degraded" and "half open" in half.reasons[0]
+    paused = await orch.health(t, circuit="closed", paused=True)
+    assert paused.status == "degraded" and "readdod resume" in paused.reasons[0]
+
+
+def test_thresholds_come_from_the_daemon_section() -> None:
+    t = thresholds_from(DaemonConfig(health_backlog_degraded=1, health_success_rate_unhealthy=0.5))
+    assert (t.backlog_degraded, t.success_rate_unhealthy) == (1, 0.5)
+    assert t.failed_items_unhealthy == DaemonConfig().health_failed_items_unhealthy
+
+
+async def test_stats_count_statuses_runs_step_times_and_tokens(orch: Orchestrator) -> None:
+    durations = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0]
+    for ms in durations:
+        await orch.capture(CaptureRequest(intent="x", text="body"))
+        [c] = await orch.claim("w", 1, 30_000)
+        meta = ArtifactMeta(run_id=None, engine="test", prompt_tokens=100, completion_tokens=7)
+        await orch.put_artifact(c.lease, "summary", enc(SUMMARY), meta, duration_ms=ms)
+        await orch.fail(c.lease, "score", StepError("no", retryable=False))
+    await orch.capture(CaptureRequest(intent="x", text="body"))
+    stats = await orch.stats()
+    assert stats.items_by_status == {"FAILED_AI": 10, "QUEUED": 1} and stats.items_total == 11
+    assert stats.runs_by_outcome == {"failed": 10, "queued": 1}
+    summary = stats.step_durations_ms["summary"]
+    assert (summary.count, summary.p50_ms, summary.p95_ms) == (10, 50.0, 100.0)
+    assert (stats.tokens.prompt, stats.tokens.completion, stats.tokens.total) == (1000, 70, 1070)
+
+
+def test_percentile_is_nearest_rank() -> None:
+    assert percentile([3.0], 0.5) == 3.0
+    assert percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.0
+    assert percentile([float(i) for i in range(1, 101)], 0.95) == 95.0
+
+
+# --- through the daemon ------------------------------------------------------
+
+
+class _NotFound(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"<html><body>gone</body></html>"
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def page_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _cli(d: DaemonProc, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "readdod", *args, "--config", str(d.config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_health_exit_codes_and_stats_from_the_cli(tmp_path: Path, page_server: str) -> None:
+    d = DaemonProc(
+        tmp_path,
+        ai={"engine": "fixed"},
+        fetch={"allow_private": True},
+        daemon={"health_failed_items_unhealthy": 0, "skip_below": 0},
+    )
+    try:
+        d.start()
+        d.call("capture", {"text": "a text worth reading", "intent": "x"})
+        d.wait_status("READY", count=1)
+        ok = _cli(d, "health")
+        assert ok.returncode == 0 and ok.stdout.startswith("health: ok"), ok
+        assert d.call("pause") == {"paused": True}
+        degraded = _cli(d, "health", "--json")
+        assert degraded.returncode == 1, degraded
+        report = json.loads(degraded.stdout)
+        assert report["status"] == "degraded" and report["checks"]["paused"]["status"] == "degraded"
+        d.call("resume")
+
+        d.call("capture", {"url": f"{page_server}/missing", "intent": "x"})
+        d.wait_log(
+            lambda e: e["event"] == "item.transition" and str(e.get("to", "")).startswith("FAILED_")
+        )
+        bad = _cli(d, "health", "--json")
+        assert bad.returncode == 2, bad
+        report = json.loads(bad.stdout)
+        assert report["status"] == "unhealthy" and report["checks"]["failed_items"]["value"] == 1
+        assert any("failed items" in r for r in report["reasons"])
+
+        stats = _cli(d, "stats", "--json")
+        assert stats.returncode == 0, stats
+        got = json.loads(stats.stdout)
+        assert got["items_total"] == 2 and got["runs_by_outcome"]["succeeded"] == 1
+        steps = got["step_durations_ms"]
+        assert set(steps) == {"extraction", "summary", "score", "todos", "card"}
+        assert all(s["count"] == 1 and s["p50_ms"] <= s["p95_ms"] for s in steps.values())
+        human = _cli(d, "stats")
+        assert human.returncode == 0 and "items: 2" in human.stdout
+        assert d.stop() == 0
+    finally:
+        d.close()
