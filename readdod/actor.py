@@ -17,6 +17,7 @@ import anyio
 import msgspec
 
 from readdod import faults
+from readdod.engines.base import StepStopped
 from readdod.errors import ErrorCode, StepError
 from readdod.logging import get_logger
 from readdod.models import STEPS
@@ -61,6 +62,7 @@ async def run(
 
         ctx.note = note
         ctx.chunks = LeaseChunks(orch, lease)
+        ctx.stop_reason = stop_reason
         for step in STEPS:
             if step in ctx.done:
                 continue
@@ -114,6 +116,10 @@ async def run(
         orch.bus.publish("step.failed", item.id, lease.run_id, step=step, error_code=exc.error_code)
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
             await orch.fail(lease, step, exc)
+    except StepStopped as stopped:
+        # The step was waiting for a model server that is down; the item waits QUEUED instead.
+        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+            await orch.release(lease, stopped.reason)
     except anyio.get_cancelled_exc_class():
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
             await orch.release(lease, stop_reason() or "cancelled")

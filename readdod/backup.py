@@ -29,12 +29,16 @@ class BackupResult(msgspec.Struct, frozen=True):
     duration_ms: float
 
 
-def target_path(dest: Path) -> Path:
+def target_path(dest: str | Path) -> Path:
     """``dest`` itself, or a timestamped file inside it when it is a directory."""
+    as_dir = str(dest).endswith("/")
+    dest = Path(dest)
     if not dest.is_absolute():
         raise ValidationFailed(f"backup path must be absolute: {dest}")
     if dest.is_dir():
         return dest / time.strftime("readdod-%Y%m%dT%H%M%SZ.db", time.gmtime())
+    if as_dir:
+        raise ValidationFailed(f"cannot back up into {dest}/: no such directory")
     if not dest.parent.is_dir():
         raise ValidationFailed(f"cannot back up to {dest}: {dest.parent} is not a directory")
     return dest
@@ -48,7 +52,9 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def backup_database(src: Path, dest: Path, *, pages_per_step: int = PAGES_PER_STEP) -> BackupResult:
+def backup_database(
+    src: Path, dest: str | Path, *, pages_per_step: int = PAGES_PER_STEP
+) -> BackupResult:
     """Copy ``src`` to ``dest`` (blocking: call it from a worker thread)."""
     started = time.perf_counter()
     target = target_path(dest)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import sys
@@ -37,14 +38,15 @@ def _age(stamp: str | None, now: float | None = None) -> str:
     """How long ago an RFC 3339 time was, in one short unit (``45s``, ``3h``, ``12d``)."""
     if not stamp:
         return "--"
-    import datetime as dt
-
-    then = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    secs = max(0, int((now if now is not None else time.time()) - then))
+    secs = max(0, int((now if now is not None else time.time()) - _epoch(stamp)))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if secs >= size:
             return f"{secs // size}{unit}"
     return f"{secs}s"
+
+
+def _epoch(stamp: str) -> float:
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 LS_HEADER = f"{'ID':<26}  {'STATUS':<17} {'PRI':<3} {'SCORE':>5} {'AGE':>4}  TITLE"
@@ -134,27 +136,12 @@ def _wait_for(client: Client, item_id: str, timeout_s: float) -> dict[str, Any]:
 # --- verbs ------------------------------------------------------------------
 
 
-CREDENTIAL_API_KEY = "api-key"
-
-
 def _register_secrets(cfg: config.Config) -> None:
-    """Tell the log scrubber every secret's value, and take the API key from systemd.
-
-    Under systemd, ``LoadCredential=api-key:...`` hands the key over as a file in
-    ``$CREDENTIALS_DIRECTORY``; it fills the variable ``ai.api_key_env`` names
-    when that is unset, so the engine reads it the same way in both setups.
-    """
+    """Tell the log scrubber every secret's value: the API key and systemd credentials."""
     from readdod import logging as rlog
 
     key_env = getattr(cfg.ai, "api_key_env", None)
     creds = os.environ.get("CREDENTIALS_DIRECTORY")
-    if key_env and creds and not os.environ.get(key_env):
-        try:
-            key = (Path(creds) / CREDENTIAL_API_KEY).read_text().strip()
-        except OSError:
-            key = ""
-        if key:
-            os.environ[key_env] = key
     if key_env:
         rlog.add_secret(os.environ.get(key_env))
     if creds:
@@ -235,7 +222,18 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
             _print_json(got)
         else:
             print(render_card(got["item"], got["artifacts"]))
-        return EXIT_OK if got["item"]["status"] in ("READY", "SHIPPED") else EXIT_ERROR
+        settled = got["item"]
+        if settled["status"] not in TERMINAL:
+            print(
+                f"readdod: {settled['id']} is still {settled['status']} after"
+                f" {args.timeout:g} s; `readdod show {settled['id']}` tells how it goes",
+                file=sys.stderr,
+            )
+        # A card archived as SYSTEM_SKIP was made fine; it just scored low.
+        done = settled["status"] in ("READY", "SHIPPED") or settled["archive_reason"] == (
+            "SYSTEM_SKIP"
+        )
+        return EXIT_OK if done else EXIT_ERROR
     if args.json:
         _print_json(res)
     else:
@@ -314,12 +312,7 @@ def _ledger_lines(runs: list[dict[str, Any]]) -> list[str]:
             where = f"at {r['current_step']}"
         took = ""
         if r.get("started_at") and r.get("finished_at"):
-            import datetime as dt
-
-            def ts(x: str) -> float:
-                return dt.datetime.fromisoformat(x.replace("Z", "+00:00")).timestamp()
-
-            took = f" in {ts(r['finished_at']) - ts(r['started_at']):.1f}s"
+            took = f" in {_epoch(r['finished_at']) - _epoch(r['started_at']):.1f}s"
         extra = []
         if r.get("models"):
             extra.append("model " + ",".join(r["models"]))
@@ -443,7 +436,10 @@ def _simple(method: str, **extra: str) -> Any:
 
 def cmd_backup(args: argparse.Namespace, client: Client) -> int:
     """The daemon writes the copy (it can read its own database, even sandboxed)."""
-    res = client.call("backup", {"path": str(Path(args.path).expanduser().absolute())})
+    path = str(Path(args.path).expanduser().absolute())
+    if args.path.endswith("/"):
+        path += "/"  # a directory, even one that does not exist: refuse rather than make a file
+    res = client.call("backup", {"path": path})
     if args.json:
         _print_json(res)
     else:

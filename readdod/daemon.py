@@ -77,6 +77,19 @@ def _claim_socket_path(path: Path) -> None:
     )
 
 
+def _activated_socket(fd: int) -> socket.socket:
+    """The listener systemd passed; only a Unix stream socket may carry the control protocol."""
+    sock = socket.socket(fileno=fd)
+    if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
+        sock.close()
+        raise ConfigError(
+            "the socket systemd passed is not a Unix stream socket; the control protocol"
+            " has no authentication beyond SO_PEERCRED, so readdod.socket must use"
+            " ListenStream=/path/to/readdod.sock"
+        )
+    return sock
+
+
 async def serve(
     cfg: Config,
     *,
@@ -93,8 +106,9 @@ async def serve(
     started = time.monotonic()
     try:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-            activated = systemd.listen_fds()
-            if not activated:
+            fds = systemd.listen_fds()
+            activated = _activated_socket(fds[0]) if fds else None
+            if activated is None:
                 prepare_socket_dir(sock_path.parent, cfg.control.group)
                 _claim_socket_path(sock_path)
             async with Store.open(db, synchronous=cfg.daemon.synchronous) as store:
@@ -134,9 +148,9 @@ async def serve(
                         auto_export=cfg.daemon.auto_export,
                     )
                     server = ControlServer(orch, supervisor, cfg, engine=engine)
-                    if activated:
+                    if activated is not None:
                         # systemd owns the socket file (readdod.socket): use it, leave it.
-                        listener = await anyio.abc.SocketListener.from_socket(activated[0])
+                        listener = await anyio.abc.SocketListener.from_socket(activated)
                         await _run(server, supervisor, listener, signals, task_status)
                     else:
                         listener = await anyio.create_unix_listener(sock_path)
@@ -178,7 +192,11 @@ async def _run(
         count = 0
         async for signum in signals:
             if signum == signal.SIGHUP:
-                log.info("log.reopened", file=rlog.reopen())
+                try:
+                    log.info("log.reopened", file=rlog.reopen())
+                except OSError as exc:
+                    # Keep writing to the old file rather than die over a log file.
+                    log.warning("log.reopen_failed", file=rlog.current_file(), error=str(exc))
                 continue
             count += 1
             log.info("daemon.signal", signal=signum.name, count=count)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
@@ -52,13 +53,33 @@ def add_secret(value: str | None) -> None:
         _secrets.add(value)
 
 
+# What one of the patterns above needs somewhere in the text; most values have none
+# of it, and plain substring tests are far cheaper than the patterns (every line pays).
+def _maybe_secret(text: str) -> bool:
+    if "://" in text or "?" in text or "&" in text or "sk-" in text:
+        return True
+    lower = text.lower()
+    return "authoriz" in lower or "bearer" in lower or "basic" in lower
+
+
+# Fields readdod itself fills with known-safe values.
+_SAFE_KEYS = frozenset({"ts", "level", "event", "logger_name"})
+
+
 def _scrub_text(text: str) -> str:
     for secret in _secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
+    if not _maybe_secret(text):
+        return text
     for pattern, repl in _SECRET_PATTERNS:
         text = pattern.sub(repl, text)
     return text
+
+
+@functools.lru_cache(maxsize=1024)
+def _secret_name(key: str) -> bool:
+    return key != "event" and _SECRET_NAME.search(key) is not None
 
 
 def _scrub_value(value: Any) -> Any:
@@ -77,9 +98,11 @@ def _scrub_value(value: Any) -> Any:
 def scrub(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """Blank secret-named fields and secret-looking text in every log line."""
     for key, value in event.items():
-        if key != "event" and _SECRET_NAME.search(key) and value is not None:
+        if key in _SAFE_KEYS or value is None:
+            continue
+        if _secret_name(key):
             event[key] = REDACTED
-        else:
+        elif not isinstance(value, int | float):
             event[key] = _scrub_value(value)
     return event
 
@@ -176,6 +199,10 @@ def configure(
         cache_logger_on_first_use=False,
     )
     return sink
+
+
+def current_file() -> str | None:
+    return str(_sink.path) if _sink is not None and _sink.path is not None else None
 
 
 def reopen() -> str | None:

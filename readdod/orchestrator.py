@@ -13,7 +13,6 @@ import hashlib
 import re
 import urllib.parse
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Annotated, Any, Final, TypeVar
 
 import anyio
@@ -552,7 +551,12 @@ class Orchestrator:
             if canonical is not None:
                 same_page = tx.items_by_canonical_url(canonical)
                 for other in same_page:
-                    if urls.normalise_intent(other.intent_text) == same_intent:
+                    # A page sent with its own HTML (say, after a fetch hit a bot wall)
+                    # is new content: only an exact repeat of it is the same item.
+                    same_source = (
+                        source_type == "url" and other.source_type == "url"
+                    ) or other.capture_hash == digest
+                    if same_source and urls.normalise_intent(other.intent_text) == same_intent:
                         return other, False
                 sibling_of = same_page[0].id if same_page else None
             now = self.clock.now_ms()
@@ -1127,7 +1131,7 @@ class Orchestrator:
 
     async def backup(self, dest: str) -> BackupResult:
         """An online copy of the database, made off the event loop (readdod.backup)."""
-        result = await anyio.to_thread.run_sync(backup_database, self.store.path, Path(dest))
+        result = await anyio.to_thread.run_sync(backup_database, self.store.path, dest)
         log.info(
             "backup.done",
             path=result.path,

@@ -62,6 +62,8 @@ class RunContext(msgspec.Struct, kw_only=True):
     note: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
     #: Keeps the state of a long text's chunks for this run.
     chunks: ChunkLedger | None = None
+    #: Why the daemon wants the run to stop (pause, shutdown); None to go on.
+    stop_reason: Callable[[], str | None] | None = None
 
     def get(self, step: str, typ: type[Any]) -> Any:
         payload = self.done.get(step)
@@ -141,7 +143,9 @@ class Pipeline:
         )
 
     async def ai_step(self, step: str, ctx: RunContext) -> StepResult:
-        hooks = StepHooks(on_retry=ctx.on_retry, note=ctx.note, chunks=ctx.chunks)
+        hooks = StepHooks(
+            on_retry=ctx.on_retry, note=ctx.note, chunks=ctx.chunks, stop_reason=ctx.stop_reason
+        )
         with step_hooks(hooks):
             return await self._ai_step(step, ctx)
 

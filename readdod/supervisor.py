@@ -54,6 +54,7 @@ class Supervisor:
         self.paused = False
         self.draining = False
         self._actors: dict[str, anyio.CancelScope] = {}
+        self._cancelled: set[str] = set()
         self._wake = anyio.Event()
         self._idle = anyio.Event()
         orch.on_enqueue(self.wake)
@@ -85,12 +86,13 @@ class Supervisor:
         """Stop the actor running ``item_id`` (``archive --cancel``); False if none runs.
 
         The orchestrator has already taken the lease back, so nothing the
-        actor still tries to write gets through.
+        actor still tries to write gets through. ``actor.cancelled`` is
+        logged once the actor has stopped.
         """
         scope = self._actors.get(item_id)
         if scope is None:
             return False
-        log.info("actor.cancelled", item_id=item_id, worker_id=self.owner)
+        self._cancelled.add(item_id)
         scope.cancel()
         return True
 
@@ -166,6 +168,9 @@ class Supervisor:
             )
         finally:
             self._actors.pop(claimed.lease.item_id, None)
+            if claimed.lease.item_id in self._cancelled:
+                self._cancelled.discard(claimed.lease.item_id)
+                log.info("actor.cancelled", item_id=claimed.lease.item_id, worker_id=self.owner)
             if not self._actors:
                 self._idle.set()
             self.wake()

@@ -16,7 +16,8 @@ if ! command -v systemd-analyze >/dev/null; then
     echo "SKIP systemd unit verification: systemd-analyze is not available here"
     exit 0
 fi
-exe="$(command -v readdod)"
+exe="$(command -v readdod || true)"
+exe="$(realpath "${exe:-/bin/true}")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/system" "$work/user" "$work/run"

@@ -20,20 +20,27 @@ the first N matching requests (default: all), ``@step`` to one artifact
 (``summary``, ``score``, ``todos``, ``card_text``, ``summary_chunk``), and
 ``#tag`` keeps directives of different items apart.
 
-Run alone: ``python -m tests.fake_openai --port 8765``.
+Run alone: ``python -m tests.fake_openai --port 8765``; or around one command,
+which finds the server through ``$READDOD_CONFIG``:
+``python -m tests.fake_openai -- readdod eval --engine openai``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 DIRECTIVE = re.compile(
@@ -375,18 +382,36 @@ def running(**kwargs: Any) -> Iterator[FakeOpenAI]:
         fake.stop()
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=0, help="default: any free port")
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        help="run this command with $READDOD_CONFIG pointing readdod's openai engine at the"
+        " server, then stop (e.g. -- readdod eval --engine openai)",
+    )
     args = parser.parse_args()
     fake = FakeOpenAI(args.port).start()
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    print(f"fake OpenAI-compatible server on {fake.base_url}", flush=True)
-    done.wait()
-    fake.stop()
+    try:
+        command = [c for c in args.command if c != "--"]
+        if command:
+            with tempfile.TemporaryDirectory() as tmp:
+                cfg = Path(tmp) / "config.toml"
+                cfg.write_text(
+                    f'[ai]\nengine = "openai"\nbase_url = "{fake.base_url}"\nmodel = "fake"\n'
+                )
+                env = {**os.environ, "READDOD_CONFIG": str(cfg)}
+                return subprocess.run(command, env=env, check=False).returncode
+        done = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: done.set())
+        signal.signal(signal.SIGINT, lambda *_: done.set())
+        print(f"fake OpenAI-compatible server on {fake.base_url}", flush=True)
+        done.wait()
+        return 0
+    finally:
+        fake.stop()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -100,7 +100,7 @@ def test_backup_through_the_cli_into_a_directory(daemon: DaemonProc, tmp_path: P
     assert _check(made[0])[0] == 1
 
 
-@pytest.mark.parametrize("where", ["relative.db", "/nonexistent-dir/x.db"])
+@pytest.mark.parametrize("where", ["relative.db", "/nonexistent-dir/x.db", "/nonexistent-dir/"])
 def test_bad_backup_paths_are_refused(daemon: DaemonProc, where: str) -> None:
     with pytest.raises(RpcError) as exc:
         daemon.call("backup", {"path": where})

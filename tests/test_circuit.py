@@ -62,7 +62,7 @@ def test_zero_failures_disables_it() -> None:
 async def test_waiters_go_on_when_the_server_answers_again() -> None:
     cb = CircuitBreaker(1, probe_s=3600, clock=ManualClock())
     cb.failed()
-    released: list[bool] = []
+    released: list[bool | None] = []
 
     async def waiter() -> None:
         released.append(await cb.enter())
@@ -83,3 +83,19 @@ async def test_the_first_waiter_becomes_the_probe_when_it_is_due() -> None:
     clock.advance(1)
     assert await cb.enter() is True
     assert state(cb) is State.HALF_OPEN
+
+
+async def test_a_waiter_gives_up_when_told_to() -> None:
+    cb = CircuitBreaker(1, probe_s=3600, clock=ManualClock())
+    cb.failed()
+    stop = False
+
+    async def stopper() -> None:
+        nonlocal stop
+        await anyio.wait_all_tasks_blocked()
+        stop = True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stopper)
+        assert await cb.enter(give_up=lambda: stop) is None
+    assert state(cb) is State.OPEN

@@ -152,3 +152,17 @@ def test_serve_refuses_a_bad_override_with_exit_2(tmp_path: Path) -> None:
     )
     assert out.returncode == 2
     assert "READDOD_DAEMON_CONCURRENCY" in out.stderr
+
+
+def test_every_section_is_frozen_and_strict() -> None:
+    def walk(cls: type[msgspec.Struct], where: str) -> None:
+        cfg = cls.__struct_config__
+        assert cfg.frozen and cfg.forbid_unknown_fields, where
+        for field in msgspec.structs.fields(cls):
+            info = msgspec.inspect.type_info(field.type)
+            if isinstance(info, msgspec.inspect.StructType):
+                walk(info.cls, f"{where}.{field.name}")
+
+    walk(config.Config, "config")
+    sections = {f.name for f in msgspec.structs.fields(config.Config)}
+    assert {"daemon", "control", "fetch", "ai", "export", "log"} <= sections

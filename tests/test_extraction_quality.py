@@ -163,6 +163,58 @@ def test_hidden_elements_and_never_text_elements_are_dropped() -> None:
     assert extract(html).text == "\n\n".join(EN)
 
 
+def test_dates_tags_and_microdata_about_the_article_are_dropped() -> None:
+    html = page(
+        "<article><span itemprop='datePublished'>Tuesday, 5 March 2024, 09:30</span>"
+        + paras(EN[:2])
+        + f"<p>{EN[2]} The vote on <b><a href='/v'><time datetime='2024-03-04'>Monday</time>"
+        + "</a></b> was close.</p>"
+        + "<div class='post-tags'>Filed under <a rel='tag' href='/t/ferries'>ferries</a>, "
+        + "<a rel='tag' href='/t/harbour'>harbour</a></div>"
+        + "<p>Filed under: <a rel='tag' href='/t/island'>island life</a></p>"
+        + paras(EN[3:])
+        + "</article>"
+    )
+    text = extract(html).text
+    assert "Tuesday, 5 March" not in text
+    assert "The vote on Monday was close." in text
+    assert "ferries," not in text and "island life" not in text
+    assert text.startswith(EN[0]) and text.endswith(EN[3])
+
+
+def test_camel_case_class_names_are_read_as_words() -> None:
+    html = page(
+        "<article><div class='storyImage'><img src='a.jpg'>"
+        "<span class='newsCaption'>Commuters queue on the north pier at dawn</span></div>"
+        + paras(EN[:2])
+        + "<div class='shareBar'><a href='/s'>Post it</a> <span>or send it to a friend</span></div>"
+        + paras(EN[2:])
+        + "<div class='relatedStories'><p>More about ferries and the coast, every week, "
+        + "in our long-running series on island transport.</p></div></article>"
+    )
+    assert extract(html).text == "\n\n".join(EN)
+
+
+def test_embedded_posts_are_article_text() -> None:
+    tweet = (
+        "<div class='social-embed'><blockquote class='twitter-tweet'><p>The new timetable "
+        "is out and the last boat leaves at half past eleven, finally.</p>— Harbour Watch "
+        "<a href='https://example.social/hw/1'>March 5, 2024</a></blockquote></div>"
+    )
+    share = "<div class='social-share'><a href='/s/1'>Share</a><a href='/s/2'>Post</a></div>"
+    html = page(f"<article>{paras(EN[:2])}{tweet}{share}{paras(EN[2:])}</article>")
+    text = extract(html).text
+    assert "the last boat leaves at half past eleven, finally." in text
+    assert "Share" not in text
+
+
+def test_line_breaks_inside_a_block_stay_lines() -> None:
+    html = page(
+        f"<article>{paras(EN[:2])}<p>North pier<br>Harbour Road 1<br>Tide Bay</p></article>"
+    )
+    assert extract(html).text.endswith("\n\nNorth pier\nHarbour Road 1\nTide Bay")
+
+
 # --- structure kept ---------------------------------------------------------------
 
 

@@ -22,6 +22,8 @@ from readdod.engines import local
 from readdod.engines.base import Engine, EngineInput
 from readdod.engines.local import LocalEngine
 from readdod.errors import AIError, ErrorCode
+from readdod.evaluation.runner import load_golden
+from readdod.extraction import extract
 from readdod.models import Card, Score, Summary, Todos
 
 pytestmark = pytest.mark.anyio
@@ -351,6 +353,25 @@ async def test_arabic_reasons_cite_arabic_terms() -> None:
     assert r.score.match_score > (await run_all(ARABIC, intent="kubernetes")).score.match_score
 
 
+#: The todo that shows the page was understood for what it is, per kind of page.
+GENRE_TODO = {
+    "tutorial": ("action", "Try the steps"),
+    "research": ("output", "Write a note on the findings"),
+    "opinion": ("action", "Decide whether you agree"),
+    "news": ("output", "Write down what changed"),
+    "reference": ("output", "Write a cheat sheet"),
+}
+
+
+async def test_golden_pages_get_todos_for_their_kind() -> None:
+    for page, html in load_golden():
+        ext = extract(html, page.url)
+        assert local.detect_genre(ext.text, local.analyze(ext.text).words) == page.kind, page.id
+        r = await run_all(ext.text, intent=page.intent, title=ext.title)
+        kind, start = GENRE_TODO[page.kind]
+        assert any(t.kind == kind and t.title.startswith(start) for t in r.todos.items), page.id
+
+
 async def test_code_lines_never_become_the_summary() -> None:
     r = await run_all(TUTORIAL, intent="python tooling")
     assert "$" not in r.summary.tl_dr
@@ -414,14 +435,15 @@ async def test_unspaced_sentence_is_trimmed_to_the_limit() -> None:
 
 
 async def test_points_that_collide_after_trimming_are_dropped() -> None:
-    shared = "Shared " + " ".join(f"shared{i}" for i in range(57))
+    # Few distinct words in the long shared part, so the sentences are not near-duplicates.
+    shared = "Shared " + " ".join(f"shared{i % 20:02d}" for i in range(57))
     assert 500 < len(shared) < 520
     a = shared + " " + " ".join(f"alpha{i}" for i in range(9)) + "."
     b = shared + " " + " ".join(f"beta{i}" for i in range(9)) + "."
     c = shared + " " + " ".join(f"gamma{i}" for i in range(9)) + "."
     text = " ".join([a, b, c, "Short one is here.", "Another short sentence here.", "A third."])
     r = await run_all(text)  # one of a/b/c is the tl_dr, the other two collide as points
-    assert sum(p.startswith("Shared shared0") for p in r.summary.key_points) == 1
+    assert sum(p.startswith("Shared shared00") for p in r.summary.key_points) == 1
 
 
 async def test_russian() -> None:
@@ -484,6 +506,19 @@ async def test_repeated_sentences_are_not_repeated_in_the_summary() -> None:
     r = await run_all(text, intent="tokio")
     assert r.summary.tl_dr.count("Tokio schedules tasks") == 1
     assert sum("Tokio schedules tasks" in p for p in r.summary.key_points) <= 1
+
+
+async def test_a_sentence_contained_in_another_is_not_a_second_point() -> None:
+    text = (
+        "Clients may retry idempotent requests with exponential backoff and jitter. "
+        "Servers send Retry-After with 429 and 503 responses. "
+        "Retry idempotent requests with backoff. "
+        "A stable error code lets clients react without parsing messages. "
+        "Validation errors name the field that failed."
+    )
+    r = await run_all(text, intent="retry backoff")
+    assert sum("idempotent requests" in x for x in r.summary.key_points) == 1
+    assert "Retry idempotent requests with backoff." not in r.summary.tl_dr
 
 
 async def test_text_without_sentence_marks_is_chunked() -> None:
@@ -615,6 +650,12 @@ async def test_matching_intent_scores_higher_than_unrelated() -> None:
     assert unrelated.score.match_score < 40
     assert unrelated.score.recommendation == "skip"
     assert "None of the intent terms" in unrelated.score.reasons[0]
+    # A page to skip says so, and what to look for instead.
+    assert any(
+        t.kind == "learn" and t.title.startswith("Find a better source") and "sourdough" in t.title
+        for t in unrelated.todos.items
+    )
+    assert not any(t.title.startswith("Find a better source") for t in matching.todos.items)
     # The summary leans towards the intent: a gardening intent pulls the garden sentence in.
     garden = await run_all(ARTICLE, intent="keeping bees in a garden")
     assert "bees" in garden.summary.tl_dr + " ".join(garden.summary.key_points)

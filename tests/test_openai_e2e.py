@@ -217,7 +217,19 @@ def test_a_server_outage_parks_items_until_it_is_back(
         assert health["checks"]["ai_circuit"]["value"] in ("open", "half_open")
         assert all(d.call("get", {"id": i})["item"]["status"] == "PROCESSING" for i in ids)
         d.wait_log(lambda e: e["event"] == "circuit.reopened")
+        # A pause does not wait for the server: parked items go back to QUEUED at once.
+        d.call("pause")
+        d.wait_log(
+            lambda e: (
+                e["event"] == "item.transition"
+                and e["to"] == "QUEUED"
+                and e.get("reason") == "pause"
+            ),
+            count=3,
+        )
+        assert all(d.call("get", {"id": i})["item"]["status"] == "QUEUED" for i in ids)
         server.start()
+        d.call("resume")
         for i in ids:
             assert wait_done(d, i)["item"]["status"] == "READY"
         d.wait_log(lambda e: e["event"] == "circuit.closed")
@@ -281,6 +293,14 @@ def test_a_long_text_is_summarised_in_chunks_and_a_retry_redoes_only_the_failed_
         timeout=60,
     )
     assert f"Chunks (summary): {total}/{total} done" in shown.stdout, shown.stdout
+    # Progress went out as events, for `watch` and the log.
+    states = [
+        (e["chunk"], e["state"])
+        for e in d.logs
+        if e["event"] == "chunk.progress" and e["item_id"] == item
+    ]
+    errored = [c for c, st in states if st == "error"]
+    assert len(errored) == 1 and (errored[0], "retrying") in states and (0, "done") in states
 
 
 def test_after_a_crash_between_chunks_only_the_unfinished_chunks_are_asked_again(

@@ -19,7 +19,6 @@ from readdod import systemd
 from readdod.control.client import Client
 from tests.daemon_proc import DaemonProc
 
-
 ARTICLE = (
     "SQLite in WAL mode lets readers and a writer work at the same time.\n\n"
     "To enable it, run PRAGMA journal_mode=WAL once; the setting persists in the file. "
@@ -99,7 +98,7 @@ def test_ready_comes_after_recovery_and_binding(tmp_path: Path, notify: NotifySo
                 " = 'orphan_recovery'"
             ).fetchone()[0]
         assert recovered == 1
-        assert d.proc is not None and d.call("ping")["pid"] == d.proc.pid
+        assert d.call("ping")["pid"] == d.proc.pid
         assert [m for _, m in notify.messages].count("READY=1") == 1
         assert d.stop() == 0
         notify.wait(lambda m: m == "STOPPING=1")
@@ -212,3 +211,80 @@ def test_socket_activation_uses_the_passed_listener(tmp_path: Path, notify: Noti
         assert activated.exists()
     finally:
         d.close()
+
+
+def test_a_passed_tcp_socket_is_refused(tmp_path: Path) -> None:
+    """The control protocol trusts SO_PEERCRED: it must never listen on the network."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    d = ActivatedDaemon(tmp_path)
+    try:
+        d.start_activated(listener, {})
+        listener.close()
+        assert d.proc is not None and d.proc.wait(timeout=60) == 2
+        for t in d._threads:
+            t.join(timeout=10)
+        assert b"not a Unix stream socket" in d.stderr
+        assert not d.sock.exists()
+    finally:
+        d.close()
+
+
+@pytest.mark.anyio
+async def test_a_blocked_event_loop_stops_the_watchdog_pings(
+    notify: NotifySocket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pings come from the loop itself, so systemd sees a stuck daemon as stuck."""
+    import anyio
+
+    monkeypatch.setenv("NOTIFY_SOCKET", str(notify.path))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(systemd.watchdog_loop, 0.02)
+        await anyio.to_thread.run_sync(lambda: notify.wait(lambda m: m == "WATCHDOG=1", count=3))
+        time.sleep(0.5)  # the fault under test: something blocks the event loop
+        before = len(notify.messages)
+        await anyio.to_thread.run_sync(
+            lambda: notify.wait(lambda m: m == "WATCHDOG=1", count=before + 3)
+        )
+        tg.cancel_scope.cancel()
+    stamps = [t for t, m in notify.messages if m == "WATCHDOG=1"]
+    assert max(b - a for a, b in itertools.pairwise(stamps)) >= 0.45
+
+
+@pytest.mark.anyio
+async def test_status_is_sent_on_change_and_refreshed(
+    notify: NotifySocket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anyio
+
+    monkeypatch.setenv("NOTIFY_SOCKET", str(notify.path))
+    state = {"queued": 0}
+
+    async def read() -> str:
+        return systemd.status_line(
+            in_flight=0, queued=state["queued"], paused=False, draining=False
+        )
+
+    reporter = systemd.StatusReporter(read, poll_s=30, refresh_s=0.3)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reporter.run)
+        first = "STATUS=running: 0 in flight, 0 queued"
+        await anyio.to_thread.run_sync(lambda: notify.wait(lambda m: m == first))
+        state["queued"] = 4
+        reporter.poke()  # a change is sent at once, not at the next poll
+        changed = "STATUS=running: 0 in flight, 4 queued"
+        await anyio.to_thread.run_sync(lambda: notify.wait(lambda m: m == changed, timeout=5))
+        tg.cancel_scope.cancel()
+    assert [m for _, m in notify.messages].count(first) == 1
+
+    # Polled often, an unchanged line is still only repeated every refresh_s.
+    reporter = systemd.StatusReporter(read, poll_s=0.02, refresh_s=0.4)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reporter.run)
+        got = await anyio.to_thread.run_sync(
+            lambda: notify.wait(lambda m: m == changed, count=3, timeout=10)
+        )
+        tg.cancel_scope.cancel()
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(got[1:])]
+    assert gaps and min(gaps) >= 0.35, gaps

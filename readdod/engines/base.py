@@ -47,12 +47,24 @@ class StepHooks:
 
     ``on_retry`` records an in-step retry; ``note`` records an event about
     the step (e.g. waiting for a model server to come back); ``chunks`` keeps
-    long texts' chunk state. Engines that need none of it ignore it.
+    long texts' chunk state; ``stop_reason`` says (when not None) that the
+    daemon wants the step to stop, so an engine waiting for a server that is
+    down gives up with :class:`StepStopped`. Engines that need none of it
+    ignore it.
     """
 
     on_retry: OnRetry | None = None
     note: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
     chunks: ChunkLedger | None = None
+    stop_reason: Callable[[], str | None] | None = None
+
+
+class StepStopped(Exception):
+    """A step gave up waiting because the daemon is pausing or stopping; not a failure."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"step stopped: {reason}")
+        self.reason = reason
 
 
 # Passed by context rather than as a parameter, so the four-method Engine

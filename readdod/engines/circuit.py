@@ -4,8 +4,9 @@ After ``failures`` consecutive connection failures or 5xx answers the circuit
 *opens*: requests no longer go out, and the AI steps that want one wait in
 place instead of burning their attempts and failing. Their items stay
 PROCESSING under a lease that the supervisor's heartbeat keeps renewing, so
-the lease protocol is unchanged; a shutdown or cancel interrupts the wait and
-the actor returns the item to QUEUED as usual.
+the lease protocol is unchanged. A pause or a shutdown makes a waiting step
+give up (``give_up``) and the actor returns the item to QUEUED, as it does at
+a step boundary; nothing is recorded as a failure.
 
 Every ``probe_s`` one waiting request is let through as the *probe* (the
 circuit is then *half open*). If the server answers, whatever the answer, the
@@ -18,6 +19,7 @@ adds the waiting.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import Final
 
 import anyio
@@ -42,8 +44,8 @@ class Entry(enum.Enum):
     WAIT = "wait"
 
 
-#: Longest single sleep of a waiter, so it re-checks even if a wake-up is missed.
-MAX_WAIT_S: Final = 5.0
+#: Longest single sleep of a waiter, so it re-checks (and sees a pause) within this time.
+MAX_WAIT_S: Final = 1.0
 
 
 class CircuitBreaker:
@@ -121,11 +123,12 @@ class CircuitBreaker:
             self._changed.set()
             self._changed = None
 
-    async def enter(self) -> bool:
+    async def enter(self, *, give_up: Callable[[], bool] | None = None) -> bool | None:
         """Wait until a request may go out; True when the caller is the probe.
 
         A probe must end with :meth:`succeeded`, :meth:`failed` or
-        :meth:`abandoned`.
+        :meth:`abandoned`. Returns None, without entering, once ``give_up()``
+        is true while waiting.
         """
         while True:
             entry = self.try_enter()
@@ -133,6 +136,8 @@ class CircuitBreaker:
                 return False
             if entry is Entry.PROBE:
                 return True
+            if give_up is not None and give_up():
+                return None
             if self._changed is None:
                 self._changed = anyio.Event()
             changed = self._changed

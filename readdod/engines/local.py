@@ -3,7 +3,10 @@
 It exists so readdod works with no AI provider at all, and so tests and the
 demo get the same output every run. Every result is built from the text
 itself: sentences are ranked by TF-IDF centrality plus overlap with the
-intent, and scores and todos cite counts found in the text.
+intent, and scores and todos cite counts found in the text. Any script works
+(unspaced CJK/Thai text is read as character pairs); a text of fewer than
+:data:`MIN_WORDS` words is refused with ``AI_INPUT_TOO_SHORT`` rather than
+padded into a summary.
 
 All real work happens in the pure functions below (no I/O, no clock, no
 randomness, no set-order dependence); :class:`LocalEngine` only decides
@@ -283,7 +286,7 @@ def _is_complete(sentence: str) -> bool:
 
 
 _FLAG_RE: Final = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*(?:=\S+)?(?=\s|$)")
-_SHELL_RE: Final = re.compile(r"[|&;<>]{1,2}|\b\d>&\d\b|(?:^|\s)/[\w.-]+/|\s(?:#|//)\s")
+_SHELL_RE: Final = re.compile(r"&&|\|\||\s[|<>]{1,2}\s|\d>&\d|(?:^|\s)/[\w.-]+/|\s(?:#|//)\s")
 _SQL_RE: Final = re.compile(
     r"^(?:SELECT|FROM|WHERE|ORDER BY|GROUP BY|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|EXPLAIN|"
     r"WITH|JOIN|LIMIT|VALUES|ON)\b"
@@ -726,10 +729,16 @@ def _dup_key(s: str) -> str:
 
 
 def _near_duplicate(a: Sentence, b: Sentence) -> bool:
+    """Same words, or one says nothing the other does not ("Retry with backoff." after
+    "Clients may retry with exponential backoff and jitter.")."""
     if _dup_key(a.text) == _dup_key(b.text):
         return True
     sa, sb = set(a.terms), set(b.terms)
-    return len(sa & sb) / max(1, len(sa | sb)) >= 0.8
+    shared = len(sa & sb)
+    if shared / max(1, len(sa | sb)) >= 0.8:
+        return True
+    smaller = min(len(sa), len(sb))
+    return smaller >= 3 and shared / smaller >= 0.8
 
 
 def _select(ranked: Sequence[tuple[float, Sentence]], k: int) -> list[Sentence]:
@@ -1147,9 +1156,12 @@ def _clamp_minutes(n: int) -> int:
 
 
 def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
-    """Four todos shaped by genre (Try / Write a note / Decide ...), one of kind 'output'.
+    """Four or five todos shaped by genre, one of kind 'output': a tutorial gets "Try the
+    steps", research "Write a note on the findings", an opinion piece "Decide whether you
+    agree", news "Write down what changed", a reference "Write a cheat sheet".
 
-    The first todo always names the intent, so the list says what the reading is for.
+    The first todos name the intent, so the list says what the reading is for; a page to skip
+    also gets "Find a better source" naming the intent terms it never mentions.
     """
     an = analyze(inp.text)
     intent = _intent(inp.intent)
@@ -1222,6 +1234,16 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
     elif score.recommendation == "skim":
         items.append((f"Skim {title} for the parts about {topics}", "read", max(1, rt // 3)))
     else:
+        missing = _match(an, intent).missing
+        if missing:
+            items.append(
+                (
+                    f"Find a better source for {goal}: this one never mentions "
+                    f"{_names(missing, 4)}",
+                    "learn",
+                    15,
+                )
+            )
         items.append(
             (f"Archive {title}: it matches {goal} poorly (score {score.match_score})", "action", 1)
         )

@@ -40,7 +40,8 @@ import os
 import re
 import string
 import time
-from collections.abc import Sequence
+import urllib.parse
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Final, TypeVar, cast
@@ -55,8 +56,14 @@ from openai.types.chat.completion_create_params import ResponseFormat
 from readdod import retrying, rubric, schemas
 from readdod.clock import Clock
 from readdod.config import AIConfig
-from readdod.engines.base import EngineInput, EngineOutput, StepHooks, current_hooks
-from readdod.engines.circuit import CircuitBreaker
+from readdod.engines.base import (
+    EngineInput,
+    EngineOutput,
+    StepHooks,
+    StepStopped,
+    current_hooks,
+)
+from readdod.engines.circuit import CircuitBreaker, State
 from readdod.errors import AIError, ConfigError, ErrorCode, StepError
 from readdod.logging import add_secret, get_logger
 from readdod.models import TL_DR_MAX, Card, CardSource, RenderSpec, Score, Summary, Todos
@@ -100,6 +107,19 @@ def _struct_schema(typ: type[Any]) -> dict[str, Any]:
     if defs:
         out["$defs"] = defs
     return out
+
+
+def _display_url(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _bare(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema without ``$schema``/``$id``, which some servers' schema subsets reject."""
+    return {k: v for k, v in schema.items() if k not in ("$schema", "$id")}
 
 
 def _judge(kind: str, typ: type[T], content: str) -> tuple[T | None, list[str], bool]:
@@ -335,10 +355,12 @@ class OpenAIEngine:
                 f" ({cfg.attempts}): a lone item would fail before the circuit could open"
             )
         self.cfg = cfg
+        #: The base URL as messages show it: no user:password@, no query.
+        self.server = _display_url(cfg.base_url)
         key = read_api_key(cfg.api_key_env, environ)
         add_secret(key)
         if key is None:
-            log.info("ai.no_api_key", api_key_env=cfg.api_key_env, base_url=cfg.base_url)
+            log.info("ai.no_api_key", api_key_env=cfg.api_key_env, base_url=self.server)
         self.client = AsyncOpenAI(
             # Local servers (Ollama, llama.cpp, vLLM) accept any key; the client requires one.
             api_key=key or "no-key",
@@ -353,7 +375,7 @@ class OpenAIEngine:
             jitter_s=min(1.0, cfg.retry_initial_s),
         )
         self.circuit = CircuitBreaker(
-            cfg.circuit_failures, cfg.circuit_probe_s, name=cfg.base_url, clock=clock
+            cfg.circuit_failures, cfg.circuit_probe_s, name=self.server, clock=clock
         )
         self.limiter = RateLimiter(cfg.rpm, cfg.tpm)
         self.slots = anyio.CapacityLimiter(cfg.concurrency)
@@ -379,7 +401,7 @@ class OpenAIEngine:
         if self.mode == "json_schema":
             fmt = {
                 "type": "json_schema",
-                "json_schema": {"name": kind, "schema": schema, "strict": False},
+                "json_schema": {"name": kind, "schema": _bare(schema), "strict": False},
             }
         else:
             fmt = {"type": "json_object"}
@@ -393,7 +415,7 @@ class OpenAIEngine:
 
     def _map_status(self, exc: openai.APIStatusError, model: str) -> AIError:
         status = exc.status_code
-        where = f"{self.cfg.base_url} (model {model})"
+        where = f"{self.server} (model {model})"
         if status == 429:
             body = exc.body if isinstance(exc.body, dict) else {}
             if body.get("code") == "insufficient_quota":
@@ -436,7 +458,7 @@ class OpenAIEngine:
         ``down`` (counts against the circuit), ``answered`` (the server is up),
         ``neutral`` (a timeout says neither), ``fallback`` (retry in JSON mode)
         or ``foreign`` (not a request failure: let it through)."""
-        where = f"{self.cfg.base_url} (model {model})"
+        where = f"{self.server} (model {model})"
         if isinstance(exc, TimeoutError):
             return AIError(
                 f"the model server {where} did not answer within {self.cfg.timeout_s:g} s"
@@ -497,13 +519,21 @@ class OpenAIEngine:
         return None, "foreign"
 
     async def _once(
-        self, tally: _Tally, messages: Messages, kind: str, schema: dict[str, Any]
+        self,
+        tally: _Tally,
+        messages: Messages,
+        kind: str,
+        schema: dict[str, Any],
+        stop_reason: Callable[[], str | None] | None = None,
     ) -> Any:
         """One request through the circuit, the limits and the deadline; errors typed."""
         model = tally.model
         tokens = sum(estimate_tokens(m["content"]) for m in messages) + ANSWER_TOKENS
+        give_up = (lambda: stop_reason() is not None) if stop_reason is not None else None
         while True:
-            probe = await self.circuit.enter()
+            probe = await self.circuit.enter(give_up=give_up)
+            if probe is None:
+                raise StepStopped((stop_reason() if stop_reason else None) or "stop")
             try:
                 await self.limiter.acquire(tokens)
                 async with self.slots:
@@ -516,7 +546,7 @@ class OpenAIEngine:
             except Exception as exc:
                 error, verdict = self._classify(exc, model)
                 if verdict == "fallback":
-                    log.info("ai.structured_output_fallback", base_url=self.cfg.base_url)
+                    log.info("ai.structured_output_fallback", base_url=self.server)
                     self.mode = "json_object"
                     self.circuit.succeeded()
                     continue
@@ -543,23 +573,28 @@ class OpenAIEngine:
     ) -> Any:
         """One request, parked while the circuit is open; raises a retryable AIError otherwise."""
         noted = False
+        last: AIError | None = None
         while True:
+            if not noted and self.circuit.state is not State.CLOSED and hooks.note is not None:
+                noted = True
+                await hooks.note(
+                    "step.waiting",
+                    {
+                        "reason": "provider_unavailable",
+                        "circuit": self.circuit.state.value,
+                        "error_code": last.error_code if last else None,
+                        "message": (last.message if last else None)
+                        or f"the model server {self.server} is unavailable;"
+                        " waiting for it to answer again",
+                        "probe_s": self.cfg.circuit_probe_s,
+                    },
+                )
             try:
-                return await self._once(tally, messages, kind, schema)
+                return await self._once(tally, messages, kind, schema, hooks.stop_reason)
             except _Down as down:
-                if self.circuit.state.value == "closed":
+                if self.circuit.state is State.CLOSED:
                     raise down.error from down
-                if not noted and hooks.note is not None:
-                    noted = True
-                    await hooks.note(
-                        "step.waiting",
-                        {
-                            "reason": "provider_unavailable",
-                            "error_code": down.error.error_code,
-                            "message": down.error.message,
-                            "probe_s": self.cfg.circuit_probe_s,
-                        },
-                    )
+                last = down.error
 
     async def _ask(
         self,

@@ -252,14 +252,15 @@ def _num(v: float | None, fmt: str = ".2f") -> str:
 def format_report(report: Report) -> str:
     """The per-page table and the summary figures, for people."""
     f = report.figures
+    w = max([len(r.id) for r in report.pages] + [4])
     head = (
-        f"{'page':<28} {'kind':<10} {'lang':<4} {'tl;dr':>5} {'points':>6} "
+        f"{'page':<{w}} {'kind':<10} {'lang':<4} {'tl;dr':>5} {'points':>6} "
         f"{'match':>5} {'unrel':>5} {'rec':<5} result"
     )
     lines = [f"readdod eval: engine {report.engine} {report.engine_version}", "", head]
     for r in report.pages:
         lines.append(
-            f"{r.id[:28]:<28} {r.kind:<10} {r.lang:<4} {_num(r.tl_dr_overlap):>5} "
+            f"{r.id:<{w}} {r.kind:<10} {r.lang:<4} {_num(r.tl_dr_overlap):>5} "
             f"{_num(r.key_point_overlap):>6} {_num(r.match_score, 'd'):>5} "
             f"{_num(r.unrelated_score, 'd'):>5} {(r.recommendation or '--'):<5} "
             + ("PASS" if r.passed else "FAIL")

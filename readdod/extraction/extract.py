@@ -64,15 +64,19 @@ _NEVER_TEXT: Final = (
     "select, textarea, input, canvas, map, audio, video, figcaption"
 )
 _NEVER_TEXT_TAGS: Final = frozenset(_NEVER_TEXT.split(", "))
-# What the one walk over the document looks at.
+# What the one query over the document collects.
 _SCAN_TAGS: Final = frozenset(
-    {"meta", "link", "title", "base", "script", "h1", "article", "main", "time", "div", "section"}
+    {"meta", "link", "title", "base", "script", "h1", "article", "main", "time"}
 )
 _PARAGRAPH_TAGS: Final = frozenset({"p", "pre", "td", "br"})
+_SCAN_QUERY: Final = (
+    'meta, link[rel~=canonical i], title, base, script[type="application/ld+json" i], h1, '
+    "article, main, time, p, pre, td, br, [itemprop~=articleBody i], [role=main i]"
+)
 # Chrome that some sites (ASP.NET forms, modal snapshots) wrap around the whole
 # page: dropped only when it does not hold the article.
 _CHROME_TAGS: Final = frozenset({"nav", "header", "footer", "aside", "form", "menu"})
-# Containers whose class/id/role are read in the boilerplate walk.
+# Containers whose class/id/role can name them boilerplate.
 _NAMED_TAGS: Final = frozenset(
     {
         "div", "section", "ul", "ol", "table", "dl", "details", "center", "article",
@@ -149,6 +153,7 @@ _JUNK_PREFIXES: Final = (
     "advert", "comment", "cookie", "promo", "recommend", "share", "sponsor", "subscribe",
     "caption", "byline", "author", "recirc", "teaser", "screenreader", "widget",
 )  # fmt: skip
+_CAMEL_RE: Final = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _UNLIKELY: Final = 1
 _JUNK: Final = 2
 
@@ -168,7 +173,8 @@ def _names(names: str, cache: dict[str, int]) -> int:
         return verdict
     verdict = 0
     low = names.lower()
-    for token in low.replace("_", " ").replace("-", " ").split():
+    split = low if low == names else _CAMEL_RE.sub(" ", names).lower()  # newsCaption
+    for token in split.replace("_", " ").replace("-", " ").split():
         bits = _WORD_VERDICT.get(token)
         if bits is not None:
             verdict |= bits
@@ -188,6 +194,7 @@ def _names(names: str, cache: dict[str, int]) -> int:
     return verdict
 
 
+# Elements inside the container that pruning looks at.
 _PRUNE_TAGS: Final = frozenset(
     {"div", "section", "ul", "ol", "table", "dl", "details", "p", "span", "aside", "figure",
      "time"}
@@ -196,7 +203,6 @@ _PRUNE_TAGS: Final = frozenset(
 _META_ITEMPROPS: Final = frozenset(
     {"datepublished", "datemodified", "datecreated", "author", "creator", "publisher"}
 )
-_PROSE_TAGS: Final = frozenset({"p", "li", "td", "dd", "blockquote"})
 
 # --- thresholds --------------------------------------------------------------
 _MIN_PARAGRAPH_CHARS: Final = 25
@@ -210,7 +216,9 @@ _CLIMB_RATIO: Final = 0.62
 _LEAD_SHORT_CHARS: Final = 30
 _LEAD_PARAGRAPH_CHARS: Final = 100
 _CLIMB_LEVELS: Final = 1
+_RANKED: Final = 4  # candidates whose link density is worth measuring
 _LINK_LIST_DENSITY: Final = 0.5
+_DATE_LINE_EXTRA_CHARS: Final = 30  # "Published on", "Updated:", a time zone
 
 _WS_RE: Final = re.compile(r"\s+")
 # Marks a <br> while a block's text is gathered (a line separator, so that
@@ -383,32 +391,28 @@ class _Meta:
 
 
 def _scan(tree: Node, page_url: str | None) -> _Scan:
-    """Collect metadata elements and paragraph candidates in one walk.
-
-    One Python walk costs about what one CSS query does, and this one
-    replaces several.
-    """
+    """Collect metadata elements, semantic hints and paragraphs in one query."""
     scan = _Scan(base=page_url)
     canonical_href: str | None = None
     semantic: list[Node] = []
     articles: list[Node] = []
     paragraphs = scan.paragraph_nodes
-    for node in tree.root.traverse():
+    for node in tree.css(_SCAN_QUERY):
         tag = node.tag
         if tag in _PARAGRAPH_TAGS:
             paragraphs.append(node)
             continue
-        if tag not in _SCAN_TAGS:
-            continue
         attrs = node.attributes
-        if tag == "div" or tag == "section":
-            if "itemprop" in attrs or "role" in attrs:
-                if (attrs.get("itemprop") or "").lower() == "articlebody":
-                    scan.article_body_id = node.mem_id
-                    semantic.append(node)
-                elif (attrs.get("role") or "").lower() == "main":
-                    semantic.append(node)
-            continue
+        if tag not in _SCAN_TAGS or tag == "article":  # maybe matched by itemprop or role
+            if "articlebody" in (attrs.get("itemprop") or "").lower().split():
+                scan.article_body_id = node.mem_id
+                semantic.append(node)
+                continue
+            if (attrs.get("role") or "").lower() == "main":
+                semantic.append(node)
+                continue
+            if tag != "article":
+                continue
         if tag == "meta":
             content = attrs.get("content")
             if content:
@@ -661,7 +665,10 @@ def _article_blocks(tree: Node, scan: _Scan, meta: _Meta) -> list[_Block]:
     if body is None:
         return []
     judge = _Boilerplate(body, scan.keep)
-    paragraphs = _paragraphs(scan.paragraph_nodes)
+    cjk = (meta.lang or "").lower().startswith(("ja", "zh")) or bool(
+        _CJK_RE.search(meta.title or scan.doc_title)
+    )
+    paragraphs = _paragraphs(scan.paragraph_nodes, cjk=cjk)
     container = _choose_container(body, paragraphs, scan, judge)
     _prune(container, judge)
     blocks = _Renderer(scan.base, meta.headlines).render(container)
@@ -776,13 +783,15 @@ class _Paragraph:
     points: float
 
 
-def _paragraphs(nodes: list[Node]) -> list[_Paragraph]:
+def _paragraphs(nodes: list[Node], *, cjk: bool = False) -> list[_Paragraph]:
     """Paragraph-like texts with their readability points.
 
     ``<br>``-separated text written straight into a ``<div>`` counts as a
     paragraph of that div (old CMSes do that), as readability does by
-    wrapping such runs in ``<p>``.
+    wrapping such runs in ``<p>``. On a ``cjk`` page a character weighs
+    about a word, so lengths are counted in Latin-letter terms.
     """
+    minimum = _MIN_PARAGRAPH_CHARS // 3 if cjk else _MIN_PARAGRAPH_CHARS
     found: list[_Paragraph] = []
     br_parents: set[int] = set()
     for node in nodes:
@@ -795,9 +804,11 @@ def _paragraphs(nodes: list[Node]) -> list[_Paragraph]:
             text = "".join(_inline_text(child) for child in parent.iter(include_text=True))
         else:
             text = node.text()
-        if len(text) < _MIN_PARAGRAPH_CHARS:
+        if len(text) < minimum:
             continue
         chars = _chars(text)
+        if cjk:
+            chars += 2 * len(_CJK_RE.findall(text))
         if chars < _MIN_PARAGRAPH_CHARS:
             continue
         points = 1 + len(_COMMA_RE.findall(text)) + min(chars / 100, 3)
@@ -864,9 +875,8 @@ def _choose_container(
             level += 1
     if not cands:
         return body
-    ranked = sorted(cands.values(), key=lambda c: c.score, reverse=True)[:4]
-    best: _Candidate | None = None
-    best_score = -math.inf
+    ranked = sorted(cands.values(), key=lambda c: c.score, reverse=True)[:_RANKED]
+    best, best_score = ranked[0], -math.inf
     for cand in ranked:
         if cand.node.mem_id == body_id:
             final = cand.score * 0.5
@@ -874,7 +884,6 @@ def _choose_container(
             final = (cand.score + _initial_score(cand.node)) * (1 - _link_density(cand.node))
         if final > best_score:
             best, best_score = cand, final
-    assert best is not None
     top = _climb(best, cands, body_id)
     semantic = _semantic_container(scan, cands)
     if semantic is not None and scan.article_body_id == semantic.node.mem_id:
@@ -993,8 +1002,10 @@ def _class_weight(node: Node) -> float:
 def _prune(container: Node, judge: _Boilerplate) -> None:
     """Remove what sits inside the article but is not of it.
 
-    Share bars, captions, bylines, related links and comments by class/id;
-    figures (their text is captions); lists and blocks that are mostly links.
+    Chrome and hidden elements; share bars, captions, bylines, related links
+    and comments by class/id (a wrapper around an embedded post stays);
+    figures (their text is captions); date lines and author/date microdata;
+    rel=tag links; lists and blocks that are mostly links.
     """
     linked: dict[int, int] = {}
     cid = container.mem_id
@@ -1025,10 +1036,7 @@ def _prune(container: Node, judge: _Boilerplate) -> None:
                 doomed.append(node)
             continue
         if tag == "time":
-            # A date line of its own is metadata; a date inside a sentence is prose.
-            parent = node.parent
-            grand = parent.parent if parent is not None else None
-            if not any(n is not None and n.tag in _PROSE_TAGS for n in (parent, grand)):
+            if _is_date_line(node):
                 doomed.append(node)
             continue
         attrs = node.attributes
@@ -1049,6 +1057,16 @@ def _prune(container: Node, judge: _Boilerplate) -> None:
     _decompose_reversed(doomed)
 
 
+def _is_date_line(node: Node) -> bool:
+    """A ``<time>`` that is (nearly) all of its block is metadata, not a sentence."""
+    block = node.parent
+    while block is not None and not _is_block(block.tag):
+        block = block.parent
+    if block is None:
+        return False
+    return _chars(block.text()) < _chars(node.text()) + _DATE_LINE_EXTRA_CHARS
+
+
 def _tidy(blocks: list[_Block]) -> list[_Block]:
     """Drop repeated blocks (galleries and sticky bars repeat their text).
 
@@ -1057,10 +1075,11 @@ def _tidy(blocks: list[_Block]) -> list[_Block]:
     """
     start = 0
     for index, block in enumerate(blocks):
-        if len(block.text) >= _LEAD_PARAGRAPH_CHARS:
+        size = _visual_len(block.text)
+        if size >= _LEAD_PARAGRAPH_CHARS:
             start = index
             break
-        if len(block.text) >= _LEAD_SHORT_CHARS or block.md.startswith("#"):
+        if size >= _LEAD_SHORT_CHARS or block.md.startswith("#"):
             break
     blocks = blocks[start:]
     seen: set[str] = set()
@@ -1072,6 +1091,11 @@ def _tidy(blocks: list[_Block]) -> list[_Block]:
             seen.add(block.text)
         out.append(block)
     return out
+
+
+def _visual_len(text: str) -> int:
+    """Length in Latin-letter terms: a CJK character carries about a word."""
+    return len(text) if text.isascii() else len(text) + 2 * len(_CJK_RE.findall(text))
 
 
 def _node_text_len(node: Node) -> int:
@@ -1393,7 +1417,10 @@ def _int_attr(node: Node, name: str, default: int) -> int:
 def _resolve(base: str | None, href: str | None) -> str | None:
     if not href or not href.strip():
         return None
-    return urljoin(base, href.strip()) if base else href.strip()
+    href = href.strip()
+    if not base or href.startswith(("https://", "http://")):
+        return href
+    return urljoin(base, href)
 
 
 def _link_target(base: str | None, href: str | None) -> str | None:

@@ -10,6 +10,8 @@ ALTER TABLE items ADD COLUMN sibling_of TEXT;
 -- Automatic re-queues since the last user action or success (the [retry] policy).
 ALTER TABLE items ADD COLUMN auto_retries INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX items_canonical ON items (canonical_url) WHERE canonical_url IS NOT NULL;
+-- `list --status S`, newest first.
+CREATE INDEX items_status_id ON items (status, id);
 -- What the retry scheduler looks at: failed items with an automatic retry due.
 CREATE INDEX items_retry_due ON items (next_attempt_at)
     WHERE status IN ('FAILED_EXTRACTION', 'FAILED_AI') AND next_attempt_at > 0;
