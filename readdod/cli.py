@@ -596,10 +596,15 @@ def cmd_watch(args: argparse.Namespace, client: Client) -> int:
             if msg.get("method") != "event":
                 continue
             ev = msg["params"]
-            if args.json:
-                print(json.dumps(ev, ensure_ascii=False), flush=True)
-            else:
-                print(view.line(ev), flush=True)
+            try:
+                if args.json:
+                    print(json.dumps(ev, ensure_ascii=False), flush=True)
+                else:
+                    print(view.line(ev), flush=True)
+            except BrokenPipeError:
+                # The reader went away (`readdod watch | head`): stop quietly.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return EXIT_OK
             if ev.get("event") == "watch.dropped":
                 reason = (ev.get("data") or {}).get("reason", "")
                 print(f"readdod: the daemon dropped this watch: {reason}", file=sys.stderr)

@@ -82,6 +82,16 @@ class Subscription:
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
+    def ready(self, limit: int) -> list[BusEvent]:
+        """Up to ``limit`` more events that are already waiting (none is waited for)."""
+        out: list[BusEvent] = []
+        while len(out) < limit:
+            try:
+                out.append(self._recv.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+        return out
+
     def close(self) -> None:
         self._bus._remove(self)
         self._send.close()

@@ -234,3 +234,44 @@ def test_health_exit_codes_and_stats_from_the_cli(tmp_path: Path, page_server: s
         assert d.stop() == 0
     finally:
         d.close()
+
+
+def test_an_open_ai_circuit_makes_the_daemon_unhealthy(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on: every request is refused
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    d = DaemonProc(
+        tmp_path,
+        ai={
+            "engine": "openai",
+            "base_url": dead,
+            "attempts": 2,
+            "circuit_failures": 2,
+            "retry_initial_s": 0.01,
+            "retry_max_s": 0.01,
+            "circuit_probe_s": 600.0,
+        },
+    )
+    try:
+        d.start()
+        assert d.call("health")["checks"]["ai_circuit"]["value"] == "closed"
+        d.call(
+            "capture",
+            {"text": "a text worth reading, long enough to summarise " * 5, "intent": "x"},
+        )
+        d.wait_log(lambda e: e["event"] == "circuit.opened")
+        out = _cli(d, "health", "--json")
+        assert out.returncode == 2, out
+        report = json.loads(out.stdout)
+        assert report["checks"]["ai_circuit"] == {
+            "status": "unhealthy",
+            "value": "open",
+            "reason": "the AI provider's circuit is open: it keeps failing, so AI steps wait",
+        }
+        # The work is parked, not failed.
+        assert report["metrics"]["failed_items"] == 0
+        assert d.stop() == 0
+    finally:
+        d.close()

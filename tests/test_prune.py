@@ -202,7 +202,12 @@ async def test_the_file_shrinks_after_a_big_prune(tmp_path: Path) -> None:
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[DaemonProc]:
-    d = DaemonProc(tmp_path, ai={"engine": "fixed"}, daemon={"skip_below": 0})
+    d = DaemonProc(
+        tmp_path,
+        ai={"engine": "fixed"},
+        daemon={"skip_below": 0},
+        retention={"interval_h": 0.0002},  # every 0.72 s, so a second round is seen
+    )
     try:
         yield d
     finally:
@@ -211,7 +216,8 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProc]:
 
 def test_prune_through_the_daemon_and_the_cli(tmp_path: Path, daemon: DaemonProc) -> None:
     daemon.start()
-    daemon.wait_log(lambda e: e["event"] == "retention.pruned")
+    # The daemon prunes once at start, then again after each interval.
+    daemon.wait_log(lambda e: e["event"] == "retention.pruned" and not e["dry_run"], count=2)
     item_id = daemon.call("capture", {"text": "some text to read", "intent": "x"})["item"]["id"]
     daemon.wait_status("READY", count=1)
     daemon.call("process", {"id": item_id, "regenerate": True})

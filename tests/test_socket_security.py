@@ -217,7 +217,7 @@ def test_idle_connections_are_closed_but_a_watch_is_not(
 def test_a_client_that_never_reads_does_not_slow_the_others(
     tmp_path: Path, daemons: list[DaemonProc]
 ) -> None:
-    d = _daemon(daemons, tmp_path, control={"send_timeout_s": 2.0}).start()
+    d = _daemon(daemons, tmp_path, control={"send_timeout_s": 3.0}).start()
     stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stuck.connect(str(d.sock))
     flood = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n' * 50_000
@@ -243,5 +243,5 @@ def test_a_client_that_never_reads_does_not_slow_the_others(
     stuck.close()
     # The slow client was cut off only after send_timeout_s, during which the other was served.
     assert len(latencies) > 10
-    assert max(latencies) < 1.0, max(latencies)
+    assert max(latencies) < 1.5, max(latencies)
     assert d.stop() == 0

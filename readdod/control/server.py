@@ -37,6 +37,8 @@ _enc = msgspec.json.Encoder()
 Handler = Callable[[Any], Awaitable[Any]]
 
 ACCEPT_BACKOFF_S = 0.1
+#: Events a watcher is sent in one write at most.
+WATCH_BATCH = 256
 #: How long a refused connection is given to read why before it is closed.
 REFUSAL_LINGER_S = 1.0
 _TRANSIENT_ACCEPT = frozenset(
@@ -154,7 +156,11 @@ class ControlServer:
                     async with anyio.create_task_group() as tg:
                         conn = _Conn(stream, tg, ctl.send_timeout_s)
                         _conn.set(conn)
-                        await self._serve_lines(conn)
+                        try:
+                            await self._serve_lines(conn)
+                        finally:
+                            if conn.pending_watch is not None:  # never started
+                                conn.pending_watch.close()
                         tg.cancel_scope.cancel()
                 finally:
                     self.connections -= 1
@@ -222,8 +228,13 @@ class ControlServer:
         """Send a subscription's events until the client leaves or falls behind."""
         try:
             async for event in sub:
-                note = p.Notification(method="event", params=event)
-                await conn.send(_enc.encode(note) + b"\n")
+                # Whatever else is already waiting goes out in the same write.
+                batch = [event, *sub.ready(WATCH_BATCH - 1)]
+                await conn.send(
+                    b"".join(
+                        _enc.encode(p.Notification(method="event", params=e)) + b"\n" for e in batch
+                    )
+                )
             if sub.dropped:
                 log.warning("watch.dropped", reason=sub.dropped, last_seq=sub.last_seq)
                 await conn.send(

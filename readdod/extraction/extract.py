@@ -34,6 +34,7 @@ import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import filterfalse
 from typing import Any, Final, Literal
 from urllib.parse import urljoin
 
@@ -220,13 +221,14 @@ _RANKED: Final = 4  # candidates whose link density is worth measuring
 _LINK_LIST_DENSITY: Final = 0.5
 _DATE_LINE_EXTRA_CHARS: Final = 30  # "Published on", "Updated:", a time zone
 
-_WS_RE: Final = re.compile(r"\s+")
 # Marks a <br> while a block's text is gathered (a line separator, so that
 # collapsing whitespace inside a line cannot mistake it for a newline).
 _BR: Final = "\u2028"
 _INVISIBLE: Final = "\u200b\u2060\ufeff\u00ad"
 _INVISIBLE_RE: Final = re.compile(f"[{_INVISIBLE}]")
-_COMMA_RE: Final = re.compile(r"[,，、،]")
+_BLANK_LINES_RE: Final = re.compile(r"\n{3,}")
+_HTML_BLOCK_RE: Final = re.compile(r"<(?:p|br|div|h[2-6]|li)\b", re.IGNORECASE)
+_LINES_RE: Final = re.compile(r"\n\s*\n|\n")
 _ALNUM_RE: Final = re.compile(r"[^\W_]")
 _CJK_RE: Final = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]"
@@ -323,7 +325,7 @@ def extract_text(text: str, *, title: str | None = None, url: str | None = None)
     """
     text = _INVISIBLE_RE.sub("", text)
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    body = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in lines)).strip()
+    body = _BLANK_LINES_RE.sub("\n\n", "\n".join(line.rstrip() for line in lines)).strip()
     if not body:
         raise ExtractionError(EMPTY_TEXT_MESSAGE, code=ErrorCode.EXTRACTION_EMPTY, retryable=False)
     clean_title = _ws(title) if title is not None else ""
@@ -348,11 +350,14 @@ def word_count(text: str) -> int:
     Whitespace-separated tokens with a letter or digit; CJK scripts have no
     spaces, so each two of their characters count as one word.
     """
-    cjk = 0 if text.isascii() else len(_CJK_RE.findall(text))
-    tokens = (_CJK_RE.sub(" ", text) if cjk else text).split()
+    cjk = 0
+    if not text.isascii():
+        text, cjk = _CJK_RE.subn(" ", text)
+    tokens = text.split()
     words = len(tokens)
-    for token in tokens:
-        if not token.isalnum() and _ALNUM_RE.search(token) is None:
+    # Most tokens are plain words: only the others are looked at in Python.
+    for token in filterfalse(str.isalnum, tokens):
+        if _ALNUM_RE.search(token) is None:
             words -= 1
     return words + math.ceil(cjk / 2)
 
@@ -523,14 +528,25 @@ def _byline(tree: Node, scan: _Scan, ld: dict[str, Any]) -> str | None:
     for candidate in candidates:
         if cleaned := _clean_byline(candidate):
             return cleaned
-    # Only now pay for another pass over the page.
-    for node in tree.css("[itemprop~=author i], [rel~=author i], .byline, .author")[:4]:
-        if node.tag == "meta":
-            continue
-        name = node.css_first("[itemprop~=name i]")
-        if cleaned := _clean_byline(_ws((name or node).text())):
+    # Only now pay for another pass over the page, stopping at the first
+    # match when that is the answer (it nearly always is).
+    first = tree.css_first(_AUTHOR_QUERY)
+    if first is None:
+        return None
+    if first.tag != "meta" and (cleaned := _author_name(first)):
+        return cleaned
+    for node in tree.css(_AUTHOR_QUERY)[1:4]:
+        if node.tag != "meta" and (cleaned := _author_name(node)):
             return cleaned
     return None
+
+
+_AUTHOR_QUERY: Final = "[itemprop~=author i], [rel~=author i], .byline, .author"
+
+
+def _author_name(node: Node) -> str | None:
+    name = node.css_first("[itemprop~=name i]")
+    return _clean_byline(_ws((name or node).text()))
 
 
 def _clean_byline(candidate: str | None) -> str | None:
@@ -649,10 +665,10 @@ def _ld_body_blocks(ld: dict[str, Any] | None, base: str | None, meta: _Meta) ->
     body = ld.get("articleBody") if ld else None
     if not isinstance(body, str) or len(body.strip()) < _LD_BODY_MIN_CHARS:
         return []
-    if re.search(r"<(?:p|br|div|h[2-6]|li)\b", body, re.IGNORECASE):
+    if _HTML_BLOCK_RE.search(body):
         fragment = LexborHTMLParser(body).body
         return _Renderer(base, meta.headlines).render(fragment) if fragment is not None else []
-    paragraphs = (_ws(part) for part in re.split(r"\n\s*\n|\n", body))
+    paragraphs = (_ws(part) for part in _LINES_RE.split(body))
     return [_Block(p, p) for p in paragraphs if p]
 
 
@@ -740,12 +756,17 @@ class _Boilerplate:
                     return False
                 if _is_embed(node):
                     return False
-        if len(node.text()) > 2000:
+        text = node.text()
+        if (
+            len(text) > 2000
+            and node.css_first("p") is not None
+            and _link_density(node, len(text)) < 0.5  # cheaper than the body's text
+        ):
             if self._total < 0:
                 self._total = _node_text_len(self.body)
             # A comment thread can outweigh a short post, so a node named as
             # boilerplate escapes only as a page-wide wrapper.
-            if _holds_article(node, self._total * (0.5 if chrome else 0.8)):
+            if _chars(text) > self._total * (0.5 if chrome else 0.8):
                 return False
         return True
 
@@ -764,15 +785,6 @@ def _is_embed(node: Node) -> bool:
         and child.tag == "blockquote"
         and child.css_first("p") is not None
         and _link_density(child) < 0.5
-    )
-
-
-def _holds_article(node: Node, threshold: float) -> bool:
-    """More text than ``threshold``, in paragraphs that are not mostly links."""
-    return (
-        _node_text_len(node) > threshold
-        and node.css_first("p") is not None
-        and _link_density(node) < 0.5
     )
 
 
@@ -811,7 +823,10 @@ def _paragraphs(nodes: list[Node], *, cjk: bool = False) -> list[_Paragraph]:
             chars += 2 * len(_CJK_RE.findall(text))
         if chars < _MIN_PARAGRAPH_CHARS:
             continue
-        points = 1 + len(_COMMA_RE.findall(text)) + min(chars / 100, 3)
+        commas = text.count(",")
+        if not text.isascii():
+            commas += text.count("，") + text.count("、") + text.count("،")
+        points = 1 + commas + min(chars / 100, 3)
         found.append(_Paragraph(node if tag != "br" else parent, chars, points))
     return found
 
@@ -881,7 +896,10 @@ def _choose_container(
         if cand.node.mem_id == body_id:
             final = cand.score * 0.5
         else:
-            final = (cand.score + _initial_score(cand.node)) * (1 - _link_density(cand.node))
+            raw = cand.score + _initial_score(cand.node)
+            if max(raw, 0.0) <= best_score:
+                continue  # cannot win whatever its links: skip measuring them
+            final = raw * (1 - _link_density(cand.node))
         if final > best_score:
             best, best_score = cand, final
     top = _climb(best, cands, body_id)
@@ -1007,9 +1025,15 @@ def _prune(container: Node, judge: _Boilerplate) -> None:
     figures (their text is captions); date lines and author/date microdata;
     rel=tag links; lists and blocks that are mostly links.
     """
+    # One walk: the links' text is credited to their ancestors first, since
+    # the elements are judged by it (a css("a") query would be a second walk).
+    nodes = list(container.traverse())
+    tags: list[str | None] = [node.tag for node in nodes]
     linked: dict[int, int] = {}
     cid = container.mem_id
-    for link in container.css("a"):
+    for link, tag in zip(nodes, tags, strict=True):
+        if tag != "a":
+            continue
         chars = _chars(link.text())
         if not chars:
             continue
@@ -1022,39 +1046,54 @@ def _prune(container: Node, judge: _Boilerplate) -> None:
             ancestor = ancestor.parent
     total = _node_text_len(container)
     doomed: list[Node] = []
-    for node in container.traverse():
-        tag = node.tag
+    # What lies inside a doomed element goes with it: not worth judging
+    # (comment threads and link lists are often most of a container).
+    dead: set[int] = set()
+    for node, tag in zip(nodes, tags, strict=True):
+        if not tag or tag[0] == "-":  # comments
+            continue
+        if dead:
+            parent = node.parent
+            if parent is not None and parent.mem_id in dead:
+                dead.add(node.mem_id)
+                continue
         if tag == "a":
             # rel=tag links are the page's tag cloud, not its prose.
-            if "tag" in (node.attributes.get("rel") or "").lower().split():
+            rel = node.attributes.get("rel")
+            if rel and "tag" in rel.lower().split():
                 doomed.append(node)
             continue
         if (tag not in _PRUNE_TAGS and tag not in _CHROME_TAGS) or node.mem_id == cid:
             continue
-        if tag == "figure":
-            if node.css_first("blockquote, table, pre") is None:
-                doomed.append(node)
-            continue
-        if tag == "time":
-            if _is_date_line(node):
-                doomed.append(node)
-            continue
-        attrs = node.attributes
-        if judge.is_bad(node, attrs):
+        if _is_junk(node, tag, judge, linked.get(node.mem_id, 0), total):
             doomed.append(node)
-            continue
-        if (attrs.get("itemprop") or "").lower() in _META_ITEMPROPS:
-            doomed.append(node)
-            continue
-        if judge.names(attrs) & _JUNK and _node_text_len(node) < total / 2 and not _is_embed(node):
-            doomed.append(node)
-            continue
-        links = linked.get(node.mem_id, 0)
-        if links and tag in ("div", "section", "ul", "ol", "table", "dl", "p"):
-            length = _node_text_len(node)
-            if length and links / length > _LINK_LIST_DENSITY and length < total / 3:
-                doomed.append(node)
+            dead.add(node.mem_id)
     _decompose_reversed(doomed)
+
+
+def _is_junk(node: Node, tag: str, judge: _Boilerplate, links: int, total: int) -> bool:
+    """Whether an element of the container is about the article, not of it.
+
+    ``links``: characters of link text inside; ``total``: the container's.
+    """
+    if tag == "figure":
+        return node.css_first("blockquote, table, pre") is None
+    if tag == "time":
+        return _is_date_line(node)
+    attrs = node.attributes
+    if attrs or tag in _CHROME_TAGS:  # a bare element is never boilerplate
+        if judge.is_bad(node, attrs):
+            return True
+        if (attrs.get("itemprop") or "").lower() in _META_ITEMPROPS:
+            return True
+        if judge.names(attrs) & _JUNK and _node_text_len(node) < total / 2 and not _is_embed(node):
+            return True
+    # A node's text holds its links' text: with links >= total / 3 it
+    # cannot be a short link list, so its length is not worth reading.
+    if links and links < total / 3 and tag in ("div", "section", "ul", "ol", "table", "dl", "p"):
+        length = _node_text_len(node)
+        return bool(length) and links / length > _LINK_LIST_DENSITY and length < total / 3
+    return False
 
 
 def _is_date_line(node: Node) -> bool:
@@ -1105,19 +1144,17 @@ def _node_text_len(node: Node) -> int:
 
 def _chars(text: str) -> int:
     """Length without the usual whitespace (counting beats splitting on long texts)."""
-    return (
-        len(text)
-        - text.count(" ")
-        - text.count("\n")
-        - text.count("\t")
-        - text.count("\r")
-        - text.count("\xa0")
-    )
+    chars = len(text) - text.count(" ") - text.count("\n") - text.count("\t") - text.count("\r")
+    return chars if text.isascii() else chars - text.count("\xa0")
 
 
-def _link_density(node: Node) -> float:
-    """Share of the text inside links (raw lengths: both sides carry the same spacing)."""
-    total = len(node.text())
+def _link_density(node: Node, total: int = -1) -> float:
+    """Share of the text inside links (raw lengths: both sides carry the same spacing).
+
+    ``total``: the length of the node's text, if the caller has it already.
+    """
+    if total < 0:
+        total = len(node.text())
     if total == 0:
         return 0.0
     linked = sum(len(link.text()) for link in node.css("a"))
@@ -1172,24 +1209,31 @@ class _Renderer:
     # dispatch
 
     def _children(self, node: Node) -> None:
+        # The hottest loop of rendering: text nodes are handled inline.
+        plain, md = self._plain, self._md
         for child in node.iter(include_text=True):
-            self._node(child)
+            tag: str | None = child.tag
+            if tag == "-text":
+                # Raw: whitespace is collapsed once per block, in _flush.
+                text = child.text_content or ""
+                plain.append(text)
+                md.append(text)
+            elif tag and tag[0] != "-" and tag not in _SKIP_TAGS:  # not a comment
+                self._element(child, tag)
 
     def _node(self, node: Node) -> None:
-        if node.is_text_node:
-            # Raw: whitespace is collapsed once per block, in _flush.
+        tag: str | None = node.tag
+        if tag == "-text":
             text = node.text_content or ""
             self._plain.append(text)
             self._md.append(text)
-            return
-        if not node.is_element_node:
-            return
-        tag: str = node.tag
-        if tag in _SKIP_TAGS:
-            return
+        elif tag and tag[0] != "-" and tag not in _SKIP_TAGS:
+            self._element(node, tag)
+
+    def _element(self, node: Node, tag: str) -> None:
         if tag == "br":
             self._push(_BR, _BR)
-        elif not _is_block(tag):
+        elif tag not in _BLOCK_TAGS and "-" not in tag:  # inline (see _is_block)
             parts = self._inline(node)
             if parts is None:  # an inline element wrapping blocks: look through it
                 self._children(node)
@@ -1208,9 +1252,11 @@ class _Renderer:
         elif tag == "table":
             self._table(node)
         else:
-            self._flush()
+            if self._plain:
+                self._flush()
             self._children(node)
-            self._flush()
+            if self._plain:
+                self._flush()
 
     # inline content
 
@@ -1234,18 +1280,19 @@ class _Renderer:
         plain: list[str] = []
         md: list[str] = []
         for child in node.iter(include_text=True):
-            if child.is_text_node:
+            tag = child.tag
+            if tag == "-text":
                 text = child.text_content or ""
                 plain.append(text)
                 md.append(text)
                 continue
-            if not child.is_element_node or child.tag in _SKIP_TAGS:
+            if not tag or tag[0] == "-" or tag in _SKIP_TAGS:
                 continue
-            if child.tag == "br":
+            if tag == "br":
                 plain.append(_BR)
                 md.append(_BR)
                 continue
-            if _is_block(child.tag):
+            if _is_block(tag):
                 return None
             parts = self._inline(child)
             if parts is None:
@@ -1358,9 +1405,13 @@ class _Renderer:
         header_done = False
         for row in node.css("tr"):
             cells = []
+            plains = []
             for cell in row.css("th, td"):
                 parts = self._inline(cell)
-                cells.append(_ws(parts[1] if parts is not None else cell.text()))
+                plain_cell = _ws(cell.text())
+                cells.append(_ws(parts[1]) if parts is not None else plain_cell)
+                if plain_cell:
+                    plains.append(plain_cell)
             if not any(cells):
                 continue
             escaped = [cell.replace("|", "\\|") for cell in cells]
@@ -1368,8 +1419,7 @@ class _Renderer:
             if not header_done:
                 md += "\n|" + "|".join(" --- " for _ in cells) + "|"
                 header_done = True
-            plain = " | ".join(_ws(cell.text()) for cell in row.css("th, td") if _ws(cell.text()))
-            self.blocks.append(_Block(plain, md, group))
+            self.blocks.append(_Block(" | ".join(plains), md, group))
 
 
 def _join_markdown(blocks: list[_Block]) -> str:
@@ -1439,20 +1489,29 @@ def _link_target(base: str | None, href: str | None) -> str | None:
     return target.replace(" ", "%20").replace(")", "%29") if target else None
 
 
-def _collapse(text: str) -> str:
-    """Inline whitespace runs become one space (newlines included)."""
-    if _INVISIBLE_RE.search(text) is not None:
-        text = _INVISIBLE_RE.sub("", text)
-    return _WS_RE.sub(" ", text)
-
-
 def _ws(text: str | None) -> str:
-    return _collapse(text or "").strip()
+    """Whitespace runs become one space (newlines included), none at the ends."""
+    if not text:
+        return ""
+    if _has_invisible(text):
+        text = _INVISIBLE_RE.sub("", text)
+    return " ".join(text.split())
+
+
+def _has_invisible(text: str) -> bool:
+    """Whether ``text`` holds one of ``_INVISIBLE``.
+
+    Plain substring tests: much cheaper than a regex scan of a long text (and
+    immediate when the text's storage cannot hold such characters at all).
+    """
+    return not text.isascii() and (
+        "\u00ad" in text or "\u200b" in text or "\u2060" in text or "\ufeff" in text
+    )
 
 
 def _clean_lines(text: str) -> str:
     """Normalise a block: collapse whitespace, one line per ``<br>``, no empty lines."""
-    if _INVISIBLE_RE.search(text) is not None:
+    if _has_invisible(text):
         text = _INVISIBLE_RE.sub("", text)
     if _BR not in text:
         return " ".join(text.split())
@@ -1469,8 +1528,14 @@ def _text_len(blocks: list[_Block]) -> int:
 
 
 def _excerpt(text: str) -> str:
-    """About the first 200 characters, cut at a word boundary."""
-    flat = _ws(text)
+    """About the first 200 characters, cut at a word boundary.
+
+    Only a head of the text is collapsed when that is enough: collapsing the
+    whole article for 200 characters costs a pass over all of it.
+    """
+    flat = _ws(text[: 4 * _EXCERPT_CHARS])
+    if len(flat) <= _EXCERPT_CHARS + 1 and len(text) > 4 * _EXCERPT_CHARS:
+        flat = _ws(text)
     if len(flat) <= _EXCERPT_CHARS:
         return flat
     cut = flat[:_EXCERPT_CHARS]
