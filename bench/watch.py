@@ -31,13 +31,15 @@ def _run(items: int, watchers: int) -> dict[str, float | int]:
         try:
             with d.client() as c:
                 c.call("pause")
-                batch = [
-                    {"jsonrpc": "2.0", "id": i, "method": "capture",
-                     "params": {"text": article(i), "intent": "learn"}}
-                    for i in range(items)
-                ]  # fmt: skip
-                c.send_raw(json.dumps(batch).encode() + b"\n")
-                c.read_raw()
+                for first in range(0, items, 100):  # batches well under the 1 MiB line cap
+                    batch = [
+                        {"jsonrpc": "2.0", "id": i, "method": "capture",
+                         "params": {"text": article(i), "intent": "learn"}}
+                        for i in range(first, min(items, first + 100))
+                    ]  # fmt: skip
+                    c.send_raw(json.dumps(batch).encode() + b"\n")
+                    answers = json.loads(c.read_raw())
+                    assert all("result" in a for a in answers), answers[:1]
             for _ in range(watchers):
                 w = Client(d.sock, timeout_s=None)
                 w.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"watch"}\n')
