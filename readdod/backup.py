@@ -44,6 +44,24 @@ def target_path(dest: str | Path) -> Path:
     return dest
 
 
+def _check_target(src: Path, target: Path) -> None:
+    """Refuse targets whose replacement would harm the live daemon or the system.
+
+    Renaming a copy over the database (or its WAL, shared memory or lock file)
+    would leave the daemon writing to an unlinked file and pair the new file
+    with the old WAL; renaming it over a device or a socket replaces that node.
+    """
+    live = src.resolve()
+    own = {live, *(live.with_name(live.name + suffix) for suffix in ("-wal", "-shm", ".lock"))}
+    if target.resolve() in own:
+        raise ValidationFailed(
+            f"cannot back up to {target}: that is the live database (or one of its files);"
+            " choose another path"
+        )
+    if target.exists() and not target.is_file():
+        raise ValidationFailed(f"cannot back up to {target}: it exists and is not a regular file")
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -58,8 +76,15 @@ def backup_database(
     """Copy ``src`` to ``dest`` (blocking: call it from a worker thread)."""
     started = time.perf_counter()
     target = target_path(dest)
+    _check_target(src, target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
+        # The copy holds every item: readable by the daemon's user only, whatever its umask.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
         source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=30)
         try:
             source.execute("BEGIN")

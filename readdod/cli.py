@@ -16,7 +16,13 @@ import msgspec
 
 from readdod import __version__, config
 from readdod.control.client import Client, RpcError
-from readdod.errors import ConfigError, DaemonUnavailable, InstanceLocked, ReaddodError
+from readdod.errors import (
+    ConfigError,
+    DaemonUnavailable,
+    ExtractionError,
+    InstanceLocked,
+    ReaddodError,
+)
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -92,8 +98,15 @@ def render_card(item: dict[str, Any], artifacts: dict[str, Any]) -> str:
         )
         if failure.get("next_attempt_at"):
             lines.append(f"  Retrying by itself at {failure['next_attempt_at']}")
+        elif failure["failed_step"] == "export":
+            lines.append(f"  Export again with `readdod export {item['id']} [--out DIR]`")
         elif failure.get("retryable"):
             lines.append(f"  Retry with `readdod process {item['id']}`")
+        else:
+            lines.append(
+                f"  Once the cause is fixed: `readdod process {item['id']}`;"
+                f" or `readdod archive {item['id']}`"
+            )
     if item.get("archive_reason"):
         lines.append(f"  Archived: {item['archive_reason']}")
     return "\n".join(lines)
@@ -127,7 +140,8 @@ def _wait_for(client: Client, item_id: str, timeout_s: float) -> dict[str, Any]:
     delay = 0.05
     while True:
         got: dict[str, Any] = client.call("get", {"id": item_id})
-        if got["item"]["status"] in TERMINAL or time.monotonic() > deadline:
+        # CAPTURED: queued by nobody (daemon.auto_process is off), so it never settles.
+        if got["item"]["status"] in TERMINAL | {"CAPTURED"} or time.monotonic() > deadline:
             return got
         time.sleep(delay)
         delay = min(delay * 1.5, 1.0)
@@ -223,7 +237,14 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
         else:
             print(render_card(got["item"], got["artifacts"]))
         settled = got["item"]
-        if settled["status"] not in TERMINAL:
+        if settled["status"] == "CAPTURED":
+            print(
+                f"readdod: {settled['id']} is CAPTURED and the daemon does not process items"
+                f" by itself (daemon.auto_process is off); queue it with"
+                f" `readdod process {settled['id']}`",
+                file=sys.stderr,
+            )
+        elif settled["status"] not in TERMINAL:
             print(
                 f"readdod: {settled['id']} is still {settled['status']} after"
                 f" {args.timeout:g} s; `readdod show {settled['id']}` tells how it goes",
@@ -277,6 +298,8 @@ def cmd_show(args: argparse.Namespace, client: Client) -> int:
     print(render_card(res["item"], res["artifacts"]))
     if res.get("siblings"):
         print(f"  Same page, other intents: {', '.join(res['siblings'])}")
+    for path in res.get("exported") or []:
+        print(f"  Exported to: {path}")
     edited = [k for k, a in res["artifacts"].items() if a.get("created_by") == "user"]
     if edited:
         print(f"  Edited by you: {', '.join(sorted(edited))}")
@@ -308,6 +331,8 @@ def _ledger_lines(runs: list[dict[str, Any]]) -> list[str]:
     for r in runs:
         reached = r.get("steps_done") or []
         where = f"reached {reached[-1]}" if reached else "no step done"
+        if r["mode"] == "EXPORT":
+            where = "file written" if r["status"] == "succeeded" else "nothing written"
         if r["status"] == "running" and r.get("current_step"):
             where = f"at {r['current_step']}"
         took = ""
@@ -509,15 +534,23 @@ def cmd_extract(args: argparse.Namespace) -> int:
         print("readdod extract: --json and --markdown exclude each other", file=sys.stderr)
         return EXIT_USAGE
     source = args.source
-    if args.html is not None:
-        result = extract(_read_source(args.html), source if source and source != "-" else None)
-    elif source == "-":
-        result = extract(sys.stdin.read())
-    elif source:
-        result = _extract_url(args, source)
-    else:
+    if args.html is None and not source:
         print("readdod extract: give a URL, --html FILE, or - (HTML on stdin)", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        if args.html is not None:
+            result = extract(_read_source(args.html), source if source and source != "-" else None)
+        elif source == "-":
+            result = extract(sys.stdin.read())
+        else:
+            result = _extract_url(args, source)
+    except ExtractionError as exc:
+        # The code is what scripts branch on; the message is what a person reads.
+        if args.json:
+            error = {"error_code": exc.error_code, "message": exc.message}
+            _print_json({"error": error | {"retryable": exc.retryable}})
+        print(f"readdod: {exc.error_code}: {exc.message}", file=sys.stderr)
+        return EXIT_ERROR
     if args.json:
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(result)).decode() + "\n")
     elif args.markdown:
@@ -570,6 +603,9 @@ class WatchView:
         if "step" in data:
             state = {"step.started": "", "step.finished": " done", "step.retrying": " retrying"}
             st["step"] = f"{data['step']}{state.get(name, '')}"
+            if name == "step.started":
+                # Chunk counts and errors belong to the step that had them.
+                st["chunks"] = st["error"] = ""
         done = data.get("chunks_done", data.get("done"))
         total = data.get("chunks_total", data.get("total"))
         if done is not None and total is not None:
@@ -826,6 +862,10 @@ def main(argv: list[str] | None = None) -> int:
             return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`readdod stats | head`): stop quietly, as `watch` does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except ConfigError as exc:
         print(f"readdod: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -16,6 +16,7 @@ import msgspec
 
 from readdod.errors import ConfigError
 from readdod.export import naming
+from readdod.logging import scrub_text
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 Seconds = Annotated[float, msgspec.Meta(gt=0)]
@@ -356,7 +357,8 @@ def apply_env(cfg: Config, environ: Mapping[str, str]) -> tuple[Config, list[str
 
 
 def _redact_url(value: str) -> str:
-    return re.sub(r"(://[^/@:\s]+:)[^/@\s]+@", rf"\g<1>{REDACTED}@", value)
+    """Passwords and keys inside a value (``user:pw@``, ``?api_key=``, ``Bearer ...``)."""
+    return scrub_text(value)
 
 
 def redacted(cfg: Config) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -133,8 +134,10 @@ async def serve(
                     failed=failed,
                     duration_ms=round((time.perf_counter() - t0) * 1000, 2),
                 )
-                async with make_client(cfg.fetch) as http:
-                    engine = make_engine(cfg.ai)
+                async with (
+                    make_client(cfg.fetch) as http,
+                    contextlib.aclosing(make_engine(cfg.ai)) as engine,
+                ):
                     pipeline = Pipeline(engine, http, cfg.fetch)
                     supervisor = Supervisor(
                         orch,

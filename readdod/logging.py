@@ -77,6 +77,11 @@ def _scrub_text(text: str) -> str:
     return text
 
 
+def scrub_text(text: str) -> str:
+    """``text`` with anything secret-looking replaced, as the logs show it."""
+    return _scrub_text(text)
+
+
 @functools.lru_cache(maxsize=1024)
 def _secret_name(key: str) -> bool:
     return key != "event" and _SECRET_NAME.search(key) is not None

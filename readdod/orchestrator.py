@@ -634,6 +634,20 @@ class Orchestrator:
                     src=src,
                     dst=S.QUEUED,
                 )
+            if src is S.QUEUED:
+                raise InvalidTransition(
+                    f"item {item_id} is already QUEUED; it runs as soon as a worker is free",
+                    src=src,
+                    dst=S.QUEUED,
+                )
+            if src is S.SHIPPED:
+                raise InvalidTransition(
+                    f"item {item_id} is SHIPPED; to make new versions, archive it"
+                    f" (`readdod archive {item_id}`), then"
+                    f" `readdod process {item_id} --regenerate`",
+                    src=src,
+                    dst=S.QUEUED,
+                )
             resume = src in (S.FAILED_EXTRACTION, S.FAILED_AI) and not (regenerate or refetch)
             if src is S.CAPTURED:
                 mode: str | None = "PROCESS"
@@ -693,6 +707,12 @@ class Orchestrator:
                 )
                 src = S.QUEUED
                 cancelled = True
+            # An archived item is never retried by itself: its failure must not say so.
+            kept: dict[str, Any] = {}
+            if row.failure:
+                failure = msgspec.json.decode(row.failure, type=Failure)
+                if failure.next_attempt_at is not None:
+                    kept["failure"] = _dumps(msgspec.structs.replace(failure, next_attempt_at=None))
             new = self._move(
                 tx,
                 notes,
@@ -702,6 +722,8 @@ class Orchestrator:
                 now=now,
                 detail={"op": "archive", "reason": why},
                 archive_reason=why,
+                next_attempt_at=0,
+                **kept,
             )
             if src is S.QUEUED and row.current_run_id:
                 tx.update_run(row.current_run_id, status="cancelled", finished_at=now)
@@ -1165,6 +1187,15 @@ class Orchestrator:
                     )
                     if r.id != row.id
                 ],
+                # Every file the item's exports wrote: where a person finds the card.
+                "exported": list(
+                    dict.fromkeys(
+                        path
+                        for fmt in exporting.FORMATS
+                        for files in tx.export_files(item_id, fmt)
+                        for path in msgspec.json.decode(files, type=list[str])
+                    )
+                ),
             }
             if versions:
                 out["versions"] = [
@@ -1566,18 +1597,19 @@ class Orchestrator:
             now = self.clock.now_ms()
             run = tx.run(lease.run_id)
             retries = (run.retries if run is not None else 0) + 1
+            message = urls.redact_credentials(error.message)[:1000]
             tx.update_run(
                 lease.run_id,
                 retries=retries,
                 last_error_code=error.error_code,
-                last_error_message=error.message[:1000],
+                last_error_message=message,
             )
             detail = {
                 "step": step,
                 "state": "retrying",
                 "attempt": attempt,
                 "error_code": error.error_code,
-                "message": error.message[:1000],
+                "message": message,
                 "delay_s": round(delay_s, 3),
             }
             tx.insert_event(
@@ -1817,6 +1849,9 @@ class Orchestrator:
         retry_after: float | None = None,
         **fields: Any,
     ) -> ItemRow:
+        # A fetch failure quotes the address; what is kept and shown keeps no credentials.
+        message = urls.redact_credentials(message)
+        debug = urls.redact_credentials(debug) if debug is not None else None
         run = tx.run(row.current_run_id) if row.current_run_id else None
         delay = retry_policy.next_delay_s(
             self.retry, code, retryable, row.auto_retries, retry_after

@@ -158,3 +158,65 @@ def canonical(url: str) -> str:
 def normalise_intent(intent: str) -> str:
     """Intents that differ only in spacing or letter case are the same intent."""
     return " ".join(intent.split()).casefold()
+
+
+#: Query parameter names (or ``_``/``-``/``.``-separated parts of them) whose
+#: value is a credential in practice.
+SECRET_PARAM_PARTS: Final = frozenset(
+    {
+        "token",
+        "access_token",
+        "accesstoken",
+        "apikey",
+        "api_key",
+        "key",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "sig",
+        "signature",
+        "credential",
+        "credentials",
+        "auth",
+        "session",
+        "sessionid",
+        "sid",
+    }
+)
+REDACTED: Final = "[redacted]"
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s<>\"'`]+")
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+_PARAM = re.compile(r"([?&;])([^=&#;?]+)=([^&#;]*)")
+_TRAILING = ".,:;!)]}"
+
+
+def _secret_param(name: str) -> bool:
+    key = urllib.parse.unquote(name).lower()
+    return key in SECRET_PARAM_PARTS or any(
+        part in SECRET_PARAM_PARTS for part in re.split(r"[_.\-]", key)
+    )
+
+
+def _redact_one(url: str) -> str:
+    kept = len(url) - len(url.rstrip(_TRAILING))
+    body, tail = (url[:-kept], url[-kept:]) if kept else (url, "")
+    body = _USERINFO.sub(rf"\g<1>{REDACTED}@", body)
+    body = _PARAM.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}" if _secret_param(m.group(2)) else m[0],
+        body,
+    )
+    return body + tail
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with the credentials of every address in it blanked.
+
+    A message about a failed fetch quotes the address it fetched; what it
+    stores and shows must not keep a ``user:password@`` or a token-like
+    query parameter (``token``, ``api_key``, ``X-Amz-Signature``...).
+    """
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: _redact_one(m[0]), text)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
@@ -141,3 +143,27 @@ def test_backup_of_a_file_written_by_another_connection(tmp_path: Path) -> None:
         assert db.execute("SELECT count(*) FROM t WHERE x >= 0").fetchone()[0] == 4000
     assert res.pages > 100
     assert commits > 0
+
+
+def test_the_live_database_is_never_a_target_and_the_copy_is_private(
+    daemon: DaemonProc, tmp_path: Path
+) -> None:
+    db = daemon.db_path
+    inode = db.stat().st_ino
+    for victim in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + ".lock")):
+        with pytest.raises(RpcError) as exc:
+            daemon.call("backup", {"path": str(victim)})
+        assert exc.value.error_code == "VALIDATION_ERROR" and "live database" in exc.value.message
+    assert db.stat().st_ino == inode
+    item = daemon.call("capture", {"text": BODY, "intent": "still writing"})["item"]["id"]
+    assert daemon.call("get", {"id": item})["item"]["id"] == item
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(RpcError) as exc:
+        daemon.call("backup", {"path": str(fifo)})
+    assert "not a regular file" in exc.value.message and stat.S_ISFIFO(fifo.stat().st_mode)
+
+    # The daemon runs with the test's umask (usually 022): the copy is 0600 regardless.
+    res = daemon.call("backup", {"path": str(tmp_path / "private.db")})
+    assert stat.S_IMODE(Path(res["path"]).stat().st_mode) == 0o600

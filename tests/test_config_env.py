@@ -166,3 +166,31 @@ def test_every_section_is_frozen_and_strict() -> None:
     walk(config.Config, "config")
     sections = {f.name for f in msgspec.structs.fields(config.Config)}
     assert {"daemon", "control", "fetch", "ai", "export", "log"} <= sections
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `readdod config | head -0`: nobody will read
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "readdod", "config"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            env={k: v for k, v in os.environ.items() if not k.startswith("READDOD_")},
+        )
+    finally:
+        os.close(write_end)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+
+
+def test_redaction_covers_keys_in_query_strings_and_headers() -> None:
+    cfg = config.parse(
+        b'[ai]\nbase_url = "https://127.0.0.1:9/v1?api_key=sk-abcdefgh12345"\n'
+        b'[fetch]\nuser_agent = "probe Bearer tok3n-value"\n'
+    )
+    shown = config.redacted(cfg)
+    assert shown["ai"]["base_url"] == "https://127.0.0.1:9/v1?api_key=[redacted]"
+    assert shown["fetch"]["user_agent"] == "probe Bearer [redacted]"
+    assert "sk-abcdefgh12345" not in json.dumps(shown) and "tok3n-value" not in json.dumps(shown)

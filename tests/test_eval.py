@@ -17,6 +17,7 @@ from readdod.engines.local import LocalEngine
 from readdod.evaluation import runner
 from readdod.evaluation.checks import MIN_OVERLAP, check_page, overlap, tokens
 from readdod.extraction import extract
+from tests.fake_openai import FakeOpenAI
 
 KINDS = {"tutorial", "news", "research", "opinion", "reference"}
 
@@ -109,6 +110,24 @@ def test_engine_comes_from_the_config(capsys: pytest.CaptureFixture[str], tmp_pa
     problems = [p for page in report["pages"] for p in page["problems"]]
     assert any("not from the text" in p for p in problems)
     assert any("not above the unrelated intent" in p for p in problems)
+
+
+def test_openai_engine_passes_the_golden_set_against_a_fake_server(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with FakeOpenAI() as fake:
+        path = tmp_path / "openai.toml"
+        path.write_text(
+            f'[ai]\nengine = "openai"\nbase_url = "{fake.base_url}"\nmodel = "fake"\n',
+            encoding="utf-8",
+        )
+        code, report = run_eval(capsys, path)
+        asked = {r["body"]["response_format"]["json_schema"]["name"] for r in fake.completions()}
+    assert report["engine"] == "openai"
+    assert {p["id"]: p["problems"] for p in report["pages"] if not p["passed"]} == {}
+    assert code == cli.EXIT_OK
+    assert asked == {"summary", "score", "todos", "card_text"}
+    assert report["figures"]["ranked"] == report["figures"]["pages"]
 
 
 def test_unknown_engine_is_a_config_error(capsys: pytest.CaptureFixture[str], cfg: Path) -> None:

@@ -246,6 +246,7 @@ def test_unwritable_places_fail_the_export_and_a_good_place_ships_it(
         assert f"{blocker} is a file, not a folder" in failure["message"]
         assert str(out_dir) in failure["message"]
     assert blocker.read_text() == "a file where a folder should be\n"
+    assert f"Export again with `readdod export {item_id}" in _cli(d, "show", item_id).stdout
 
     good = tmp_path / "good notes"
     out = _cli(d, "export", item_id, "--out", str(good))
@@ -254,6 +255,8 @@ def test_unwritable_places_fail_the_export_and_a_good_place_ships_it(
     assert path.parent == good and _front_matter(path)["id"] == item_id
     item = d.call("get", {"id": item_id})["item"]
     assert item["status"] == "SHIPPED" and item["failure"] is None
+    assert d.call("get", {"id": item_id})["exported"] == [str(path)]
+    assert f"Exported to: {path}" in _cli(d, "show", item_id).stdout
 
     # A failed re-export leaves a SHIPPED item SHIPPED; the event log keeps the failure.
     out = _cli(d, "export", item_id, "--out", str(blocker / "x"), "--format", "json")
@@ -273,6 +276,9 @@ def test_unwritable_places_fail_the_export_and_a_good_place_ships_it(
     export_runs = [r for r in got["runs"] if r["mode"] == "EXPORT"]
     assert [r["status"] for r in export_runs] == ["failed", "failed", "succeeded", "failed"]
     assert str(blocker / "x") in export_runs[-1]["error_message"]  # `show` tells why
+    shown = _cli(d, "show", item_id).stdout
+    assert f"{export_runs[-1]['run_id']} EXPORT     failed    attempts=1 nothing written" in shown
+    assert f"{export_runs[-2]['run_id']} EXPORT     succeeded attempts=1 file written" in shown
     assert d.stop() == 0
 
 

@@ -90,7 +90,13 @@ def test_extract_without_article_fails_with_a_message(
     path.write_text("<html><body><nav><a href='/'>Home</a></nav></body></html>")
     assert cli.main(["extract", "--html", str(path)]) == cli.EXIT_ERROR
     err = capsys.readouterr().err
+    assert "EXTRACTION_EMPTY" in err
     assert "no readable article text" in err
+    assert cli.main(["extract", "--html", str(path), "--json"]) == cli.EXIT_ERROR
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["error_code"] == "EXTRACTION_EMPTY"
+    assert error["retryable"] is False
+    assert "no readable article text" in error["message"]
 
 
 def test_extract_needs_a_source_and_one_output(
@@ -146,4 +152,7 @@ def test_extract_url_refuses_a_loopback_address_by_default(
     conf = tmp_path / "readdod.toml"
     conf.write_text("")
     assert cli.main(["extract", page_server, "--config", str(conf)]) == cli.EXIT_ERROR
-    assert "127.0.0.1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "EXTRACTION_BLOCKED_ADDRESS" in err
+    assert "127.0.0.1" in err
+    assert "fetch.allow_private" in err

@@ -236,6 +236,25 @@ def test_markdown_keeps_structure() -> None:
     assert "> Wise words.\n>\n> More words." in md
 
 
+def test_markdown_links_of_a_page_without_its_url_resolve_against_its_canonical() -> None:
+    body = f"<article><p>Read <a href='/docs'>the docs</a>. {LOREM}</p></article>"
+    canonical = "<link rel='canonical' href='https://example.org/guide/'>"
+    assert "[the docs](https://example.org/docs)" in extract(page(body, canonical)).markdown
+    assert "[the docs](/docs)" in extract(page(body)).markdown
+
+
+def test_canonical_url_falls_back_to_og_url() -> None:
+    body = article(LOREM)
+    og = "<meta property='og:url' content='/story/1'>"
+    both = og + "<link rel='canonical' href='https://example.org/story'>"
+    assert extract(page(body, og), "https://example.org/x").canonical_url == (
+        "https://example.org/story/1"
+    )
+    assert extract(page(body, both)).canonical_url == "https://example.org/story"
+    assert extract(page(body)).canonical_url is None
+    assert extract(page(body, og)).canonical_url is None  # relative, and no page URL
+
+
 def test_code_block_text_keeps_its_indentation() -> None:
     html = page(f"<article>{article(LOREM)}<pre>if x:\n    y()</pre></article>")
     assert "if x:\n    y()" in extract(html).text

@@ -531,6 +531,20 @@ def test_blocked_kinds(address: str, kind: str | None) -> None:
     assert blocked_kind(ipaddress.ip_address(address)) == kind
 
 
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("127.0.0.1", "it is a loopback address, not"),
+        ("0.0.0.0", "it is an unspecified address, not"),
+        ("::ffff:10.0.0.1", "it is a private address (inside an IPv6 address), not"),
+    ],
+)
+def test_blocked_address_message_reads_as_a_sentence(address: str, says: str) -> None:
+    with pytest.raises(ExtractionError) as info:
+        AddressGuard().check_ip(address, address)
+    assert says in info.value.message
+
+
 async def test_the_loopback_server_is_blocked_by_default(server: PageServer) -> None:
     server.page("/post", ARTICLE)
     async with make_client() as c:

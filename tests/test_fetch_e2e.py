@@ -77,7 +77,11 @@ def _drip(ex: Exchange) -> None:
 
 def _site(srv: PageServer) -> list[Case]:
     srv.page("/article", ARTICLE)
-    srv.redirect("/moved", "/article", 301)
+    # A chain of exactly fetch.max_redirects hops is followed; one hop more is not.
+    srv.redirect("/moved", "/moved-2", 301)
+    srv.redirect("/moved-2", srv.url("/moved-3"), 302)
+    srv.redirect("/moved-3", "/article", 307)
+    srv.redirect("/far", "/moved")
     srv.page("/missing", "<p>no</p>", status=404)
     srv.page("/gone", "<p>gone</p>", status=410)
     srv.page("/error", "<p>oops</p>", status=500)
@@ -112,6 +116,7 @@ def _site(srv: PageServer) -> list[Case]:
         Case("/endless", "FAILED_EXTRACTION", "EXTRACTION_TOO_LARGE", 0, "fetch.max_bytes"),
         Case("/bomb", "FAILED_EXTRACTION", "EXTRACTION_TOO_LARGE", 0, "fetch.max_bytes"),
         Case("/loop-a", "FAILED_EXTRACTION", "EXTRACTION_FETCH_FAILED", 0, "redirected"),
+        Case("/far", "FAILED_EXTRACTION", "EXTRACTION_FETCH_FAILED", 0, "more than 3"),
         Case("/photo", "FAILED_EXTRACTION", "EXTRACTION_UNSUPPORTED_TYPE", 0, "image/png"),
         Case("/liar", "FAILED_EXTRACTION", "EXTRACTION_UNSUPPORTED_TYPE", 0, "binary"),
         Case("/wall", "FAILED_EXTRACTION", "EXTRACTION_BLOCKED_BY_SITE", 0, "--html FILE"),

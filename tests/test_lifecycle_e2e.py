@@ -18,6 +18,7 @@ import pytest
 
 from readdod.control.client import Client, RpcError
 from tests.daemon_proc import DaemonProc
+from tests.test_urls import DIFFERENT, SAME_PAGE
 
 ARTICLE = (
     "SQLite in WAL mode lets readers and a writer work at the same time.\n\n"
@@ -166,6 +167,17 @@ def test_capture_dedupes_by_canonical_url_and_intent(
             again = c.call("capture", {"url": url, "intent": intent})
             assert again["created"] is False and again["item"]["id"] == item["id"], url
 
+        # The whole table of variants through the socket: one item per page, and
+        # the pairs that are different pages stay different items.
+        base = c.call("capture", {"url": SAME_PAGE[0], "intent": "table"})["item"]["id"]
+        for variant in SAME_PAGE:
+            got = c.call("capture", {"url": variant, "intent": "Table "})
+            assert (got["created"], got["item"]["id"]) == (False, base), variant
+        for n, (a, b) in enumerate(DIFFERENT):
+            first_id = c.call("capture", {"url": a, "intent": f"pair {n}"})["item"]["id"]
+            second = c.call("capture", {"url": b, "intent": f"pair {n}"})
+            assert second["created"] is True and second["item"]["id"] != first_id, (a, b)
+
         other = c.call(
             "capture", {"url": "https://example.org/post?a=1&b=2", "intent": "learn WAL"}
         )
@@ -209,6 +221,10 @@ def test_capture_dedupes_by_canonical_url_and_intent(
 
     shown = _cli(d, "show", item["id"])
     assert shown.returncode == 0 and other["item"]["id"] in shown.stdout
+    # Nothing will process it (auto_process is off): --wait says so at once.
+    waited = _cli(d, "capture", "--text", "-", "--intent", "w", "--wait", stdin=ARTICLE)
+    assert waited.returncode == 1 and "auto_process is off" in waited.stderr
+    assert "· CAPTURED ·" in waited.stdout
     assert d.stop() == 0
 
 
@@ -222,6 +238,7 @@ def test_capture_wait_prints_the_card_or_the_failure(
     bad = _cli(d, "capture", "--html", "-", "--intent", "learn", "--wait", stdin=EMPTY_PAGE)
     assert bad.returncode == 1
     assert "FAILED at extraction: EXTRACTION_EMPTY" in bad.stdout
+    assert "Once the cause is fixed: `readdod process " in bad.stdout
     assert d.stop() == 0
 
 
@@ -432,10 +449,15 @@ def test_a_retryable_failure_is_retried_by_itself_and_the_ledger_shows_it(
         daemon={"skip_below": 0},
     ).start()
     with d.client() as c:
-        item_id = c.call("capture", {"url": f"{site.base}/flaky", "intent": "learn WAL"})["item"][
-            "id"
-        ]
+        # An address with credentials in it: the failure quotes it without them.
+        secret_url = site.base.replace("://", "://alice:s3cretpw@") + "/flaky?token=tok123&a=1"
+        item_id = c.call("capture", {"url": secret_url, "intent": "learn WAL"})["item"]["id"]
         _wait_item(d, item_id, "FAILED_EXTRACTION")
+        failed = c.call("get", {"id": item_id, "history": True})
+        shown_failure = json.dumps([failed["item"]["failure"], failed["runs"], failed["events"]])
+        assert "s3cretpw" not in shown_failure and "tok123" not in shown_failure
+        assert "[redacted]@" in failed["item"]["failure"]["message"]
+        assert "token=[redacted]&a=1" in failed["item"]["failure"]["message"]
         d.wait_log(lambda e: e["event"] == "retry.scheduled" and e["item_id"] == item_id)
         _wait_item(d, item_id, "READY")
         got = c.call("get", {"id": item_id, "history": True})
@@ -453,6 +475,10 @@ def test_a_retryable_failure_is_retried_by_itself_and_the_ledger_shows_it(
         assert failure["error_code"] == "EXTRACTION_FETCH_FAILED" and "503" in failure["message"]
     shown = _cli(d, "show", item_id)
     assert "attempts=2" in shown.stdout and "EXTRACTION_FETCH_FAILED" in shown.stdout
+    failed_lines = [line for line in shown.stdout.splitlines() if "failed at" in line]
+    assert failed_lines and all(
+        "token=[redacted]" in line and "tok123" not in line for line in failed_lines
+    )
     assert d.stop() == 0
 
 
@@ -661,6 +687,15 @@ def test_every_operation_in_every_state(
             assert got[:2] == (rpc, error_code) and got[2]["from"] == state, (op, state)
             assert got[2]["to"] == dst and got[2]["status"] == rpc, (op, state)
             assert _status(c, items[state]) == state, (op, state)
+        # The refusals people meet most say what to do instead.
+        for state, advice in [
+            ("SHIPPED", f"`readdod archive {items['SHIPPED']}`"),
+            ("QUEUED", "already QUEUED"),
+            ("READY", "use regenerate"),
+        ]:
+            with pytest.raises(RpcError) as exc:
+                _call(c, "process", items[state])
+            assert advice in exc.value.message, state
         for state in EDIT_MISSING:
             with pytest.raises(RpcError) as exc:
                 _call(c, "edit", items[state], extraction)

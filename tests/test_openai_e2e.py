@@ -272,6 +272,7 @@ def test_a_long_text_is_summarised_in_chunks_and_a_retry_redoes_only_the_failed_
     progress = got["chunks"]["summary"]
     total = progress["total"]
     assert total >= 4 and progress["error"] == 1 and progress["done"] < total
+    assert progress["retries"] == 2  # the failed chunk's in-step retries (ai.attempts = 3)
     before = _chunk_requests(fake)
 
     d.call("process", {"id": item})
@@ -320,3 +321,51 @@ def test_after_a_crash_between_chunks_only_the_unfinished_chunks_are_asked_again
     assert got["chunks"]["summary"]["done"] == total
     assert _chunk_requests(fake) == total  # chunks 0 and 1 were not asked again
     assert len(got["runs"]) == 1
+
+
+def test_a_systemd_credential_holds_the_key_and_shutdown_closes_the_client(
+    tmp_path: Path, fake: FakeOpenAI, daemons: list[DaemonProc]
+) -> None:
+    creds = tmp_path / "credentials"
+    creds.mkdir()
+    (creds / "FAKE_LLM_KEY").write_text(SECRET + "\n")
+    d = start(
+        daemons, tmp_path, ai_config(fake.base_url), env={"CREDENTIALS_DIRECTORY": str(creds)}
+    )
+    assert wait_done(d, capture(d, "learn how WAL works"))["item"]["status"] == "READY"
+    sent = fake.completions()
+    assert sent and all(r["headers"]["authorization"] == f"Bearer {SECRET}" for r in sent)
+    assert not [e for e in d.logs if e["event"] == "ai.no_api_key"]
+    assert d.stop() == 0
+    events = [e["event"] for e in d.logs]
+    assert "ai.closed" in events and events.index("ai.closed") < events.index("daemon.stopped")
+    assert SECRET not in json.dumps(d.logs) + d.stderr.decode(errors="replace")
+
+
+def test_a_requests_per_minute_limit_holds_requests_back_and_a_pause_releases_them(
+    tmp_path: Path, fake: FakeOpenAI, daemons: list[DaemonProc]
+) -> None:
+    d = start(daemons, tmp_path, ai_config(fake.base_url, rpm=2))
+    item = capture(d, "learn how WAL works")
+    waiting = d.wait_log(
+        lambda e: e["event"] == "step.waiting" and e.get("reason") == "rate_limit"
+    )[0]
+    # summary and score went out; todos waits for the minute to pass.
+    assert waiting["item_id"] == item and waiting["step"] == "todos"
+    assert "ai.rpm" in waiting["message"]
+    assert len(fake.completions()) == 2
+    assert d.call("get", {"id": item})["item"]["status"] == "PROCESSING"
+    d.call("pause")
+    d.wait_log(
+        lambda e: (
+            e["event"] == "item.transition"
+            and e.get("item_id") == item
+            and e["to"] == "QUEUED"
+            and e.get("reason") == "pause"
+        ),
+        timeout=10,
+    )
+    got = d.call("get", {"id": item})
+    assert got["item"]["status"] == "QUEUED" and got["item"]["failure"] is None
+    assert sorted(got["artifacts"]) == ["extraction", "score", "summary"]
+    assert len(fake.completions()) == 2

@@ -120,6 +120,22 @@ def test_the_rate_limiter_counts_requests_and_tokens_per_minute() -> None:
     assert huge.wait_s(0.0, 5000) == 0  # a request bigger than the budget still goes, alone
 
 
+async def test_a_held_back_request_names_its_limit_and_gives_up_when_told() -> None:
+    seen: list[tuple[str, float]] = []
+
+    async def on_wait(limit: str, wait_s: float) -> None:
+        seen.append((limit, wait_s))
+
+    tpm = oa.RateLimiter(rpm=0, tpm=1000)
+    assert await tpm.acquire(800, on_wait=on_wait)
+    assert not await tpm.acquire(300, on_wait=on_wait, give_up=lambda: bool(seen))
+    assert [limit for limit, _ in seen] == ["ai.tpm"] and 59 < seen[0][1] <= 60
+    rpm = oa.RateLimiter(rpm=1, tpm=1000)
+    assert await rpm.acquire(10)
+    assert not await rpm.acquire(10, on_wait=on_wait, give_up=lambda: True)
+    assert seen[-1][0] == "ai.rpm"
+
+
 def test_templates_are_versioned_and_profiles_fall_back_to_default() -> None:
     assert oa.load_template("summary", "default").version == "summary.v1"
     assert oa.load_template("summary", "research").version == "summary.research.v1"

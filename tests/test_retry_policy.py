@@ -130,6 +130,25 @@ async def test_network_failures_are_retried_three_times_then_stay_failed(
     assert item.failure.next_attempt_at is not None
 
 
+async def test_an_archived_failure_is_not_retried_and_does_not_say_it_will(
+    orch: Orchestrator,
+) -> None:
+    clock = _clock(orch)
+    item_id = await _capture(orch)
+    await _fail_next(orch, "extraction", NETWORK)
+    item = (await orch.get(item_id))["item"]
+    assert item.failure is not None and item.failure.next_attempt_at is not None
+    archived, _ = await orch.archive(item_id)
+    assert archived.status == "ARCHIVED" and archived.archive_reason == "FAILURE_ARCHIVE"
+    # Why it failed is kept; a retry that will not happen is not promised.
+    assert archived.failure is not None
+    assert archived.failure.error_code == "EXTRACTION_FETCH_FAILED"
+    assert archived.failure.next_attempt_at is None
+    clock.advance(3_600_000)
+    assert await orch.requeue_due() == ([], None)
+    assert (await orch.get(item_id))["item"].status == "ARCHIVED"
+
+
 async def test_rate_limit_waits_as_long_as_the_provider_asks(orch: Orchestrator) -> None:
     clock = _clock(orch)
     item_id = await _capture(orch)

@@ -288,3 +288,59 @@ async def test_status_is_sent_on_change_and_refreshed(
         tg.cancel_scope.cancel()
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(got[1:])]
     assert gaps and min(gaps) >= 0.35, gaps
+
+
+UNITS = Path(__file__).parent.parent / "systemd"
+
+
+def _directives(path: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith(("#", ";", "[")):
+            key, _, value = line.partition("=")
+            found.setdefault(key.strip(), []).append(value.strip())
+    return found
+
+
+def _seconds(value: str) -> float:
+    return float(value.removesuffix("s"))
+
+
+@pytest.mark.parametrize("unit", ["readdod.service", "user/readdod.service"])
+def test_the_service_units_carry_the_protocol_and_the_sandbox(unit: str) -> None:
+    from readdod.config import DaemonConfig
+
+    d = _directives(UNITS / unit)
+    for key, value in {
+        "Type": "notify",
+        "NotifyAccess": "main",
+        "Restart": "on-failure",
+        "NoNewPrivileges": "yes",
+        "SystemCallFilter": "@system-service",
+        "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
+    }.items():
+        assert value in d.get(key, []), f"{unit}: {key}={value}"
+    for key in ("WatchdogSec", "StateDirectory", "RuntimeDirectory", "ConfigurationDirectory"):
+        assert d.get(key), f"{unit}: {key}"
+    assert _seconds(d["TimeoutStopSec"][0]) > DaemonConfig().shutdown_grace_s + 10
+
+
+def test_the_system_unit_is_sandboxed_and_starts_without_a_key_file(tmp_path: Path) -> None:
+    from readdod.engines.openai import read_api_key
+
+    d = _directives(UNITS / "readdod.service")
+    for key, value in {
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+        "PrivateTmp": "yes",
+        "DynamicUser": "yes",
+    }.items():
+        assert value in d.get(key, []), key
+    # A missing LoadCredential= file fails the start unless SetCredential= gives a
+    # fallback; the fallback must read as "no key", not as a key.
+    loaded = {v.split(":", 1)[0] for v in d["LoadCredential"]}
+    fallback = {k: v for k, _, v in (s.partition(":") for s in d.get("SetCredential", []))}
+    assert loaded and loaded <= set(fallback)
+    for name in loaded:
+        (tmp_path / name).write_bytes(fallback[name].encode().decode("unicode_escape").encode())
+        assert read_api_key(name, {"CREDENTIALS_DIRECTORY": str(tmp_path)}) is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from readdod.urls import BadURL, canonical, normalise_intent
+from readdod.urls import BadURL, canonical, normalise_intent, redact_credentials
 
 BASE = "https://example.org/blog/post?id=7&page=2"
 
@@ -96,3 +96,35 @@ def test_intents_differing_in_spacing_and_case_are_the_same() -> None:
     assert normalise_intent("  Decide  whether\twe adopt WAL\n") == "decide whether we adopt wal"
     assert normalise_intent("STRASSE") == normalise_intent("straße")
     assert normalise_intent("learn WAL") != normalise_intent("decide on WAL")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "HTTP 404 for http://alice:pw@h.example:8080/a?token=t1&api_key=k2&x=1: gone",
+            "HTTP 404 for http://[redacted]@h.example:8080/a?token=[redacted]"
+            "&api_key=[redacted]&x=1: gone",
+        ),
+        (
+            "cannot fetch https://TOKEN@git.example/r.git.",
+            "cannot fetch https://[redacted]@git.example/r.git.",
+        ),
+        (
+            "https://s3.example/o?X-Amz-Signature=abc&X-Amz-Credential=k%2F1&monkey=2",
+            "https://s3.example/o?X-Amz-Signature=[redacted]&X-Amz-Credential=[redacted]&monkey=2",
+        ),
+        (
+            "'https://e.example/?access_token=zz#top'",
+            "'https://e.example/?access_token=[redacted]#top'",
+        ),
+        # Nothing secret: left exactly as it was.
+        (
+            "see https://medium.example/@user/post?id=7.",
+            "see https://medium.example/@user/post?id=7.",
+        ),
+        ("no address here: token=abc", "no address here: token=abc"),
+    ],
+)
+def test_credentials_in_addresses_are_redacted(text: str, expected: str) -> None:
+    assert redact_credentials(text) == expected

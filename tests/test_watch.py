@@ -209,11 +209,13 @@ def test_the_live_view_keeps_each_items_state() -> None:
                 },
             }
         ),
+        view.line({**base, "event": "step.started", "data": {"step": "score"}}),
         view.line(
             {**base, "event": "item.transition", "data": {"from": "PROCESSING", "to": "READY"}}
         ),
     ]
     assert lines[1].endswith("PROCESSING  summary")
     assert lines[2].endswith("PROCESSING  summary  chunks 2/5  last error AI_TIMEOUT")
-    assert lines[3].endswith("item.transition  READY")
+    assert lines[3].endswith("PROCESSING  score")
+    assert lines[4].endswith("item.transition  READY")
     assert lines[0].startswith("10:00:00  I1  item.transition")

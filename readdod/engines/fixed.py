@@ -29,6 +29,9 @@ class FixedEngine:
     def circuit_state(self) -> str:
         return "closed"
 
+    async def aclose(self) -> None:
+        pass
+
     async def _pause(self) -> None:
         if self.delay_s:
             await anyio.sleep(self.delay_s)

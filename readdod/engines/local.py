@@ -1318,6 +1318,9 @@ class LocalEngine:
     def circuit_state(self) -> str:
         return "closed"
 
+    async def aclose(self) -> None:
+        pass
+
     async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
         payload = await _run(inp.text, functools.partial(summarize_text, inp))
         return EngineOutput(payload=payload, template_version="summary.local.v1")

@@ -41,7 +41,7 @@ import re
 import string
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Final, TypeVar, cast
@@ -78,6 +78,8 @@ ANSWER_TOKENS: Final = 512
 WORDS_PER_MINUTE: Final = 230
 #: The client gives up this much before readdod's own deadline, so its error is the one seen.
 CLIENT_TIMEOUT_RATIO: Final = 0.9
+#: Longest sleep of a request held back by ``ai.rpm``/``ai.tpm`` before it re-checks.
+MAX_NAP_S: Final = 1.0
 
 
 # --- what the model is asked for, beyond the artifact payloads -------------
@@ -299,15 +301,33 @@ class RateLimiter:
             return 0.0
         return max(self._window[0][0] + 60 - now, 0.01)
 
-    async def acquire(self, tokens: int) -> None:
+    def _full(self) -> str:
+        """Which limit holds a request back, as the config names it."""
+        return "ai.rpm" if self.rpm and len(self._window) >= self.rpm else "ai.tpm"
+
+    async def acquire(
+        self,
+        tokens: int,
+        *,
+        on_wait: Callable[[str, float], Awaitable[None]] | None = None,
+        give_up: Callable[[], bool] | None = None,
+    ) -> bool:
+        """Wait for room for ``tokens``; False, without counting them, once ``give_up()``."""
         if not self.rpm and not self.tpm:
-            return
+            return True
+        noted = False
         async with self._lock:
             while True:
                 wait = self.wait_s(time.monotonic(), tokens)
                 if not wait:
-                    return
-                await anyio.sleep(wait)
+                    return True
+                if not noted and on_wait is not None:
+                    noted = True
+                    await on_wait(self._full(), wait)
+                if give_up is not None and give_up():
+                    return False
+                # In short naps, so a pause or a stop is seen within a second.
+                await anyio.sleep(min(wait, MAX_NAP_S))
 
 
 class _Tally:
@@ -387,6 +407,7 @@ class OpenAIEngine:
 
     async def aclose(self) -> None:
         await self.client.close()
+        log.info("ai.closed", base_url=self.server)
 
     def model_for(self, step: str) -> str:
         per_step: str | None = getattr(self.cfg, f"model_{step}", None)
@@ -524,18 +545,21 @@ class OpenAIEngine:
         messages: Messages,
         kind: str,
         schema: dict[str, Any],
-        stop_reason: Callable[[], str | None] | None = None,
+        hooks: StepHooks,
     ) -> Any:
         """One request through the circuit, the limits and the deadline; errors typed."""
         model = tally.model
         tokens = sum(estimate_tokens(m["content"]) for m in messages) + ANSWER_TOKENS
+        stop_reason = hooks.stop_reason
         give_up = (lambda: stop_reason() is not None) if stop_reason is not None else None
+        on_wait = functools.partial(self._note_throttled, hooks) if hooks.note else None
         while True:
             probe = await self.circuit.enter(give_up=give_up)
             if probe is None:
                 raise StepStopped((stop_reason() if stop_reason else None) or "stop")
             try:
-                await self.limiter.acquire(tokens)
+                if not await self.limiter.acquire(tokens, on_wait=on_wait, give_up=give_up):
+                    raise StepStopped((stop_reason() if stop_reason else None) or "stop")
                 async with self.slots:
                     tally.requests += 1
                     started = time.perf_counter()
@@ -568,6 +592,18 @@ class OpenAIEngine:
             self.circuit.succeeded()
             return resp
 
+    async def _note_throttled(self, hooks: StepHooks, limit: str, wait_s: float) -> None:
+        assert hooks.note is not None
+        await hooks.note(
+            "step.waiting",
+            {
+                "reason": "rate_limit",
+                "error_code": None,
+                "message": f"{limit} is reached for {self.server}; the next request goes out"
+                f" in {math.ceil(wait_s)} s",
+            },
+        )
+
     async def _request(
         self, tally: _Tally, messages: Messages, kind: str, schema: dict[str, Any], hooks: StepHooks
     ) -> Any:
@@ -590,7 +626,7 @@ class OpenAIEngine:
                     },
                 )
             try:
-                return await self._once(tally, messages, kind, schema, hooks.stop_reason)
+                return await self._once(tally, messages, kind, schema, hooks)
             except _Down as down:
                 if self.circuit.state is State.CLOSED:
                     raise down.error from down

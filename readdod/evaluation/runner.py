@@ -9,7 +9,6 @@ Nothing here knows which engine it drives: it gets one from
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Sequence
 from importlib import resources
@@ -235,11 +234,7 @@ async def evaluate(engine: Engine, pages: Sequence[tuple[GoldenPage, str]]) -> R
 
 async def close_engine(engine: Engine) -> None:
     """Release what an engine holds (an HTTP client), when it has anything to release."""
-    closer = getattr(engine, "aclose", None)
-    if callable(closer):
-        result = closer()
-        if inspect.isawaitable(result):
-            await result
+    await engine.aclose()
 
 
 # --- output ------------------------------------------------------------------

@@ -457,6 +457,9 @@ def _scan(tree: Node, page_url: str | None) -> _Scan:
                 if (attrs.get("itemprop") or "").lower() == "datepublished":
                     scan.date_published = stamp.strip()
     scan.canonical = _resolve(scan.base, canonical_href)
+    if scan.base is None and scan.canonical and scan.canonical.startswith(("https://", "http://")):
+        # A saved page read without its URL still links where it did on the web.
+        scan.base = scan.canonical
     if articles:
         # Only the main <article>: comment threads mark up each reply as one.
         semantic.append(articles[0] if len(articles) == 1 else max(articles, key=_node_text_len))
@@ -493,7 +496,7 @@ def _read_meta(tree: Node, scan: _Scan) -> _Meta:
         published_at=_published_at(scan, ld),
         lang=_lang(tree, metas),
         site_name=site_name,
-        canonical_url=scan.canonical,
+        canonical_url=scan.canonical or _absolute(scan.base, _first_meta(metas, "og:url")),
         description=_first_meta(metas, "description", "og:description", "twitter:description"),
     )
 
@@ -1462,6 +1465,12 @@ def _int_attr(node: Node, name: str, default: int) -> int:
 
 
 # --- small helpers -----------------------------------------------------------
+
+
+def _absolute(base: str | None, href: str | None) -> str | None:
+    """``href`` as an absolute http(s) URL, or None if it cannot be one."""
+    url = _resolve(base, href)
+    return url if url and url.startswith(("https://", "http://")) else None
 
 
 def _resolve(base: str | None, href: str | None) -> str | None:

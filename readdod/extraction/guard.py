@@ -188,8 +188,11 @@ class AddressGuard:
 
 def _blocked(host: str, address: str, kind: str) -> ExtractionError:
     shown = host if host == address else f"{host} ({address})"
+    base, within, rest = kind.partition(" (")
+    what = f"{base} address" + (f"{within}{rest}" if within else "")
+    article = "an" if what[0] in "aeiou" else "a"
     return ExtractionError(
-        f"readdod does not fetch {shown}: it is a {kind} address, not the public web."
+        f"readdod does not fetch {shown}: it is {article} {what}, not the public web."
         " If you mean to read pages from your own network, set fetch.allow_private = true"
         " (or list the network in fetch.allow_networks); or save the page in your browser"
         " and capture it with `readdod capture URL --html FILE`.",
