@@ -20,6 +20,7 @@ import msgspec
 from readdod.errors import InternalError, ValidationFailed
 
 PAGES_PER_STEP = 1024
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class BackupResult(msgspec.Struct, frozen=True):
@@ -49,7 +50,8 @@ def _check_target(src: Path, target: Path) -> None:
 
     Renaming a copy over the database (or its WAL, shared memory or lock file)
     would leave the daemon writing to an unlinked file and pair the new file
-    with the old WAL; renaming it over a device or a socket replaces that node.
+    with the old WAL; renaming it over a device, a socket or a file that is not
+    an earlier backup would destroy it.
     """
     live = src.resolve()
     own = {live, *(live.with_name(live.name + suffix) for suffix in ("-wal", "-shm", ".lock"))}
@@ -60,6 +62,18 @@ def _check_target(src: Path, target: Path) -> None:
         )
     if target.exists() and not target.is_file():
         raise ValidationFailed(f"cannot back up to {target}: it exists and is not a regular file")
+    if target.is_file() and target.stat().st_size > 0:
+        # Refreshing an older backup is fine; clobbering some other file is not.
+        try:
+            with target.open("rb") as f:
+                head = f.read(len(_SQLITE_MAGIC))
+        except OSError as exc:
+            raise ValidationFailed(f"cannot back up to {target}: {exc.strerror}") from exc
+        if head != _SQLITE_MAGIC:
+            raise ValidationFailed(
+                f"cannot back up to {target}: it exists and is not an SQLite database;"
+                " choose a new path or a directory"
+            )
 
 
 def _fsync_dir(path: Path) -> None:

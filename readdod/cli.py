@@ -497,6 +497,9 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    import structlog
+
+    from readdod import logging as rlog
     from readdod.engines import make_engine
     from readdod.evaluation import runner
 
@@ -518,7 +521,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         finally:
             await runner.close_engine(engine)
 
-    report = anyio.run(run, backend="asyncio")
+    # The engine's warnings (a circuit opening, ...) go to stderr: stdout is the report.
+    saved = structlog.get_config()
+    rlog.configure("warning", sys.stderr, fmt="console")
+    try:
+        report = anyio.run(run, backend="asyncio")
+    finally:
+        structlog.configure(**saved)
     if args.json:
         _print_json(msgspec.to_builtins(report) | {"passed": report.passed})
     else:

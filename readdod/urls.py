@@ -182,13 +182,15 @@ SECRET_PARAM_PARTS: Final = frozenset(
         "auth",
         "session",
         "sessionid",
+        "jsessionid",
+        "phpsessid",
         "sid",
     }
 )
 REDACTED: Final = "[redacted]"
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s<>\"'`]+")
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
-_PARAM = re.compile(r"([?&;])([^=&#;?]+)=([^&#;]*)")
+_PARAM = re.compile(r"([?&;])([^=&#;?]+)=([^&#;?]*)")
 _TRAILING = ".,:;!)]}"
 
 

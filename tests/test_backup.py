@@ -164,6 +164,16 @@ def test_the_live_database_is_never_a_target_and_the_copy_is_private(
         daemon.call("backup", {"path": str(fifo)})
     assert "not a regular file" in exc.value.message and stat.S_ISFIFO(fifo.stat().st_mode)
 
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n")
+    with pytest.raises(RpcError) as exc:
+        daemon.call("backup", {"path": str(notes)})
+    assert "not an SQLite database" in exc.value.message
+    assert notes.read_text() == "not a database\n"
+
     # The daemon runs with the test's umask (usually 022): the copy is 0600 regardless.
     res = daemon.call("backup", {"path": str(tmp_path / "private.db")})
     assert stat.S_IMODE(Path(res["path"]).stat().st_mode) == 0o600
+    # An earlier backup may be refreshed in place.
+    again = daemon.call("backup", {"path": res["path"]})
+    assert _check(Path(again["path"]))[0] == 1

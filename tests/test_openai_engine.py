@@ -87,6 +87,8 @@ async def test_the_api_key_comes_from_the_env_or_a_systemd_credential(
         "sk-env"
     )
     assert oa.read_api_key("OTHER", {"CREDENTIALS_DIRECTORY": str(tmp_path)}) is None
+    (tmp_path / "BLANK").write_text(" ")  # systemd's SetCredential= fallback when no file
+    assert oa.read_api_key("BLANK", {"CREDENTIALS_DIRECTORY": str(tmp_path)}) is None
     eng = oa.OpenAIEngine(
         _cfg(fake.base_url, api_key_env="K"), environ={"CREDENTIALS_DIRECTORY": str(tmp_path)}
     )

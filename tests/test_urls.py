@@ -118,6 +118,10 @@ def test_intents_differing_in_spacing_and_case_are_the_same() -> None:
             "'https://e.example/?access_token=zz#top'",
             "'https://e.example/?access_token=[redacted]#top'",
         ),
+        (
+            "https://h.example/p;jsessionid=ABC?x=1&PHPSESSID=z",
+            "https://h.example/p;jsessionid=[redacted]?x=1&PHPSESSID=[redacted]",
+        ),
         # Nothing secret: left exactly as it was.
         (
             "see https://medium.example/@user/post?id=7.",
