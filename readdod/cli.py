@@ -131,7 +131,11 @@ def _read_source(value: str) -> str:
     try:
         return Path(value).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise ReaddodError(f"cannot read {value}: {exc.strerror}") from exc
+        shown = value if len(value) <= 120 and "\n" not in value else f"{value[:60]!r}…"
+        raise ReaddodError(
+            f"cannot read the file {shown}: {exc.strerror or exc}"
+            " (--html and --text take a file name, or - for standard input)"
+        ) from exc
 
 
 def _wait_for(client: Client, item_id: str, timeout_s: float) -> dict[str, Any]:

@@ -93,6 +93,12 @@ def test_new_user_flow_through_the_cli(tmp_path: Path, daemons: list[DaemonProc]
     )
     assert out.returncode == 0, out.stderr
 
+    # Text given where a file name belongs: a short, helpful error, not the text echoed back.
+    pasted = _cli(d, "capture", "--text", ARTICLE, "--intent", "learn")
+    assert pasted.returncode == 1
+    assert "take a file name, or - for standard input" in pasted.stderr
+    assert len(pasted.stderr) < 400
+
     assert _cli(d, "ship", item_id).returncode == 0
     assert _cli(d, "archive", item_id).returncode == 0
     un = _cli(d, "unarchive", item_id, "--json")
