@@ -1,0 +1,149 @@
+"""Wire views of store rows: what `get`, `list`, `show` and `watch` send.
+
+Pure functions from the store's row Structs to the protocol's Structs, kept
+apart from the orchestrator so reading code need not wade through state
+changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from readdod.clock import iso
+from readdod.models import (
+    STEPS,
+    Artifact,
+    ArtifactMeta,
+    AttemptFailure,
+    ChunkProgress,
+    Event,
+    Failure,
+    Item,
+    Run,
+)
+from readdod.store import ArtifactRow, ChunkRow, EventRow, ItemRow, RunRow
+
+
+def item_view(row: ItemRow) -> Item:
+    return Item(
+        id=row.id,
+        status=row.status,
+        source_type=row.source_type,  # type: ignore[arg-type]
+        url=row.url,
+        final_url=row.final_url,
+        domain=row.domain,
+        title=row.title,
+        intent=row.intent_text,
+        priority=row.priority,  # type: ignore[arg-type]
+        match_score=row.match_score,
+        tags=msgspec.json.decode(row.tags, type=list[str]),
+        failure=msgspec.json.decode(row.failure, type=Failure) if row.failure else None,
+        archive_reason=row.archive_reason,  # type: ignore[arg-type]
+        current_run_id=row.current_run_id,
+        capture_id=row.capture_id,
+        created_at=iso(row.created_at) or "",
+        updated_at=iso(row.updated_at) or "",
+        canonical_url=row.canonical_url,
+        sibling_of=row.sibling_of,
+    )
+
+
+def artifact_view(row: ArtifactRow) -> Artifact:
+    return Artifact(
+        item_id=row.item_id,
+        artifact_type=row.artifact_type,  # type: ignore[arg-type]
+        version=row.version,
+        created_by=row.created_by,  # type: ignore[arg-type]
+        run_id=row.run_id,
+        meta=msgspec.json.decode(row.meta, type=ArtifactMeta),
+        payload=msgspec.json.decode(row.payload),
+    )
+
+
+def run_view(row: RunRow) -> Run:
+    return Run(
+        run_id=row.run_id,
+        item_id=row.item_id,
+        mode=row.mode,  # type: ignore[arg-type]
+        status=row.status,  # type: ignore[arg-type]
+        current_step=row.current_step,
+        attempts=row.attempts,
+        worker_id=row.worker_id,
+        error_code=row.error_code,
+        started_at=iso(row.started_at),
+        finished_at=iso(row.finished_at),
+        created_at=iso(row.created_at) or "",
+        retries=row.retries,
+        last_error_code=row.last_error_code,
+        last_error_message=row.last_error_message,
+    )
+
+
+def ledger(
+    runs: Sequence[RunRow], artifacts: Sequence[ArtifactRow], events: Sequence[EventRow]
+) -> list[Run]:
+    """Every run with what it produced (steps reached, models, tokens) and how it failed."""
+    by_run: dict[str, list[ArtifactRow]] = {}
+    for art in artifacts:
+        if art.created_by == "system" and art.run_id is not None:
+            by_run.setdefault(art.run_id, []).append(art)
+    failures: dict[str, list[AttemptFailure]] = {}
+    for ev in events:
+        if ev.kind == "transition" and ev.run_id and (ev.to_status or "").startswith("FAILED_"):
+            detail = msgspec.json.decode(ev.detail)
+            failures.setdefault(ev.run_id, []).append(
+                AttemptFailure(
+                    at=iso(ev.at) or "",
+                    step=detail.get("step"),
+                    error_code=detail.get("error_code"),
+                    message=detail.get("message"),
+                )
+            )
+    out = []
+    for r in runs:
+        made = sorted(
+            by_run.get(r.run_id, []),
+            key=lambda a: STEPS.index(a.artifact_type) if a.artifact_type in STEPS else 99,
+        )
+        metas = [msgspec.json.decode(a.meta, type=ArtifactMeta) for a in made]
+        out.append(
+            msgspec.structs.replace(
+                run_view(r),
+                error_message=r.error_message,
+                steps_done=[a.artifact_type for a in made],
+                models=sorted({m.model for m in metas if m.model}),
+                prompt_tokens=sum(m.prompt_tokens or 0 for m in metas),
+                completion_tokens=sum(m.completion_tokens or 0 for m in metas),
+                failures=failures.get(r.run_id, []),
+            )
+        )
+    return out
+
+
+def chunk_progress(rows: Sequence[ChunkRow]) -> dict[str, ChunkProgress]:
+    """Per step: how many of its chunks are done, retrying, failed."""
+    out: dict[str, ChunkProgress] = {}
+    for r in rows:
+        p = out.setdefault(r.step, ChunkProgress(done=0, total=0))
+        p.total += 1
+        p.done += r.status == "done"
+        p.retrying += r.status == "retrying"
+        p.error += r.status == "error"
+        p.retries += r.retries
+    return out
+
+
+def event_view(row: EventRow) -> Event:
+    return Event(
+        seq=row.seq,
+        at=iso(row.at) or "",
+        item_id=row.item_id,
+        run_id=row.run_id,
+        kind=row.kind,
+        from_status=row.from_status,
+        to_status=row.to_status,
+        trigger=row.trigger,
+        detail=msgspec.json.decode(row.detail),
+    )
