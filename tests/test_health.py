@@ -23,7 +23,7 @@ from readdod.models import ArtifactMeta
 from readdod.orchestrator import CaptureRequest, Orchestrator
 from readdod.store import Store
 from tests.daemon_proc import DaemonProc
-from tests.test_prune import CARD, META, SCORE, SUMMARY, TODOS
+from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
 
 pytestmark = pytest.mark.anyio
 
