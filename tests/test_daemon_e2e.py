@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,6 @@ ARTICLE = (
     "Group commit batches many small transactions into one fsync, which keeps "
     "throughput high while every acknowledged write stays durable."
 )
-
-
-@pytest.fixture
-def daemons(tmp_path: Path) -> Iterator[list[DaemonProc]]:
-    made: list[DaemonProc] = []
-    yield made
-    for d in made:
-        d.close()
 
 
 def _daemon(made: list[DaemonProc], root: Path, **sections: dict[str, Any]) -> DaemonProc:

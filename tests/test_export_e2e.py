@@ -7,7 +7,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,6 @@ ARTICLE = (
     "Group commit batches many small transactions into one fsync."
 )
 FAST = {"engine": "fixed"}
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[DaemonProc]]:
-    made: list[DaemonProc] = []
-    yield made
-    for d in made:
-        d.close()
 
 
 def _daemon(made: list[DaemonProc], root: Path, **sections: dict[str, Any]) -> DaemonProc:

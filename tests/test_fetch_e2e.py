@@ -11,12 +11,9 @@ one network allowed a redirect out of it to a private address is refused.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.daemon_proc import DaemonProc
 from tests.pageserver import (
@@ -53,14 +50,6 @@ class Case:
     retries: int = 0
     #: Words the failure message (or, for READY, the extracted text) must contain.
     says: str = ""
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[DaemonProc]]:
-    made: list[DaemonProc] = []
-    yield made
-    for d in made:
-        d.close()
 
 
 def _endless(ex: Exchange) -> None:

@@ -34,14 +34,6 @@ PAGE = (
 EMPTY_PAGE = "<html><body><nav><a href='/'>Home</a></nav></body></html>"
 
 
-@pytest.fixture
-def daemons() -> Iterator[list[DaemonProc]]:
-    made: list[DaemonProc] = []
-    yield made
-    for d in made:
-        d.close()
-
-
 class PageServer:
     """A loopback site: /page answers, /hang holds the request until released,
     /flaky answers 503 the first ``flaky_failures`` times."""

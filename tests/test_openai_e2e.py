@@ -38,14 +38,6 @@ def fake() -> Iterator[FakeOpenAI]:
         yield server
 
 
-@pytest.fixture
-def daemons() -> Iterator[list[DaemonProc]]:
-    made: list[DaemonProc] = []
-    yield made
-    for d in made:
-        d.close()
-
-
 def ai_config(base_url: str, **overrides: Any) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "engine": "openai",

@@ -26,16 +26,6 @@ IS_ROOT = os.geteuid() == 0
 
 
 @pytest.fixture
-def daemons() -> Iterator[list[DaemonProc]]:
-    made: list[DaemonProc] = []
-    try:
-        yield made
-    finally:
-        for d in made:
-            d.close()
-
-
-@pytest.fixture
 def open_dir() -> Iterator[Path]:
     """A directory every user may traverse, for a socket another uid must reach."""
     path = Path(tempfile.mkdtemp(prefix="readdod-"))

@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,6 @@ from readdod.models import STEPS
 from tests.daemon_proc import DaemonProc
 
 ARTICLE = "A short text about spaced repetition and how to schedule reviews of notes.\n" * 5
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[DaemonProc]]:
-    made: list[DaemonProc] = []
-    try:
-        yield made
-    finally:
-        for d in made:
-            d.close()
 
 
 def _daemon(made: list[DaemonProc], root: Path, **sections: dict[str, Any]) -> DaemonProc:
