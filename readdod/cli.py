@@ -70,9 +70,10 @@ def _item_line(item: dict[str, Any]) -> str:
 
 def render_card(item: dict[str, Any], artifacts: dict[str, Any]) -> str:
     """A card for people, from `get`'s answer."""
-    lines = [f"{item.get('title') or item.get('url') or item['id']}"]
-    lines.append(f"  id {item['id']} · {item['status']} · intent: {item['intent']}")
     card = artifacts.get("card", {}).get("payload")
+    heading = item.get("title") or (card or {}).get("title") or item.get("url") or item["id"]
+    lines = [str(heading)]
+    lines.append(f"  id {item['id']} · {item['status']} · intent: {item['intent']}")
     if card:
         lines.append(f"  {card['priority']} · match {card['match_score']}/100")
         lines.append("")

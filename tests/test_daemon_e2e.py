@@ -52,6 +52,8 @@ def test_new_user_flow_through_the_cli(tmp_path: Path, daemons: list[DaemonProc]
     out = _cli(d, "capture", "--text", str(src), "--intent", "learn how WAL mode works", "--wait")
     assert out.returncode == 0, out.stderr
     assert "Todos:" in out.stdout and "[ ]" in out.stdout
+    # A text capture has no page title: the card's title heads it, not the bare id.
+    assert out.stdout.splitlines()[0].startswith("SQLite in WAL mode")
 
     listed = _cli(d, "ls", "--json")
     assert listed.returncode == 0, listed.stderr
