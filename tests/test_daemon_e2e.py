@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from readdod.cli import render_card
 from readdod.control.client import Client, RpcError
 from tests.daemon_proc import DaemonProc
 
@@ -52,8 +53,6 @@ def test_new_user_flow_through_the_cli(tmp_path: Path, daemons: list[DaemonProc]
     out = _cli(d, "capture", "--text", str(src), "--intent", "learn how WAL mode works", "--wait")
     assert out.returncode == 0, out.stderr
     assert "Todos:" in out.stdout and "[ ]" in out.stdout
-    # A text capture has no page title: the card's title heads it, not the bare id.
-    assert out.stdout.splitlines()[0].startswith("SQLite in WAL mode")
 
     listed = _cli(d, "ls", "--json")
     assert listed.returncode == 0, listed.stderr
@@ -444,3 +443,19 @@ def test_running_out_of_file_descriptors_does_not_kill_the_daemon(
             s.close()
     assert d.call("ping")["version"]
     assert d.stop() == 0
+
+
+def test_a_card_without_a_page_title_is_headed_by_the_cards_title() -> None:
+    item = {"id": "01ABC", "status": "READY", "intent": "learn", "title": None, "url": None}
+    card = {
+        "title": "Write-ahead logging",
+        "priority": "P1",
+        "match_score": 70,
+        "one_liner": "o",
+        "key_points": [],
+        "todos": [],
+        "source": {},
+    }
+    shown = render_card(item, {"card": {"payload": card}})
+    assert shown.splitlines()[0] == "Write-ahead logging"
+    assert render_card(item, {}).splitlines()[0] == "01ABC"
