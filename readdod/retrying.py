@@ -10,7 +10,9 @@ last attempt the error goes up unchanged and the step fails with its code.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import email.utils
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 import msgspec
@@ -39,6 +41,31 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
     jitter_s: float = 1.0
     #: A ``Retry-After`` longer than this is not waited for inside the step.
     max_retry_after_s: float = 120.0
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Seconds a server asks us to wait: ``retry-after-ms``, or ``Retry-After``
+    as seconds or an HTTP date; None when it says nothing usable."""
+    raw = headers.get("retry-after-ms")
+    if raw:
+        try:
+            return max(float(raw) / 1000, 0.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    raw = raw.strip()
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    # A date without a zone is taken as UTC, as HTTP dates are.
+    return max(when.timestamp() - time.time(), 0.0)
 
 
 def _backoff(policy: RetryPolicy) -> Callable[[Exception], bool | float]:

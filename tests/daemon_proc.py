@@ -167,3 +167,21 @@ class DaemonProc:
     def db(self) -> sqlite3.Connection:
         """A read-only look at the daemon's database."""
         return sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
+
+
+def run_cli(
+    d: DaemonProc,
+    *args: str,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``readdod ARGS`` as a person would, against ``d``'s socket."""
+    return subprocess.run(
+        [sys.executable, "-m", "readdod", *args, "--socket", str(d.sock)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )

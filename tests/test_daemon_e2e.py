@@ -13,7 +13,7 @@ import pytest
 
 from readdod.cli import render_card
 from readdod.control.client import Client, RpcError
-from tests.daemon_proc import DaemonProc
+from tests.daemon_proc import DaemonProc, run_cli
 
 ARTICLE = (
     "SQLite in WAL mode lets readers and a writer work at the same time.\n\n"
@@ -31,16 +31,6 @@ def _daemon(made: list[DaemonProc], root: Path, **sections: dict[str, Any]) -> D
     return d
 
 
-def _cli(d: DaemonProc, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "readdod", *args, "--socket", str(d.sock)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def _err(exc: pytest.ExceptionInfo[RpcError]) -> tuple[int, str, dict[str, Any]]:
     return exc.value.rpc_code, exc.value.error_code, exc.value.data
 
@@ -50,17 +40,19 @@ def test_new_user_flow_through_the_cli(tmp_path: Path, daemons: list[DaemonProc]
     src = tmp_path / "article.txt"
     src.write_text(ARTICLE)
 
-    out = _cli(d, "capture", "--text", str(src), "--intent", "learn how WAL mode works", "--wait")
+    out = run_cli(
+        d, "capture", "--text", str(src), "--intent", "learn how WAL mode works", "--wait"
+    )
     assert out.returncode == 0, out.stderr
     assert "Todos:" in out.stdout and "[ ]" in out.stdout
 
-    listed = _cli(d, "ls", "--json")
+    listed = run_cli(d, "ls", "--json")
     assert listed.returncode == 0, listed.stderr
     items = __import__("json").loads(listed.stdout)["items"]
     assert len(items) == 1 and items[0]["status"] == "READY"
     item_id = items[0]["id"]
 
-    shown = _cli(d, "show", item_id, "--history")
+    shown = run_cli(d, "show", item_id, "--history")
     assert (
         shown.returncode == 0 and "READY" in shown.stdout and "QUEUED -> PROCESSING" in shown.stdout
     )
@@ -71,7 +63,7 @@ def test_new_user_flow_through_the_cli(tmp_path: Path, daemons: list[DaemonProc]
         + "".join(f"<article><p>{p}</p></article>" for p in ARTICLE.split("\n\n"))
         + "</body></html>"
     )
-    out = _cli(
+    out = run_cli(
         d,
         "capture",
         "https://blog.example.org/wal",
@@ -86,17 +78,17 @@ def test_new_user_flow_through_the_cli(tmp_path: Path, daemons: list[DaemonProc]
     assert out.returncode == 0, out.stderr
 
     # Text given where a file name belongs: a short, helpful error, not the text echoed back.
-    pasted = _cli(d, "capture", "--text", ARTICLE, "--intent", "learn")
+    pasted = run_cli(d, "capture", "--text", ARTICLE, "--intent", "learn")
     assert pasted.returncode == 1
     assert "take a file name, or - for standard input" in pasted.stderr
     assert len(pasted.stderr) < 400
 
-    assert _cli(d, "ship", item_id).returncode == 0
-    assert _cli(d, "archive", item_id).returncode == 0
-    un = _cli(d, "unarchive", item_id, "--json")
+    assert run_cli(d, "ship", item_id).returncode == 0
+    assert run_cli(d, "archive", item_id).returncode == 0
+    un = run_cli(d, "unarchive", item_id, "--json")
     assert un.returncode == 0 and '"READY"' in un.stdout  # a complete run exists
 
-    regen = _cli(d, "process", item_id, "--regenerate", "--json")
+    regen = run_cli(d, "process", item_id, "--regenerate", "--json")
     assert regen.returncode == 0, regen.stderr
     d.wait_status("READY", count=4)  # text item, html item, unarchive, regenerate
     got = d.call("get", {"id": item_id})

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,7 @@ import yaml
 
 from readdod.control.client import RpcError
 from readdod.errors import DaemonUnavailable
-from tests.daemon_proc import DaemonProc
+from tests.daemon_proc import DaemonProc, run_cli
 
 ARTICLE = (
     "SQLite in WAL mode lets readers and a writer work at the same time.\n\n"
@@ -31,15 +29,6 @@ def _daemon(made: list[DaemonProc], root: Path, **sections: dict[str, Any]) -> D
     d = DaemonProc(root, **sections)
     made.append(d)
     return d
-
-
-def _cli(d: DaemonProc, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "readdod", *args, "--socket", str(d.sock)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def _ready(d: DaemonProc, intent: str, *, count: int, title: str | None = None) -> str:
@@ -78,7 +67,7 @@ def test_export_files_idempotency_and_reexport(tmp_path: Path, daemons: list[Dae
     exports = tmp_path / "exports"
     item_id = _ready(d, "decide on WAL", count=1, title="SQLite WAL: a guide")
 
-    out = _cli(d, "export", item_id)
+    out = run_cli(d, "export", item_id)
     assert out.returncode == 0, out.stderr
     md = Path(out.stdout.strip())
     assert md.parent == exports and md.name.endswith("-sqlite-wal-a-guide.md")
@@ -124,7 +113,7 @@ def test_export_files_idempotency_and_reexport(tmp_path: Path, daemons: list[Dae
 
     # Another item with the same title gets a suffixed name, never the first one's file.
     other = _ready(d, "another intent", count=2, title="SQLite WAL: a guide")
-    out = _cli(d, "export", other, "--json")
+    out = run_cli(d, "export", other, "--json")
     assert out.returncode == 0, out.stderr
     path = Path(json.loads(out.stdout)["files"][0])
     assert path.name == md.name.replace(".md", "-2.md")
@@ -132,14 +121,14 @@ def test_export_files_idempotency_and_reexport(tmp_path: Path, daemons: list[Dae
 
     # `ship` still marks an item done without writing anything.
     third = _ready(d, "third", count=3)
-    assert _cli(d, "ship", third).returncode == 0 and _status(d, third) == "SHIPPED"
+    assert run_cli(d, "ship", third).returncode == 0 and _status(d, third) == "SHIPPED"
 
     runs = d.call("get", {"id": item_id})["runs"]
     assert [r["status"] for r in runs if r["mode"] == "EXPORT"] == ["succeeded"] * 3
 
     # A reused key writes nothing, even when its file was deleted; the CLI says so.
     js.unlink()
-    out = _cli(d, "export", item_id, "--format", "json", "--export-key", "k-1")
+    out = run_cli(d, "export", item_id, "--format", "json", "--export-key", "k-1")
     assert out.returncode == 0 and out.stdout.strip() == str(js)
     assert f"{js} is gone" in out.stderr and not js.exists()
     assert d.stop() == 0
@@ -191,7 +180,7 @@ def test_export_is_refused_outside_ready_failed_export_and_shipped(
             assert (code, error_code) == (409, "INVALID_TRANSITION"), src
             assert data["from"] == src and data["to"] == "SHIPPED"
         assert _status(d, item_id) == src
-    out = _cli(d, "export", captured)
+    out = run_cli(d, "export", captured)
     assert out.returncode == 1 and "INVALID_TRANSITION" in out.stderr
     assert not (tmp_path / "exports").exists()  # nothing was written for any of them
 
@@ -237,20 +226,20 @@ def test_unwritable_places_fail_the_export_and_a_good_place_ships_it(
         assert f"{blocker} is a file, not a folder" in failure["message"]
         assert str(out_dir) in failure["message"]
     assert blocker.read_text() == "a file where a folder should be\n"
-    assert f"Export again with `readdod export {item_id}" in _cli(d, "show", item_id).stdout
+    assert f"Export again with `readdod export {item_id}" in run_cli(d, "show", item_id).stdout
 
     good = tmp_path / "good notes"
-    out = _cli(d, "export", item_id, "--out", str(good))
+    out = run_cli(d, "export", item_id, "--out", str(good))
     assert out.returncode == 0, out.stderr
     path = Path(out.stdout.strip())
     assert path.parent == good and _front_matter(path)["id"] == item_id
     item = d.call("get", {"id": item_id})["item"]
     assert item["status"] == "SHIPPED" and item["failure"] is None
     assert d.call("get", {"id": item_id})["exported"] == [str(path)]
-    assert f"Exported to: {path}" in _cli(d, "show", item_id).stdout
+    assert f"Exported to: {path}" in run_cli(d, "show", item_id).stdout
 
     # A failed re-export leaves a SHIPPED item SHIPPED; the event log keeps the failure.
-    out = _cli(d, "export", item_id, "--out", str(blocker / "x"), "--format", "json")
+    out = run_cli(d, "export", item_id, "--out", str(blocker / "x"), "--format", "json")
     assert out.returncode == 1 and "EXPORT_WRITE_FAILED" in out.stderr
     assert str(blocker / "x") in out.stderr
     got = d.call("get", {"id": item_id, "history": True})
@@ -267,7 +256,7 @@ def test_unwritable_places_fail_the_export_and_a_good_place_ships_it(
     export_runs = [r for r in got["runs"] if r["mode"] == "EXPORT"]
     assert [r["status"] for r in export_runs] == ["failed", "failed", "succeeded", "failed"]
     assert str(blocker / "x") in export_runs[-1]["error_message"]  # `show` tells why
-    shown = _cli(d, "show", item_id).stdout
+    shown = run_cli(d, "show", item_id).stdout
     assert f"{export_runs[-1]['run_id']} EXPORT     failed    attempts=1 nothing written" in shown
     assert f"{export_runs[-2]['run_id']} EXPORT     succeeded attempts=1 file written" in shown
     assert d.stop() == 0

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -17,7 +15,7 @@ from typing import Any
 import pytest
 
 from readdod.control.client import Client, RpcError
-from tests.daemon_proc import DaemonProc
+from tests.daemon_proc import DaemonProc, run_cli
 from tests.test_urls import DIFFERENT, SAME_PAGE
 
 ARTICLE = (
@@ -89,19 +87,6 @@ def _daemon(made: list[DaemonProc], root: Path, **sections: dict[str, Any]) -> D
     d = DaemonProc(root, **sections)
     made.append(d)
     return d
-
-
-def _cli(
-    d: DaemonProc, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "readdod", *args, "--socket", str(d.sock)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def _refused(c: Client, method: str, params: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
@@ -211,10 +196,10 @@ def test_capture_dedupes_by_canonical_url_and_intent(
             params = {"intent": "x", "url": "https://example.org/a", **bad}
             assert _refused(c, "capture", params)[:2] == (422, "VALIDATION_ERROR"), bad
 
-    shown = _cli(d, "show", item["id"])
+    shown = run_cli(d, "show", item["id"])
     assert shown.returncode == 0 and other["item"]["id"] in shown.stdout
     # Nothing will process it (auto_process is off): --wait says so at once.
-    waited = _cli(d, "capture", "--text", "-", "--intent", "w", "--wait", stdin=ARTICLE)
+    waited = run_cli(d, "capture", "--text", "-", "--intent", "w", "--wait", stdin=ARTICLE)
     assert waited.returncode == 1 and "auto_process is off" in waited.stderr
     assert "· CAPTURED ·" in waited.stdout
     assert d.stop() == 0
@@ -224,10 +209,10 @@ def test_capture_wait_prints_the_card_or_the_failure(
     tmp_path: Path, daemons: list[DaemonProc]
 ) -> None:
     d = _daemon(daemons, tmp_path, ai={"engine": "fixed"}).start()
-    ok = _cli(d, "capture", "--text", "-", "--intent", "learn WAL", "--wait", stdin=ARTICLE)
+    ok = run_cli(d, "capture", "--text", "-", "--intent", "learn WAL", "--wait", stdin=ARTICLE)
     assert ok.returncode == 0, ok.stderr
     assert "Todos:" in ok.stdout and "[ ]" in ok.stdout
-    bad = _cli(d, "capture", "--html", "-", "--intent", "learn", "--wait", stdin=EMPTY_PAGE)
+    bad = run_cli(d, "capture", "--html", "-", "--intent", "learn", "--wait", stdin=EMPTY_PAGE)
     assert bad.returncode == 1
     assert "FAILED at extraction: EXTRACTION_EMPTY" in bad.stdout
     assert "Once the cause is fixed: `readdod process " in bad.stdout
@@ -307,7 +292,7 @@ def test_regenerate_keeps_versions_and_user_edits_win(
         assert got["artifacts"]["extraction"]["version"] == 2
         assert got["artifacts"]["extraction"]["meta"]["run_id"] == run3
 
-    shown = _cli(d, "show", item_id, "--versions")
+    shown = run_cli(d, "show", item_id, "--versions")
     assert shown.returncode == 0, shown.stderr
     assert "Edited by you: score" in shown.stdout
     assert f"run {run1}" in shown.stdout and "user" in shown.stdout
@@ -316,15 +301,15 @@ def test_regenerate_keeps_versions_and_user_edits_win(
     card = got["artifacts"]["card"]["payload"]
     src = tmp_path / "card.json"
     src.write_text(json.dumps({**card, "one_liner": "My own words."}))
-    out = _cli(d, "edit", item_id, "card", "--file", str(src))
+    out = run_cli(d, "edit", item_id, "card", "--file", str(src))
     assert out.returncode == 0, out.stderr
     editor = (
         f'{sys.executable} -c "import json,sys; p=sys.argv[1]; d=json.load(open(p));'
         " d['tl_dr']='Edited in the editor.'; json.dump(d, open(p, 'w'))\""
     )
-    out = _cli(d, "edit", item_id, "summary", env={"EDITOR": editor, "VISUAL": ""})
+    out = run_cli(d, "edit", item_id, "summary", env={"EDITOR": editor, "VISUAL": ""})
     assert out.returncode == 0, out.stderr
-    bad = _cli(d, "edit", item_id, "card", "--file", "-", stdin="{not json")
+    bad = run_cli(d, "edit", item_id, "card", "--file", "-", stdin="{not json")
     assert bad.returncode == 1 and "not valid JSON" in bad.stderr
     got = d.call("get", {"id": item_id})
     assert got["artifacts"]["card"]["payload"]["one_liner"] == "My own words."
@@ -364,7 +349,7 @@ def test_auto_skip_archives_low_scores_and_unarchive_brings_them_back(
             "VALIDATION_ERROR",
         )
     # --wait shows the skipped card; it was made fine, so the exit code is 0.
-    out = _cli(d, "capture", "--text", "-", "--intent", "another", "--wait", stdin=ARTICLE)
+    out = run_cli(d, "capture", "--text", "-", "--intent", "another", "--wait", stdin=ARTICLE)
     assert out.returncode == 0, out.stderr
     assert "Archived: SYSTEM_SKIP" in out.stdout and "Todos:" in out.stdout
     assert d.stop() == 0
@@ -397,7 +382,7 @@ def test_archive_cancel_stops_a_running_item_and_it_writes_nothing_after(
             "PROCESSING",
             "ARCHIVED",
         )
-        out = _cli(d, "archive", item_id, "--cancel")
+        out = run_cli(d, "archive", item_id, "--cancel")
         assert out.returncode == 0 and "ARCHIVED" in out.stdout, out.stderr
         # Logged once the actor has stopped.
         d.wait_log(lambda e: e["event"] == "actor.cancelled" and e["item_id"] == item_id)
@@ -465,7 +450,7 @@ def test_a_retryable_failure_is_retried_by_itself_and_the_ledger_shows_it(
         [failure] = run["failures"]
         assert failure["step"] == "extraction"
         assert failure["error_code"] == "EXTRACTION_FETCH_FAILED" and "503" in failure["message"]
-    shown = _cli(d, "show", item_id)
+    shown = run_cli(d, "show", item_id)
     assert "attempts=2" in shown.stdout and "EXTRACTION_FETCH_FAILED" in shown.stdout
     failed_lines = [line for line in shown.stdout.splitlines() if "failed at" in line]
     assert failed_lines and all(
@@ -487,12 +472,14 @@ def test_retry_failed_through_the_cli(tmp_path: Path, daemons: list[DaemonProc])
         failure = c.call("get", {"id": ids[0]})["item"]["failure"]
         assert failure["retryable"] is False and "next_attempt_at" not in failure
         assert _refused(c, "retry_failed", {"step": "nope"})[:2] == (422, "VALIDATION_ERROR")
-    dry = _cli(d, "retry-failed", "--dry-run", "--json")
+    dry = run_cli(d, "retry-failed", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     assert sorted(json.loads(dry.stdout)["requeued"]) == sorted(ids)
     assert d.call("get", {"id": ids[0]})["item"]["status"] == "FAILED_EXTRACTION"
-    assert json.loads(_cli(d, "retry-failed", "--step", "summary", "--json").stdout)["count"] == 0
-    out = _cli(d, "retry-failed", "--step", "extraction")
+    assert (
+        json.loads(run_cli(d, "retry-failed", "--step", "summary", "--json").stdout)["count"] == 0
+    )
+    out = run_cli(d, "retry-failed", "--step", "extraction")
     assert out.returncode == 0 and "queued 2 failed item(s)" in out.stdout
     d.wait_status("FAILED_EXTRACTION", count=4)
     assert d.call("get", {"id": ready})["item"]["status"] == "READY"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -97,16 +95,6 @@ async def test_the_api_key_comes_from_the_env_or_a_systemd_credential(
     finally:
         await eng.aclose()
     assert fake.completions()[0]["headers"]["authorization"] == "Bearer sk-cred"
-
-
-def test_retry_after_in_seconds_milliseconds_or_a_date() -> None:
-    assert oa.retry_after_s({"retry-after": "3"}) == 3.0
-    assert oa.retry_after_s({"retry-after-ms": "250", "retry-after": "3"}) == 0.25
-    later = email.utils.formatdate(time.time() + 30, usegmt=True)
-    waited = oa.retry_after_s({"retry-after": later})
-    assert waited is not None and 25 < waited <= 31
-    assert oa.retry_after_s({"retry-after": "soon"}) is None
-    assert oa.retry_after_s({}) is None
 
 
 def test_the_rate_limiter_counts_requests_and_tokens_per_minute() -> None:

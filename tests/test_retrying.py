@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import email.utils
+import time
+
 import pytest
 
 from readdod.errors import AIError, ErrorCode, StepError
-from readdod.retrying import RetryPolicy, call
+from readdod.retrying import RetryPolicy, call, retry_after_s
 
 pytestmark = pytest.mark.anyio
 
@@ -74,3 +77,13 @@ async def test_retry_after_sets_the_wait_and_a_long_one_is_not_waited_for() -> N
     with pytest.raises(AIError):
         await call(too_long, policy, on_retry)
     assert too_long.calls == 1
+
+
+def test_retry_after_in_seconds_milliseconds_or_a_date() -> None:
+    assert retry_after_s({"retry-after": "3"}) == 3.0
+    assert retry_after_s({"retry-after-ms": "250", "retry-after": "3"}) == 0.25
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+    waited = retry_after_s({"retry-after": later})
+    assert waited is not None and 25 < waited <= 31
+    assert retry_after_s({"retry-after": "soon"}) is None
+    assert retry_after_s({}) is None

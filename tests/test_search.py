@@ -4,8 +4,6 @@ step with titles and extractions, cursors that survive changes, and `ls`."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,7 @@ from typing import Any
 import pytest
 
 from readdod.control.client import Client, RpcError
-from tests.daemon_proc import DaemonProc
+from tests.daemon_proc import DaemonProc, run_cli
 
 
 def _page(title: str, body: str) -> str:
@@ -32,15 +30,6 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProc]:
 
 def _ids(c: Client, **params: Any) -> list[str]:
     return [i["id"] for i in c.call("list", params)["items"]]
-
-
-def _cli(d: DaemonProc, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "readdod", *args, "--socket", str(d.sock)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_filters_full_text_search_and_ls(daemon: DaemonProc) -> None:
@@ -122,7 +111,7 @@ def test_filters_full_text_search_and_ls(daemon: DaemonProc) -> None:
                 c.call("list", bad)
             assert exc.value.error_code == "VALIDATION_ERROR", bad
 
-    table = _cli(d, "ls", "--tag", "db")
+    table = run_cli(d, "ls", "--tag", "db")
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
     assert header.split() == ["ID", "STATUS", "PRI", "SCORE", "AGE", "TITLE"]
@@ -131,9 +120,9 @@ def test_filters_full_text_search_and_ls(daemon: DaemonProc) -> None:
         [wal, "READY", "P0", "95"],
     ]
     assert "Write-ahead logging notes" in rows[1]
-    found = _cli(d, "ls", "--query", "peppers", "--json")
+    found = run_cli(d, "ls", "--query", "peppers", "--json")
     assert [i["id"] for i in json.loads(found.stdout)["items"]] == [garden]
-    assert _cli(d, "ls", "--status", "shipped", "--json").returncode == 0
+    assert run_cli(d, "ls", "--status", "shipped", "--json").returncode == 0
     assert d.stop() == 0
 
 
@@ -161,6 +150,6 @@ def test_cursor_pages_stay_stable_while_items_change(daemon: DaemonProc) -> None
         assert [i["id"] for i in last["items"]] == newest_first[6:]
         assert last["next_cursor"] is None
         # The CLI prints where to continue.
-        more = _cli(d, "ls", "--limit", "2")
+        more = run_cli(d, "ls", "--limit", "2")
         assert "--cursor" in more.stdout.splitlines()[-1]
     assert d.stop() == 0

@@ -32,7 +32,6 @@ earlier steps decided.
 from __future__ import annotations
 
 import collections
-import email.utils
 import functools
 import json
 import math
@@ -250,28 +249,6 @@ def read_api_key(env_name: str, environ: dict[str, str] | None = None) -> str | 
     return None
 
 
-def retry_after_s(headers: Any) -> float | None:
-    """Seconds a server asks us to wait: ``retry-after-ms``, ``Retry-After`` seconds or date."""
-    raw = headers.get("retry-after-ms")
-    if raw:
-        try:
-            return float(raw) / 1000
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(float(raw), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
 class _Down(Exception):
     """The server could not be reached or answered 5xx: counts against the circuit."""
 
@@ -451,7 +428,7 @@ class OpenAIEngine:
                 " lower ai.rpm / ai.tpm / ai.concurrency if this keeps happening",
                 code=ErrorCode.AI_RATE_LIMITED,
                 retryable=True,
-                retry_after=retry_after_s(exc.response.headers),
+                retry_after=retrying.retry_after_s(exc.response.headers),
             )
         if status in (401, 403):
             return AIError(

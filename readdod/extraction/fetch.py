@@ -25,8 +25,6 @@ The limits, and why they are enforced here rather than left to httpx:
 from __future__ import annotations
 
 import codecs
-import datetime as dt
-import email.utils
 import functools
 import re
 import ssl
@@ -45,6 +43,7 @@ import httpx
 import msgspec
 
 from readdod import retrying
+from readdod.clock import SystemClock, iso
 from readdod.config import FetchConfig
 from readdod.errors import ConfigError, ErrorCode, ExtractionError
 from readdod.extraction.extract import extract, extract_text
@@ -580,7 +579,7 @@ async def _read_page(url: str, response: httpx.Response, max_bytes: int) -> Fetc
         status=status,
         content_type=media_type,
         html=text,
-        fetched_at=_now_rfc3339(),
+        fetched_at=iso(SystemClock().now_ms()) or "",
     )
 
 
@@ -627,7 +626,7 @@ async def _http_error(url: str, response: httpx.Response, charset: str | None) -
         return _blocked_by_site(url, vendor, status)
     reason = f" {response.reason_phrase}" if response.reason_phrase else ""
     said = f"The server answered HTTP {status}{reason} for {url}"
-    retry_after = _retry_after(response.headers.get("retry-after"))
+    retry_after = retrying.retry_after_s(response.headers)
     if status in (404, 410):
         return ExtractionError(
             f"{said}: the page does not exist (any more). Check the address.",
@@ -660,22 +659,6 @@ async def _http_error(url: str, response: httpx.Response, charset: str | None) -
         code=ErrorCode.EXTRACTION_FETCH_FAILED,
         retryable=False,
     )
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return max((when - dt.datetime.now(dt.UTC)).total_seconds(), 0.0)
 
 
 def _wall_header(headers: httpx.Headers) -> str | None:
@@ -737,11 +720,6 @@ def _too_large(url: str, max_bytes: int) -> ExtractionError:
         code=ErrorCode.EXTRACTION_TOO_LARGE,
         retryable=False,
     )
-
-
-def _now_rfc3339() -> str:
-    stamp = dt.datetime.now(dt.UTC)
-    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # --- the body: bounded decompression -------------------------------------------------
