@@ -267,17 +267,28 @@ class Orchestrator:
 
         result = await self.store.write(unit)
         enqueued = scheduled = False
+        # Per item: did this commit end with a run having made it READY?
+        ready: dict[str, bool] = {}
         for note in notes:
             log.info(note.event, **note.fields)
             self.bus.publish(note.event, **note.fields)
-            enqueued = enqueued or note.fields.get("to") == S.QUEUED
+            to = note.fields.get("to")
+            enqueued = enqueued or to == S.QUEUED or note.event == "daemon.resumed"
             scheduled = scheduled or note.event == "retry.scheduled"
+            if note.event == "item.transition":
+                ready[note.fields["item_id"]] = (
+                    note.fields.get("from") == S.PROCESSING and to == S.READY
+                )
         if enqueued:
             for callback in self._listeners:
                 callback()
         if scheduled:
             for callback in self._retry_listeners:
                 callback()
+        for item_id, made_ready in ready.items():
+            if made_ready:
+                for on_ready in self._ready_listeners:
+                    on_ready(item_id)
         return result
 
     def _row(self, tx: Tx, item_id: str) -> ItemRow:
@@ -942,11 +953,7 @@ class Orchestrator:
                 notes.append(_Note("daemon.paused" if paused else "daemon.resumed", {}))
             return paused
 
-        result = await self._commit(unit)
-        if not paused:
-            for callback in self._listeners:
-                callback()
-        return result
+        return await self._commit(unit)
 
     async def is_paused(self) -> bool:
         return await self.store.read(lambda tx: tx.setting(PAUSED_KEY) == "1")
@@ -1686,9 +1693,6 @@ class Orchestrator:
             return self._auto_skip(tx, notes, ready, now)
 
         row = await self._commit(unit)
-        if row is not None and row.status == S.READY:
-            for ready in self._ready_listeners:
-                ready(row.id)
         return item_view(row) if row else None
 
     def _auto_skip(self, tx: Tx, notes: list[_Note], row: ItemRow, now: int) -> ItemRow:
