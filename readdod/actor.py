@@ -18,7 +18,7 @@ import msgspec
 
 from readdod import faults
 from readdod.engines.base import StepStopped
-from readdod.errors import ErrorCode, StepError
+from readdod.errors import ErrorCode, ShuttingDown, StepError, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
 from readdod.models import STEPS
 from readdod.orchestrator import Claimed, LeaseChunks, Orchestrator
@@ -63,6 +63,7 @@ async def run(
         ctx.note = note
         ctx.chunks = LeaseChunks(orch, lease)
         ctx.stop_reason = stop_reason
+        finished = False
         for step in STEPS:
             if step in ctx.done:
                 continue
@@ -81,7 +82,7 @@ async def run(
             orch.bus.publish("step.started", item.id, lease.run_id, step=step)
             faults.crash_point(f"step:{step}")
             if step == "extraction":
-                html, text = await orch.source(item.id)
+                html, text = claimed.source or await orch.source(item.id)
                 result = await pipeline.extraction(ctx, html, text)
             else:
                 result = await pipeline.ai_step(step, ctx)
@@ -92,9 +93,11 @@ async def run(
                 result.meta,
                 item_fields=result.item_fields,
                 duration_ms=(time.perf_counter() - started) * 1000,
+                finish=step == STEPS[-1],
             )
             if version is None:
                 return
+            finished = step == STEPS[-1]
             ctx.done[step] = result.payload
             if "title" in result.item_fields:
                 ctx.title = result.item_fields["title"]
@@ -108,9 +111,10 @@ async def run(
                 version=version,
                 duration_ms=took_ms,
             )
-        step = "gate"
-        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
-            await orch.complete(lease)
+        if not finished:
+            step = "gate"
+            with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+                await orch.complete(lease)
     except StepError as exc:
         bound.warning("step.failed", step=step, error_code=exc.error_code, error=exc.message)
         orch.bus.publish("step.failed", item.id, lease.run_id, step=step, error_code=exc.error_code)
@@ -124,6 +128,18 @@ async def run(
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
             await orch.release(lease, stop_reason() or "cancelled")
         raise
+    except (StoreBusy, StoreWriteFailed, ShuttingDown) as exc:
+        # The database failed, not the item: it waits QUEUED and resumes this run. Should
+        # the release fail too, the lease runs out and the item is requeued all the same.
+        bound.warning(
+            "step.waiting",
+            step=step,
+            reason=exc.error_code.lower(),
+            error_code=exc.error_code,
+            message=exc.message,
+        )
+        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+            await orch.release(lease, exc.error_code.lower())
     except Exception as exc:
         bound.exception("step.crashed", step=step, error_code=ErrorCode.INTERNAL_ERROR)
         err = StepError(

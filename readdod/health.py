@@ -12,6 +12,7 @@ from typing import Final, Literal
 import msgspec
 
 from readdod.config import DaemonConfig
+from readdod.store.rows import StoreCounters
 
 Level = Literal["ok", "degraded", "unhealthy"]
 _RANK: Final[dict[str, int]] = {"ok": 0, "degraded": 1, "unhealthy": 2}
@@ -204,6 +205,8 @@ class Stats(msgspec.Struct, kw_only=True):
     runs_by_outcome: dict[str, int]
     step_durations_ms: dict[str, StepTimes]
     tokens: Tokens
+    #: The store's work since the daemon started; None outside a daemon.
+    store: StoreCounters | None = None
 
 
 def percentile(values: list[float], q: float) -> float:

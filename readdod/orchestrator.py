@@ -73,6 +73,9 @@ log = get_logger("readdod.orchestrator")
 
 S = Status
 PAUSED_KEY: Final = "paused"
+#: Captured sources up to this size travel with the claim (no read per item); bigger ones
+#: are read by the actor when it needs them, so thousands in flight stay small in memory.
+CLAIM_SOURCE_MAX_CHARS: Final = 64 * 1024
 _json = msgspec.json.Encoder()
 
 
@@ -116,6 +119,8 @@ class Claimed(msgspec.Struct, frozen=True):
     run_mode: str
     refetch: bool
     done: dict[str, ArtifactRow]
+    #: The captured (html, text), read with the claim when small; None: read it when needed.
+    source: tuple[str | None, str | None] | None = None
 
 
 class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -140,6 +145,15 @@ class _Note(msgspec.Struct):
 
 def _dumps(obj: Any) -> str:
     return _json.encode(obj).decode()
+
+
+#: The failure message of an item whose worker was lost too often (printf: count, step, id).
+WORKER_LOST_MESSAGE: Final = (
+    "the worker processing this item was lost %d times in a row during step %s;"
+    " it may crash readdod. Retry with `readdod process %s`."
+)
+#: Orphans logged one by one (a transition line each); the rest are counted in one line.
+ORPHAN_LINES: Final = 100
 
 
 def _failed_state(step: str) -> Status:
@@ -481,6 +495,7 @@ class Orchestrator:
             detail = _dumps({"sibling_of": sibling_of}) if sibling_of else "{}"
             tx.insert_event(now, row.id, None, "capture", None, S.CAPTURED, Trigger.USER, detail)
             notes.append(_Note("item.captured", {"item_id": row.id, "source_type": source_type}))
+            faults.crash_point("tx:capture")
             if self.auto_process:
                 row = self._enqueue(tx, notes, row, Trigger.SYSTEM, now, new_run="PROCESS")
             return row, True
@@ -821,6 +836,7 @@ class Orchestrator:
                 )
             )
             run_id = self._export_run(tx, item_id, started, now)
+            faults.crash_point("tx:export")
             detail = {"op": "export", "format": fmt, "export_key": plan.key, "files": files}
             shipped = self._move(
                 tx,
@@ -1007,7 +1023,9 @@ class Orchestrator:
                 tokens=hc.Tokens(prompt=prompt, completion=completion, total=prompt + completion),
             )
 
-        return await self.store.read(read)
+        stats = await self.store.read(read)
+        stats.store = self.store.counters()
+        return stats
 
     async def prune(
         self,
@@ -1264,70 +1282,87 @@ class Orchestrator:
         """
 
         def unit(tx: Tx, notes: list[_Note]) -> tuple[int, int]:
-            now = self.clock.now_ms()
-            requeued = failed = 0
-            for row in tx.processing():
-                if self._orphan(tx, notes, row, now, reason="orphan_recovery"):
-                    requeued += 1
-                else:
-                    failed += 1
-            return requeued, failed
+            return self._orphan(tx, notes, self.clock.now_ms(), reason="orphan_recovery")
 
         return await self._commit(unit)
 
-    def _orphan(self, tx: Tx, notes: list[_Note], row: ItemRow, now: int, *, reason: str) -> bool:
-        count = row.orphan_count + 1
-        run = tx.run(row.current_run_id) if row.current_run_id else None
-        step = (run.current_step if run else None) or "extraction"
-        if count >= self.max_orphanings:
-            msg = (
-                f"the worker processing this item was lost {count} times in a row during"
-                f" step {step}; it may crash readdod. Retry with `readdod process {row.id}`."
-            )
-            self._fail(
-                tx,
-                notes,
-                row,
-                step,
-                ErrorCode.WORKER_LOST,
-                msg,
-                False,
-                None,
-                now,
-                orphan_count=count,
-            )
-            return False
-        if row.current_run_id:
-            tx.update_run(row.current_run_id, status="queued")
-        self._move(
-            tx,
-            notes,
-            row,
-            S.QUEUED,
-            Trigger.SYSTEM,
-            now=now,
-            detail={"reason": reason, "orphan_count": count},
-            lease_owner=None,
-            lease_expires_at=None,
-            orphan_count=count,
+    def _orphan(
+        self, tx: Tx, notes: list[_Note], now: int, *, reason: str, expired: bool = False
+    ) -> tuple[int, int]:
+        """Requeue or fail every orphan (every PROCESSING item, or those whose lease expired).
+
+        Set-based: a few statements whatever the count, so 100,000 orphans
+        cost well under a second. Log lines go per item for the first
+        ``ORPHAN_LINES`` orphans, then one ``recovery.unlisted`` line; the
+        events table has a row for every one.
+        """
+        assert states.allowed(S.PROCESSING, S.QUEUED, Trigger.SYSTEM)
+        assert states.allowed(S.PROCESSING, S.FAILED_AI, Trigger.SYSTEM)
+        assert states.allowed(S.PROCESSING, S.FAILED_EXTRACTION, Trigger.SYSTEM)
+        requeued, failed, sample = tx.orphan_processing(
+            now,
+            expired_before=now if expired else None,
+            max_orphanings=self.max_orphanings,
+            reason=reason,
+            error_code=ErrorCode.WORKER_LOST,
+            message_format=WORKER_LOST_MESSAGE,
+            failed_at=iso(now) or "",
+            sample=ORPHAN_LINES,
         )
-        notes.append(
-            _Note(
-                "recovery.requeued",
-                {"item_id": row.id, "run_id": row.current_run_id, "reason": reason},
+        for item_id, run_id, count, step, has_failed, message in sample:
+            if has_failed:
+                detail: dict[str, Any] = {
+                    "step": step,
+                    "error_code": ErrorCode.WORKER_LOST,
+                    "message": (message or "")[:500],
+                    "next_attempt_at": None,
+                }
+                dst = _failed_state(step)
+            else:
+                detail = {"reason": reason, "orphan_count": count}
+                dst = S.QUEUED
+            notes.append(
+                _Note(
+                    "item.transition",
+                    {
+                        "item_id": item_id,
+                        "run_id": run_id,
+                        "from": S.PROCESSING,
+                        "to": dst,
+                        "trigger": Trigger.SYSTEM,
+                        **detail,
+                    },
+                )
             )
-        )
-        return True
+            if not has_failed:
+                notes.append(
+                    _Note(
+                        "recovery.requeued",
+                        {"item_id": item_id, "run_id": run_id, "reason": reason},
+                    )
+                )
+        if requeued + failed > len(sample):
+            notes.append(
+                _Note(
+                    "recovery.unlisted",
+                    {
+                        "reason": reason,
+                        "count": requeued + failed - len(sample),
+                        "requeued": requeued,
+                        "failed": failed,
+                    },
+                )
+            )
+        return requeued, failed
 
     async def requeue_expired(self) -> int:
         """Return items whose lease ran out (a dead or stalled worker) to QUEUED."""
 
         def unit(tx: Tx, notes: list[_Note]) -> int:
-            now = self.clock.now_ms()
-            rows = tx.expired_leases(now)
-            for row in rows:
-                self._orphan(tx, notes, row, now, reason="lease_expired")
-            return len(rows)
+            requeued, failed = self._orphan(
+                tx, notes, self.clock.now_ms(), reason="lease_expired", expired=True
+            )
+            return requeued + failed
 
         return await self._commit(unit)
 
@@ -1336,27 +1371,18 @@ class Orchestrator:
 
         def unit(tx: Tx, notes: list[_Note]) -> list[Claimed]:
             now = self.clock.now_ms()
+            rows = tx.claim(owner, limit, now + lease_ttl_ms, now)
+            runs = tx.start_runs([r.current_run_id for r in rows if r.current_run_id], owner, now)
+            sources = tx.small_sources(
+                [r.id for r in rows if r.source_type != "url"], CLAIM_SOURCE_MAX_CHARS
+            )
+            detail = _dumps({"worker_id": owner})
+            events = []
             out = []
-            for row in tx.claim(owner, limit, now + lease_ttl_ms, now):
-                assert row.current_run_id is not None
-                run = tx.run(row.current_run_id)
-                assert run is not None
-                tx.update_run(
-                    run.run_id,
-                    status="running",
-                    attempts=run.attempts + 1,
-                    worker_id=owner,
-                    started_at=run.started_at or now,
-                )
-                tx.insert_event(
-                    now,
-                    row.id,
-                    run.run_id,
-                    "transition",
-                    S.QUEUED,
-                    S.PROCESSING,
-                    Trigger.SYSTEM,
-                    _dumps({"worker_id": owner}),
+            for row in rows:
+                run = runs[row.current_run_id or ""]
+                events.append(
+                    (now, row.id, run.run_id, "transition", S.QUEUED, S.PROCESSING, detail)
                 )
                 notes.append(
                     _Note(
@@ -1371,15 +1397,19 @@ class Orchestrator:
                         },
                     )
                 )
+                # Only a run claimed before can have finished steps to resume from.
+                resumed = run.attempts > 1
                 out.append(
                     Claimed(
                         lease=Lease(row.id, owner, run.run_id),
                         item=row,
                         run_mode=run.mode,
                         refetch=bool(run.refetch),
-                        done=tx.artifacts_of_run(row.id, run.run_id),
+                        done=tx.artifacts_of_run(row.id, run.run_id) if resumed else {},
+                        source=sources.get(row.id),
                     )
                 )
+            tx.insert_events(events, Trigger.SYSTEM)
             return out
 
         return await self._commit(unit)
@@ -1405,14 +1435,41 @@ class Orchestrator:
         *,
         item_fields: dict[str, Any] | None = None,
         duration_ms: float | None = None,
+        finish: bool = False,
     ) -> int | None:
         """Commit one step's artifact for the lease's run; None if the lease is gone.
 
-        ``duration_ms`` (the step's own time) goes into the step event for ``stats``.
+        ``duration_ms`` (the step's own time) goes into the step event for
+        ``stats``. ``finish`` also runs the
+        READY gate in the same transaction: the last step and the run's
+        outcome commit together, one transaction fewer per item.
+
+        The item row is written only when something on it changes (title,
+        priority, score, a crash-loop count to clear); otherwise the read that
+        checks the lease is all it costs.
         """
 
         def unit(tx: Tx, notes: list[_Note]) -> int | None:
-            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+            newest, edited, existing = tx.artifact_slot(lease.item_id, step, lease.run_id)
+            fields = dict(item_fields or {})
+            if edited:
+                # A person's edit keeps deciding what the item shows.
+                for key in ("priority", "match_score", "title"):
+                    fields.pop(key, None)
+            now = self.clock.now_ms()
+            orphaned = tx.lease_orphan_count(lease.item_id, lease.owner, lease.run_id)
+            held = orphaned is not None
+            if held and existing is None and (fields or orphaned):
+                # A finished step ends a crash loop: the orphan count starts again.
+                held = tx.update_fenced(
+                    lease.item_id,
+                    lease.owner,
+                    lease.run_id,
+                    updated_at=now,
+                    orphan_count=0,
+                    **fields,
+                )
+            if not held:
                 notes.append(
                     _Note(
                         "lease.lost",
@@ -1425,48 +1482,43 @@ class Orchestrator:
                     )
                 )
                 return None
-            now = self.clock.now_ms()
-            existing = tx.artifacts_of_run(lease.item_id, lease.run_id).get(step)
             if existing is not None:
-                return existing.version
-            fields = dict(item_fields or {})
-            user = tx.latest_artifact(lease.item_id, step)
-            if user is not None and user.created_by == "user":
-                # A person's edit keeps deciding what the item shows.
-                for key in ("priority", "match_score", "title"):
-                    fields.pop(key, None)
-            version = tx.insert_artifact(
-                lease.item_id,
-                step,
-                "system",
-                lease.run_id,
-                payload.decode(),
-                _dumps(msgspec.structs.replace(meta, run_id=lease.run_id, created_at=iso(now))),
-                now,
-            )
-            tx.update_fenced(
-                lease.item_id,
-                lease.owner,
-                lease.run_id,
-                orphan_count=0,
-                updated_at=now,
-                **fields,
-            )
-            tx.update_run(lease.run_id, current_step=_next_step(step))
-            tx.insert_event(
-                now,
-                lease.item_id,
-                lease.run_id,
-                "step",
-                None,
-                None,
-                Trigger.SYSTEM,
-                _dumps(
-                    {"step": step, "version": version}
-                    if duration_ms is None
-                    else {"step": step, "version": version, "duration_ms": round(duration_ms, 2)}
-                ),
-            )
+                version = int(existing)
+            else:
+                version = newest + 1
+                tx.add_artifact(
+                    lease.item_id,
+                    step,
+                    version,
+                    lease.run_id,
+                    payload.decode(),
+                    _dumps(msgspec.structs.replace(meta, run_id=lease.run_id, created_at=iso(now))),
+                    now,
+                )
+                if not finish:
+                    tx.update_run(lease.run_id, current_step=_next_step(step))
+                tx.insert_event(
+                    now,
+                    lease.item_id,
+                    lease.run_id,
+                    "step",
+                    None,
+                    None,
+                    Trigger.SYSTEM,
+                    _dumps(
+                        {"step": step, "version": version}
+                        if duration_ms is None
+                        else {
+                            "step": step,
+                            "version": version,
+                            "duration_ms": round(duration_ms, 2),
+                        }
+                    ),
+                )
+            if finish:
+                row = tx.item(lease.item_id)
+                assert row is not None
+                self._finish_run(tx, notes, row, lease.run_id, now)
             return version
 
         return await self._commit(unit)
@@ -1660,40 +1712,43 @@ class Orchestrator:
                     )
                 )
                 return None
-            now = self.clock.now_ms()
-            arts = tx.artifacts_of_run(lease.item_id, lease.run_id)
-            code, problems = rubric.gate(
-                lease.run_id, {k: (a.run_id, a.payload) for k, a in arts.items()}
-            )
-            if code is not None:
-                return self._fail(
-                    tx,
-                    notes,
-                    row,
-                    "gate",
-                    ErrorCode(code),
-                    "the generated card did not pass the quality gate: " + "; ".join(problems),
-                    False,
-                    None,
-                    now,
-                )
-            tx.update_run(lease.run_id, status="succeeded", finished_at=now, current_step=None)
-            ready = self._move(
-                tx,
-                notes,
-                row,
-                S.READY,
-                Trigger.SYSTEM,
-                now=now,
-                lease_owner=None,
-                lease_expires_at=None,
-                orphan_count=0,
-                auto_retries=0,
-            )
-            return self._auto_skip(tx, notes, ready, now)
+            return self._finish_run(tx, notes, row, lease.run_id, self.clock.now_ms())
 
         row = await self._commit(unit)
         return item_view(row) if row else None
+
+    def _finish_run(
+        self, tx: Tx, notes: list[_Note], row: ItemRow, run_id: str, now: int
+    ) -> ItemRow:
+        """Gate a run whose steps are all done: READY (maybe auto-archived) or FAILED_AI."""
+        arts = tx.artifacts_of_run(row.id, run_id)
+        code, problems = rubric.gate(run_id, {k: (a.run_id, a.payload) for k, a in arts.items()})
+        if code is not None:
+            return self._fail(
+                tx,
+                notes,
+                row,
+                "gate",
+                ErrorCode(code),
+                "the generated card did not pass the quality gate: " + "; ".join(problems),
+                False,
+                None,
+                now,
+            )
+        tx.update_run(run_id, status="succeeded", finished_at=now, current_step=None)
+        ready = self._move(
+            tx,
+            notes,
+            row,
+            S.READY,
+            Trigger.SYSTEM,
+            now=now,
+            lease_owner=None,
+            lease_expires_at=None,
+            orphan_count=0,
+            auto_retries=0,
+        )
+        return self._auto_skip(tx, notes, ready, now)
 
     def _auto_skip(self, tx: Tx, notes: list[_Note], row: ItemRow, now: int) -> ItemRow:
         """READY → ARCHIVED (SYSTEM_SKIP) when the score a person sees is below skip_below."""

@@ -10,7 +10,7 @@ thread switch instead of one per statement.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from readdod.store.rows import (
@@ -67,21 +67,31 @@ class Tx:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        #: Statement executions through this Tx (an executemany counts each row).
+        self.statements = 0
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
+        self.statements += 1
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> sqlite3.Cursor:
+        self.statements += len(rows)
+        return self.conn.executemany(sql, rows)
 
     # --- items -------------------------------------------------------------
 
     def item(self, item_id: str) -> ItemRow | None:
-        row = self.conn.execute(f"{_ITEM_SELECT} WHERE id = ?", (item_id,)).fetchone()
+        row = self.execute(f"{_ITEM_SELECT} WHERE id = ?", (item_id,)).fetchone()
         return _item(row) if row else None
 
     def item_by_capture_id(self, capture_id: str) -> ItemRow | None:
-        row = self.conn.execute(f"{_ITEM_SELECT} WHERE capture_id = ?", (capture_id,)).fetchone()
+        row = self.execute(f"{_ITEM_SELECT} WHERE capture_id = ?", (capture_id,)).fetchone()
         return _item(row) if row else None
 
     def insert_item(self, item: ItemRow) -> None:
         cols = ", ".join(ITEM_COLUMNS)
         marks = ", ".join("?" for _ in ITEM_COLUMNS)
-        self.conn.execute(
+        self.execute(
             f"INSERT INTO items ({cols}) VALUES ({marks})",
             [getattr(item, c) for c in ITEM_COLUMNS],
         )
@@ -89,7 +99,7 @@ class Tx:
     def set_status(self, item_id: str, expected: str, new: str, **fields: Any) -> bool:
         """Compare-and-set an item's status; False when it was not ``expected``."""
         sets, values = _assignments({"status": new, **fields}, _ITEM_SETTABLE)
-        cur = self.conn.execute(
+        cur = self.execute(
             f"UPDATE items SET {sets} WHERE id = ? AND status = ?", [*values, item_id, expected]
         )
         return cur.rowcount == 1
@@ -97,7 +107,7 @@ class Tx:
     def update_fenced(self, item_id: str, owner: str, run_id: str, **fields: Any) -> bool:
         """Update an item only while ``owner`` holds its lease for ``run_id``."""
         sets, values = _assignments(fields, _ITEM_SETTABLE)
-        cur = self.conn.execute(
+        cur = self.execute(
             f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
             " AND lease_owner = ? AND current_run_id = ?",
             [*values, item_id, owner, run_id],
@@ -105,16 +115,25 @@ class Tx:
         return cur.rowcount == 1
 
     def holds_lease(self, item_id: str, owner: str, run_id: str) -> bool:
-        row = self.conn.execute(
+        row = self.execute(
             "SELECT 1 FROM items WHERE id = ? AND status = 'PROCESSING'"
             " AND lease_owner = ? AND current_run_id = ?",
             (item_id, owner, run_id),
         ).fetchone()
         return row is not None
 
+    def lease_orphan_count(self, item_id: str, owner: str, run_id: str) -> int | None:
+        """The item's orphan count while ``owner`` holds its lease for ``run_id``; else None."""
+        row = self.execute(
+            "SELECT orphan_count FROM items WHERE id = ? AND status = 'PROCESSING'"
+            " AND lease_owner = ? AND current_run_id = ?",
+            (item_id, owner, run_id),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
     def claim(self, owner: str, limit: int, lease_until: int, now: int) -> list[ItemRow]:
         """Take up to ``limit`` due QUEUED items, P0 first then oldest."""
-        rows = self.conn.execute(
+        rows = self.execute(
             "UPDATE items SET status = 'PROCESSING', lease_owner = ?, lease_expires_at = ?,"
             " updated_at = ?"
             " WHERE id IN (SELECT id FROM items WHERE status = 'QUEUED' AND next_attempt_at <= ?"
@@ -134,7 +153,7 @@ class Tx:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            rows = self.conn.execute(
+            rows = self.execute(
                 f"UPDATE items SET lease_expires_at = ? WHERE lease_owner = ?"
                 f" AND status = 'PROCESSING' AND id IN ({marks}) RETURNING id",
                 [until, owner, *chunk],
@@ -142,16 +161,33 @@ class Tx:
             renewed.update(r[0] for r in rows)
         return renewed
 
+    def start_runs(self, run_ids: Sequence[str], owner: str, now: int) -> dict[str, RunRow]:
+        """Mark claimed runs running (one statement per 500 runs); returns the updated rows."""
+        out: dict[str, RunRow] = {}
+        for start in range(0, len(run_ids), 500):
+            chunk = run_ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self.execute(
+                "UPDATE runs SET status = 'running', attempts = attempts + 1, worker_id = ?,"
+                f" started_at = coalesce(started_at, ?) WHERE run_id IN ({marks})"
+                f" RETURNING {', '.join(RUN_COLUMNS)}",
+                [owner, now, *chunk],
+            ).fetchall()
+            for r in rows:
+                run = _run(r)
+                out[run.run_id] = run
+        return out
+
     def processing(self) -> list[ItemRow]:
-        rows = self.conn.execute(f"{_ITEM_SELECT} WHERE status = 'PROCESSING'").fetchall()
+        rows = self.execute(f"{_ITEM_SELECT} WHERE status = 'PROCESSING'").fetchall()
         return [_item(r) for r in rows]
 
     def count_status(self, status: str) -> int:
-        row = self.conn.execute("SELECT count(*) FROM items WHERE status = ?", (status,)).fetchone()
+        row = self.execute("SELECT count(*) FROM items WHERE status = ?", (status,)).fetchone()
         return int(row[0])
 
     def expired_leases(self, now: int) -> list[ItemRow]:
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_ITEM_SELECT} WHERE status = 'PROCESSING' AND lease_expires_at < ?", (now,)
         ).fetchall()
         return [_item(r) for r in rows]
@@ -189,27 +225,27 @@ class Tx:
             where.append("id < ?")
             args.append(before_id)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_ITEM_SELECT}{clause} ORDER BY id DESC LIMIT ?", [*args, limit]
         ).fetchall()
         return [_item(r) for r in rows]
 
     def items_by_canonical_url(self, canonical_url: str) -> list[ItemRow]:
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_ITEM_SELECT} WHERE canonical_url = ? ORDER BY id", (canonical_url,)
         ).fetchall()
         return [_item(r) for r in rows]
 
     def failed_items(self, statuses: Sequence[str]) -> list[ItemRow]:
         marks = ", ".join("?" for _ in statuses)
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_ITEM_SELECT} WHERE status IN ({marks}) ORDER BY id", list(statuses)
         ).fetchall()
         return [_item(r) for r in rows]
 
     def retries_due(self, now: int, limit: int) -> list[ItemRow]:
         """Failed items whose automatic retry is due, soonest first."""
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_ITEM_SELECT} WHERE status IN ('FAILED_EXTRACTION', 'FAILED_AI')"
             " AND next_attempt_at > 0 AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
             (now, limit),
@@ -217,7 +253,7 @@ class Tx:
         return [_item(r) for r in rows]
 
     def next_retry_at(self) -> int | None:
-        row = self.conn.execute(
+        row = self.execute(
             "SELECT min(next_attempt_at) FROM items WHERE status IN ('FAILED_EXTRACTION',"
             " 'FAILED_AI') AND next_attempt_at > 0"
         ).fetchone()
@@ -226,35 +262,52 @@ class Tx:
     # --- sources -----------------------------------------------------------
 
     def insert_source(self, item_id: str, html: str | None, text: str | None) -> None:
-        self.conn.execute(
+        self.execute(
             "INSERT INTO item_sources (item_id, html, text) VALUES (?, ?, ?)", (item_id, html, text)
         )
 
     def source(self, item_id: str) -> tuple[str | None, str | None]:
-        row = self.conn.execute(
+        row = self.execute(
             "SELECT html, text FROM item_sources WHERE item_id = ?", (item_id,)
         ).fetchone()
         return (row[0], row[1]) if row else (None, None)
+
+    def small_sources(
+        self, item_ids: Sequence[str], max_chars: int
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """The sources of ``item_ids`` no longer than ``max_chars``; bigger ones are left out."""
+        found: dict[str, tuple[str | None, str | None]] = {}
+        for start in range(0, len(item_ids), 500):
+            chunk = item_ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self.execute(
+                f"SELECT item_id, html, text FROM item_sources WHERE item_id IN ({marks})"
+                " AND length(coalesce(html, '')) + length(coalesce(text, '')) <= ?",
+                [*chunk, max_chars],
+            ).fetchall()
+            for item_id, html, text in rows:
+                found[item_id] = (html, text)
+        return found
 
     # --- runs --------------------------------------------------------------
 
     def insert_run(self, run: RunRow) -> None:
         cols = ", ".join(RUN_COLUMNS)
         marks = ", ".join("?" for _ in RUN_COLUMNS)
-        self.conn.execute(
+        self.execute(
             f"INSERT INTO runs ({cols}) VALUES ({marks})", [getattr(run, c) for c in RUN_COLUMNS]
         )
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         sets, values = _assignments(fields, _RUN_SETTABLE)
-        self.conn.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values, run_id])
+        self.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values, run_id])
 
     def run(self, run_id: str) -> RunRow | None:
-        row = self.conn.execute(f"{_RUN_SELECT} WHERE run_id = ?", (run_id,)).fetchone()
+        row = self.execute(f"{_RUN_SELECT} WHERE run_id = ?", (run_id,)).fetchone()
         return _run(row) if row else None
 
     def runs_for(self, item_id: str) -> list[RunRow]:
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_RUN_SELECT} WHERE item_id = ? ORDER BY created_at, run_id", (item_id,)
         ).fetchall()
         return [_run(r) for r in rows]
@@ -272,7 +325,7 @@ class Tx:
         now: int,
     ) -> int:
         """Append the next version; returns it. Versions only grow."""
-        row = self.conn.execute(
+        row = self.execute(
             "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
             " payload, meta, created_at)"
             " SELECT ?, ?, coalesce(max(version), 0) + 1, ?, ?, ?, ?, ? FROM artifacts"
@@ -292,15 +345,44 @@ class Tx:
         return int(row[0])
 
     def artifacts_of_run(self, item_id: str, run_id: str) -> dict[str, ArtifactRow]:
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_ARTIFACT_SELECT} WHERE item_id = ? AND run_id = ? AND created_by = 'system'",
             (item_id, run_id),
         ).fetchall()
         return {a.artifact_type: a for a in map(_artifact, rows)}
 
+    def artifact_slot(
+        self, item_id: str, artifact_type: str, run_id: str
+    ) -> tuple[int, bool, int | None]:
+        """(newest version, whether a person edited it, this run's system version) in one read."""
+        row = self.execute(
+            "SELECT coalesce(max(version), 0), coalesce(max(created_by = 'user'), 0),"
+            " max(CASE WHEN run_id = ? AND created_by = 'system' THEN version END)"
+            " FROM artifacts WHERE item_id = ? AND artifact_type = ?",
+            (run_id, item_id, artifact_type),
+        ).fetchone()
+        return int(row[0]), bool(row[1]), row[2]
+
+    def add_artifact(
+        self,
+        item_id: str,
+        artifact_type: str,
+        version: int,
+        run_id: str,
+        payload: str,
+        meta: str,
+        now: int,
+    ) -> None:
+        """Insert a system artifact at the version :meth:`artifact_slot` found for it."""
+        self.execute(
+            "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
+            " payload, meta, created_at) VALUES (?, ?, ?, 'system', ?, ?, ?, ?)",
+            (item_id, artifact_type, version, run_id, payload, meta, now),
+        )
+
     def latest_artifact(self, item_id: str, artifact_type: str) -> ArtifactRow | None:
         """The newest version, a user's edit winning over any system version."""
-        row = self.conn.execute(
+        row = self.execute(
             f"{_ARTIFACT_SELECT} WHERE item_id = ? AND artifact_type = ?"
             " ORDER BY created_by = 'user' DESC, version DESC LIMIT 1",
             (item_id, artifact_type),
@@ -308,7 +390,7 @@ class Tx:
         return _artifact(row) if row else None
 
     def artifact(self, item_id: str, artifact_type: str, version: int) -> ArtifactRow | None:
-        row = self.conn.execute(
+        row = self.execute(
             f"{_ARTIFACT_SELECT} WHERE item_id = ? AND artifact_type = ? AND version = ?",
             (item_id, artifact_type, version),
         ).fetchone()
@@ -316,7 +398,7 @@ class Tx:
 
     def shown_artifacts(self, item_id: str) -> dict[str, ArtifactRow]:
         """For each type, the version a person sees (user edit first, then newest)."""
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_ARTIFACT_SELECT} WHERE item_id = ? ORDER BY artifact_type,"
             " created_by = 'user' DESC, version DESC",
             (item_id,),
@@ -327,7 +409,7 @@ class Tx:
         return shown
 
     def all_artifacts(self, item_id: str) -> list[ArtifactRow]:
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_ARTIFACT_SELECT} WHERE item_id = ? ORDER BY artifact_type, version", (item_id,)
         ).fetchall()
         return [_artifact(r) for r in rows]
@@ -340,13 +422,13 @@ class Tx:
         if step is not None:
             sql += " AND step = ?"
             args.append(step)
-        rows = self.conn.execute(sql + " ORDER BY step, idx", args).fetchall()
+        rows = self.execute(sql + " ORDER BY step, idx", args).fetchall()
         return [ChunkRow(**dict(zip(CHUNK_COLUMNS, r, strict=True))) for r in rows]
 
     def reset_chunks(self, run_id: str, step: str, total: int, model: str | None, now: int) -> None:
         """Start ``step``'s chunks afresh: ``total`` pending rows."""
-        self.conn.execute("DELETE FROM chunks WHERE run_id = ? AND step = ?", (run_id, step))
-        self.conn.executemany(
+        self.execute("DELETE FROM chunks WHERE run_id = ? AND step = ?", (run_id, step))
+        self.executemany(
             "INSERT INTO chunks (run_id, step, idx, status, model, updated_at)"
             " VALUES (?, ?, ?, 'pending', ?, ?)",
             [(run_id, step, i, model, now) for i in range(total)],
@@ -354,7 +436,7 @@ class Tx:
 
     def reopen_chunks(self, run_id: str, step: str, now: int) -> None:
         """Chunks left unfinished by a crash or a failure go back to pending."""
-        self.conn.execute(
+        self.execute(
             "UPDATE chunks SET status = 'pending', updated_at = ?"
             " WHERE run_id = ? AND step = ? AND status != 'done'",
             (now, run_id, step),
@@ -362,7 +444,7 @@ class Tx:
 
     def update_chunk(self, run_id: str, step: str, idx: int, **fields: Any) -> None:
         sets, values = _assignments(fields, _CHUNK_SETTABLE)
-        self.conn.execute(
+        self.execute(
             f"UPDATE chunks SET {sets} WHERE run_id = ? AND step = ? AND idx = ?",
             [*values, run_id, step, idx],
         )
@@ -380,15 +462,26 @@ class Tx:
         trigger: str,
         detail: str = "{}",
     ) -> int:
-        cur = self.conn.execute(
+        cur = self.execute(
             "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger,"
             " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (at, item_id, run_id, kind, from_status, to_status, trigger, detail),
         )
         return int(cur.lastrowid or 0)
 
+    def insert_events(
+        self, rows: Sequence[tuple[int, str, str, str, str, str, str]], trigger: str
+    ) -> None:
+        """Many events of one trigger: (at, item_id, run_id, kind, from, to, detail) each."""
+        if rows:
+            self.executemany(
+                "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger,"
+                " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*r[:6], trigger, r[6]) for r in rows],
+            )
+
     def events_for(self, item_id: str) -> list[EventRow]:
-        rows = self.conn.execute(
+        rows = self.execute(
             f"{_EVENT_SELECT} WHERE item_id = ? ORDER BY seq", (item_id,)
         ).fetchall()
         return [_event(r) for r in rows]
@@ -397,7 +490,7 @@ class Tx:
 
     def request(self, request_id: str) -> tuple[str, str | None, str] | None:
         """(method, item_id, response) recorded for ``request_id``."""
-        row = self.conn.execute(
+        row = self.execute(
             "SELECT method, item_id, response FROM requests WHERE request_id = ?", (request_id,)
         ).fetchone()
         return (row[0], row[1], row[2]) if row else None
@@ -405,7 +498,7 @@ class Tx:
     def insert_request(
         self, request_id: str, method: str, item_id: str | None, response: str, now: int
     ) -> None:
-        self.conn.execute(
+        self.execute(
             "INSERT INTO requests (request_id, method, item_id, response, created_at)"
             " VALUES (?, ?, ?, ?, ?)",
             (request_id, method, item_id, response, now),
@@ -414,11 +507,11 @@ class Tx:
     # --- settings ----------------------------------------------------------
 
     def setting(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        row = self.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
     def set_setting(self, key: str, value: str) -> None:
-        self.conn.execute(
+        self.execute(
             "INSERT INTO settings (key, value) VALUES (?, ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (key, value),
@@ -427,7 +520,7 @@ class Tx:
     # --- exports -------------------------------------------------------------
 
     def export(self, export_key: str) -> ExportRow | None:
-        row = self.conn.execute(
+        row = self.execute(
             f"SELECT {', '.join(EXPORT_COLUMNS)} FROM exports WHERE export_key = ?",
             (export_key,),
         ).fetchone()
@@ -435,7 +528,7 @@ class Tx:
 
     def insert_export(self, row: ExportRow) -> bool:
         """Record an export; False when its key is already there (a concurrent twin)."""
-        cur = self.conn.execute(
+        cur = self.execute(
             f"INSERT INTO exports ({', '.join(EXPORT_COLUMNS)})"
             f" VALUES ({', '.join('?' for _ in EXPORT_COLUMNS)}) ON CONFLICT DO NOTHING",
             [getattr(row, c) for c in EXPORT_COLUMNS],
@@ -444,7 +537,7 @@ class Tx:
 
     def export_files(self, item_id: str, fmt: str) -> list[str]:
         """The files of an item's earlier exports in ``fmt``, newest first (JSON lists)."""
-        rows = self.conn.execute(
+        rows = self.execute(
             "SELECT files FROM exports WHERE item_id = ? AND format = ?"
             " ORDER BY created_at DESC, export_key",
             (item_id, fmt),
@@ -455,7 +548,7 @@ class Tx:
 
     def run_outcomes_since(self, since: int) -> list[tuple[str, int, float | None]]:
         """(status, count, average duration in ms) of runs finished since ``since``."""
-        rows = self.conn.execute(
+        rows = self.execute(
             "SELECT status, count(*), avg(finished_at - coalesce(started_at, created_at))"
             " FROM runs WHERE finished_at >= ? GROUP BY status",
             (since,),
@@ -464,7 +557,7 @@ class Tx:
 
     def backlog(self) -> tuple[int, int | None]:
         """QUEUED items and since when the oldest of them has been waiting (ms)."""
-        row = self.conn.execute(
+        row = self.execute(
             "SELECT count(*), min(max(updated_at, next_attempt_at)) FROM items"
             " WHERE status = 'QUEUED'"
         ).fetchone()
@@ -472,7 +565,7 @@ class Tx:
 
     def failures_since(self, since: int) -> int:
         """Moves into a FAILED_* state since ``since`` (every step, export included)."""
-        row = self.conn.execute(
+        row = self.execute(
             "SELECT count(*) FROM events WHERE at >= ? AND kind = 'transition'"
             " AND to_status LIKE 'FAILED\\_%' ESCAPE '\\'",
             (since,),
@@ -480,16 +573,16 @@ class Tx:
         return int(row[0])
 
     def count_by_status(self) -> dict[str, int]:
-        rows = self.conn.execute("SELECT status, count(*) FROM items GROUP BY status").fetchall()
+        rows = self.execute("SELECT status, count(*) FROM items GROUP BY status").fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
     def runs_by_status(self) -> dict[str, int]:
-        rows = self.conn.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
+        rows = self.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
     def step_durations(self, limit: int) -> list[tuple[str, float]]:
         """(step, duration_ms) of the newest ``limit`` finished steps that recorded one."""
-        rows = self.conn.execute(
+        rows = self.execute(
             "SELECT json_extract(detail, '$.step'), json_extract(detail, '$.duration_ms')"
             " FROM events WHERE kind = 'step' AND json_extract(detail, '$.duration_ms') IS NOT NULL"
             " ORDER BY seq DESC LIMIT ?",
@@ -499,7 +592,7 @@ class Tx:
 
     def token_totals(self) -> tuple[int, int]:
         """Prompt and completion tokens recorded in every artifact's meta."""
-        row = self.conn.execute(
+        row = self.execute(
             "SELECT coalesce(sum(json_extract(meta, '$.prompt_tokens')), 0),"
             " coalesce(sum(json_extract(meta, '$.completion_tokens')), 0) FROM artifacts"
         ).fetchone()
@@ -556,14 +649,14 @@ class Tx:
         }
         if dry_run:
             return counts
-        has_chunks = self.conn.execute(
+        has_chunks = self.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks'"
         ).fetchone()
         if has_chunks:
-            self.conn.execute(f"DELETE FROM chunks WHERE run_id IN ({self._PRUNE_RUNS})", args)
-        self.conn.execute(f"DELETE FROM runs WHERE run_id IN ({self._PRUNE_RUNS})", args)
-        self.conn.execute(f"DELETE FROM events WHERE seq IN ({self._PRUNE_EVENTS})", args)
-        self.conn.execute(
+            self.execute(f"DELETE FROM chunks WHERE run_id IN ({self._PRUNE_RUNS})", args)
+        self.execute(f"DELETE FROM runs WHERE run_id IN ({self._PRUNE_RUNS})", args)
+        self.execute(f"DELETE FROM events WHERE seq IN ({self._PRUNE_EVENTS})", args)
+        self.execute(
             "DELETE FROM artifacts WHERE (item_id, artifact_type, version)"
             f" IN ({self._PRUNE_ARTIFACTS})",
             args,
@@ -571,4 +664,122 @@ class Tx:
         return counts
 
     def _count(self, select: str, args: dict[str, int]) -> int:
-        return int(self.conn.execute(f"SELECT count(*) FROM ({select})", args).fetchone()[0])
+        return int(self.execute(f"SELECT count(*) FROM ({select})", args).fetchone()[0])
+
+    # --- bulk recovery ---------------------------------------------------------
+
+    def orphan_processing(
+        self,
+        now: int,
+        *,
+        expired_before: int | None,
+        max_orphanings: int,
+        reason: str,
+        error_code: str,
+        message_format: str,
+        failed_at: str,
+        sample: int,
+    ) -> tuple[int, int, list[tuple[str, str | None, int, str, bool, str | None]]]:
+        """Requeue (or fail, past the crash-loop limit) every orphaned PROCESSING item at once.
+
+        Orphans are the PROCESSING items (all of them, or those whose lease ran
+        out before ``expired_before``). Each gets ``orphan_count + 1``; those
+        reaching ``max_orphanings`` fail at their run's current step with
+        ``error_code`` and ``printf(message_format, count, step, id)``, the
+        others go back to QUEUED, their run to 'queued'. One transition event
+        per item, as a single move would write. A handful of statements,
+        whatever the count: recovery after a crash with 100,000 items in
+        flight takes a fraction of a second. Returns (requeued, failed, the
+        first ``sample`` orphans by id as (id, run_id, orphan_count, step,
+        failed, message)).
+        """
+        c = self.conn
+        # Named parameters, so through the connection; counted like Tx.execute's.
+        self.statements += 10
+        c.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS orphans (id TEXT PRIMARY KEY, run_id TEXT,"
+            " orphan_count INTEGER NOT NULL, step TEXT NOT NULL, attempts INTEGER NOT NULL,"
+            " auto_retries INTEGER NOT NULL, fail INTEGER NOT NULL, message TEXT) WITHOUT ROWID"
+        )
+        c.execute("DELETE FROM temp.orphans")
+        expired = " AND i.lease_expires_at < :before" if expired_before is not None else ""
+        args: dict[str, Any] = {
+            "now": now,
+            "before": expired_before,
+            "max": max_orphanings,
+            "reason": reason,
+            "code": error_code,
+            "fmt": message_format,
+            "at": failed_at,
+        }
+        c.execute(
+            "INSERT INTO temp.orphans"
+            " SELECT i.id, i.current_run_id, i.orphan_count + 1,"
+            "        coalesce(r.current_step, 'extraction'), coalesce(r.attempts, 1),"
+            "        i.auto_retries, i.orphan_count + 1 >= :max,"
+            "        CASE WHEN i.orphan_count + 1 >= :max THEN printf(:fmt, i.orphan_count + 1,"
+            "             coalesce(r.current_step, 'extraction'), i.id) END"
+            "   FROM items i LEFT JOIN runs r ON r.run_id = i.current_run_id"
+            f"  WHERE i.status = 'PROCESSING'{expired} ORDER BY i.id",
+            args,
+        )
+        # The failed state, as the orchestrator's _failed_state picks it.
+        failed_state = (
+            "CASE WHEN o.step = 'extraction' THEN 'FAILED_EXTRACTION' ELSE 'FAILED_AI' END"
+        )
+        c.execute(
+            "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger,"
+            " detail)"
+            " SELECT :now, o.id, o.run_id, 'transition', 'PROCESSING',"
+            f"        CASE WHEN o.fail THEN {failed_state} ELSE 'QUEUED' END, 'system',"
+            "        CASE WHEN o.fail"
+            "             THEN json_object('step', o.step, 'error_code', :code,"
+            "                              'message', substr(o.message, 1, 500),"
+            "                              'next_attempt_at', NULL)"
+            "             ELSE json_object('reason', :reason, 'orphan_count', o.orphan_count)"
+            "        END"
+            "   FROM temp.orphans o ORDER BY o.id",
+            args,
+        )
+        c.execute(
+            "UPDATE runs SET status = 'queued'"
+            " WHERE run_id IN (SELECT run_id FROM temp.orphans WHERE NOT fail)"
+        )
+        c.execute(
+            "UPDATE runs SET status = 'failed', error_code = :code,"
+            " error_message = substr(o.message, 1, 1000), finished_at = :now"
+            " FROM temp.orphans o WHERE runs.run_id = o.run_id AND o.fail",
+            args,
+        )
+        # The failure as models.Failure encodes it (omit_defaults: attempts 1 and
+        # auto_retries 0 are left out; a path that names no key removes nothing).
+        failure = (
+            "json_remove(json_object('failed_step', o.step, 'error_code', :code,"
+            " 'message', o.message, 'retryable', json('false'), 'attempts', o.attempts,"
+            " 'last_attempt_at', :at, 'auto_retries', o.auto_retries),"
+            " CASE WHEN o.attempts = 1 THEN '$.attempts' ELSE '$.none' END,"
+            " CASE WHEN o.auto_retries = 0 THEN '$.auto_retries' ELSE '$.none' END)"
+        )
+        c.execute(
+            f"UPDATE items SET status = CASE WHEN o.fail THEN {failed_state} ELSE 'QUEUED' END,"
+            " updated_at = :now, lease_owner = NULL, lease_expires_at = NULL,"
+            " orphan_count = o.orphan_count,"
+            f" failure = CASE WHEN o.fail THEN {failure} ELSE items.failure END,"
+            " next_attempt_at = CASE WHEN o.fail THEN 0 ELSE items.next_attempt_at END"
+            " FROM temp.orphans o WHERE items.id = o.id AND items.status = 'PROCESSING'",
+            args,
+        )
+        total, failed = c.execute(
+            "SELECT count(*), coalesce(sum(fail), 0) FROM temp.orphans"
+        ).fetchone()
+        rows = c.execute(
+            "SELECT id, run_id, orphan_count, step, fail, message FROM temp.orphans"
+            " ORDER BY id LIMIT ?",
+            (sample,),
+        ).fetchall()
+        c.execute("DROP TABLE temp.orphans")
+        return (
+            int(total) - int(failed),
+            int(failed),
+            [(r[0], r[1], int(r[2]), r[3], bool(r[4]), r[5]) for r in rows],
+        )

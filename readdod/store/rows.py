@@ -104,3 +104,13 @@ ARTIFACT_COLUMNS = tuple(ArtifactRow.__struct_fields__)
 EVENT_COLUMNS = tuple(EventRow.__struct_fields__)
 EXPORT_COLUMNS = tuple(ExportRow.__struct_fields__)
 CHUNK_COLUMNS = tuple(ChunkRow.__struct_fields__)
+
+
+class StoreCounters(msgspec.Struct, kw_only=True):
+    """Work the store has done since the daemon started (``stats``, benchmarks)."""
+
+    transactions: int
+    units: int
+    statements: int
+    reads: int
+    read_statements: int

@@ -30,8 +30,9 @@ import aiosqlite
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from readdod.errors import ConfigError, InternalError, ShuttingDown, StoreBusy
+from readdod.errors import ConfigError, InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.store.queries import Tx
+from readdod.store.rows import StoreCounters
 
 T = TypeVar("T")
 
@@ -76,30 +77,57 @@ class _Job(Generic[T]):
         self.error: BaseException | None = None
 
 
+#: Errors of the files themselves: a full disk or a ``ulimit -f`` gives SQLITE_FULL or IOERR_WRITE.
+_CANNOT_WRITE = frozenset(
+    {
+        "SQLITE_FULL",
+        "SQLITE_IOERR_WRITE",
+        "SQLITE_IOERR_FSYNC",
+        "SQLITE_IOERR_DIR_FSYNC",
+        "SQLITE_IOERR_TRUNCATE",
+        "SQLITE_IOERR_SHMSIZE",
+    }
+)
+
+
 def _map_sqlite_error(exc: sqlite3.Error) -> Exception:
     text = str(exc)
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
         return StoreBusy("the database is locked by another process; try again in a moment")
+    if getattr(exc, "sqlite_errorname", None) in _CANNOT_WRITE:
+        return StoreWriteFailed(
+            f"the database could not write its files ({text}): the disk may be full, or the"
+            " file size limit readdod runs under (ulimit -f) is too small. Free space or raise"
+            " the limit, then send the request again"
+        )
     return InternalError(f"database error: {text}")
 
 
-def _commit_batch(conn: sqlite3.Connection, batch: list[_Job[Any]]) -> None:
-    """Run in the database thread: every job of the batch in one transaction."""
+def _commit_batch(conn: sqlite3.Connection, batch: list[_Job[Any]]) -> int:
+    """Run in the database thread: every job of the batch in one transaction.
+
+    Returns the number of statements executed, for the store's counters.
+    """
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
         err = _map_sqlite_error(exc)
         for job in batch:
             job.error = err
-        return
+        return 1
     tx = Tx(conn)
     for job in batch:
         conn.execute("SAVEPOINT unit")
         try:
             job.result = job.fn(tx)
         except Exception as exc:
-            conn.execute("ROLLBACK TO unit")
             job.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
+            if not conn.in_transaction:
+                # SQLite rolled the whole batch back (disk full, I/O error): nothing committed.
+                for other in batch:
+                    other.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
+                return tx.statements + 2 + 2 * len(batch)
+            conn.execute("ROLLBACK TO unit")
         conn.execute("RELEASE unit")
     try:
         conn.execute("COMMIT")
@@ -111,13 +139,16 @@ def _commit_batch(conn: sqlite3.Connection, batch: list[_Job[Any]]) -> None:
         err = _map_sqlite_error(exc)
         for job in batch:
             job.error = err
+    # BEGIN, COMMIT and a savepoint plus its release around each unit.
+    return tx.statements + 2 + 2 * len(batch)
 
 
-def _read(conn: sqlite3.Connection, fn: Callable[[Tx], T]) -> T:
+def _read(conn: sqlite3.Connection, fn: Callable[[Tx], T]) -> tuple[T, int]:
     """Run in the database thread: one consistent snapshot for the whole read."""
     conn.execute("BEGIN")
+    tx = Tx(conn)
     try:
-        return fn(Tx(conn))
+        return fn(tx), tx.statements + 2
     finally:
         conn.execute("COMMIT")
 
@@ -199,8 +230,12 @@ class Store:
         self._writer = writer
         self._reader = reader
         self._send = send
+        #: Cumulative counters since open, for ``stats`` and the benchmarks.
         self.commits = 0
         self.units = 0
+        self.statements = 0
+        self.reads = 0
+        self.read_statements = 0
 
     @classmethod
     @asynccontextmanager
@@ -248,7 +283,7 @@ class Store:
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
                 with anyio.CancelScope(shield=True):
-                    await _call(self._writer, _commit_batch, batch)
+                    self.statements += await _call(self._writer, _commit_batch, batch)
                 self.commits += 1
                 self.units += len(batch)
                 for j in batch:
@@ -276,6 +311,19 @@ class Store:
     async def read(self, fn: Callable[[Tx], T]) -> T:
         """Run read-only queries on one snapshot."""
         try:
-            return await _call(self._reader, _read, fn)
+            result: T
+            result, statements = await _call(self._reader, _read, fn)
         except sqlite3.Error as exc:
             raise _map_sqlite_error(exc) from exc
+        self.reads += 1
+        self.read_statements += statements
+        return result
+
+    def counters(self) -> StoreCounters:
+        return StoreCounters(
+            transactions=self.commits,
+            units=self.units,
+            statements=self.statements,
+            reads=self.reads,
+            read_statements=self.read_statements,
+        )
