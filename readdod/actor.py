@@ -101,16 +101,6 @@ async def run(
             ctx.done[step] = result.payload
             if "title" in result.item_fields:
                 ctx.title = result.item_fields["title"]
-            took_ms = round((time.perf_counter() - started) * 1000, 2)
-            bound.info("step.finished", step=step, version=version, duration_ms=took_ms)
-            orch.bus.publish(
-                "step.finished",
-                item.id,
-                lease.run_id,
-                step=step,
-                version=version,
-                duration_ms=took_ms,
-            )
         if not finished:
             step = "gate"
             with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):

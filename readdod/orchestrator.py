@@ -356,8 +356,17 @@ class Orchestrator:
         )
         return msgspec.structs.replace(row, status=dst.value, **fields)
 
-    def _new_run(self, tx: Tx, item_id: str, mode: str, now: int, *, refetch: bool = False) -> str:
-        run_id = ids.ulid(now)
+    def _new_run(
+        self,
+        tx: Tx,
+        item_id: str,
+        mode: str,
+        now: int,
+        *,
+        refetch: bool = False,
+        run_id: str | None = None,
+    ) -> str:
+        run_id = run_id or ids.ulid(now)
         tx.insert_run(
             RunRow(
                 run_id=run_id,
@@ -489,15 +498,38 @@ class Orchestrator:
                 canonical_url=canonical,
                 sibling_of=sibling_of,
             )
+            run_id = None
+            if self.auto_process:
+                # Written QUEUED at once (one row write, not two); the events still
+                # record both steps, CAPTURED then CAPTURED → QUEUED.
+                assert states.allowed(S.CAPTURED, S.QUEUED, Trigger.SYSTEM)
+                run_id = ids.ulid(now)
+                row = msgspec.structs.replace(row, status=S.QUEUED, current_run_id=run_id)
             tx.insert_item(row)
+            if run_id is not None:
+                self._new_run(tx, row.id, "PROCESS", now, run_id=run_id)
             if req.html or req.text:
                 tx.insert_source(row.id, req.html, req.text)
             detail = _dumps({"sibling_of": sibling_of}) if sibling_of else "{}"
             tx.insert_event(now, row.id, None, "capture", None, S.CAPTURED, Trigger.USER, detail)
             notes.append(_Note("item.captured", {"item_id": row.id, "source_type": source_type}))
             faults.crash_point("tx:capture")
-            if self.auto_process:
-                row = self._enqueue(tx, notes, row, Trigger.SYSTEM, now, new_run="PROCESS")
+            if run_id is not None:
+                tx.insert_event(
+                    now, row.id, run_id, "transition", S.CAPTURED, S.QUEUED, Trigger.SYSTEM
+                )
+                notes.append(
+                    _Note(
+                        "item.transition",
+                        {
+                            "item_id": row.id,
+                            "run_id": run_id,
+                            "from": S.CAPTURED,
+                            "to": S.QUEUED,
+                            "trigger": Trigger.SYSTEM,
+                        },
+                    )
+                )
             return row, True
 
         row, created = await self._commit(unit)
@@ -689,6 +721,8 @@ class Orchestrator:
                 Trigger.USER,
                 now=self.clock.now_ms(),
                 detail={"op": "ship"},
+                # A FAILED_EXPORT item marked done is no longer failed.
+                failure=None,
             )
 
         return item_view(await self._commit(unit))
@@ -807,9 +841,21 @@ class Orchestrator:
             )
 
         marker = exporting.marker(fmt, item_id)
+        # A file written under an earlier card's title, unrecorded because of a crash.
+        kin = (
+            naming.any_title(
+                self.exporter.pattern,
+                date=date,
+                ext=exporting.EXTENSIONS[fmt],
+                item_id=item_id,
+                fmt=fmt,
+            )
+            if doc.card_version > 1
+            else None
+        )
         try:
             path = await anyio.to_thread.run_sync(
-                self.exporter.write, folder, candidate, plan.previous, marker, data
+                self.exporter.write, folder, candidate, plan.previous, marker, data, kin
             )
         except ExportError as exc:
             raise await self._export_failed(item_id, fmt, exc, trigger, started) from exc
@@ -1440,7 +1486,7 @@ class Orchestrator:
         """Commit one step's artifact for the lease's run; None if the lease is gone.
 
         ``duration_ms`` (the step's own time) goes into the step event for
-        ``stats``. ``finish`` also runs the
+        ``stats`` and the ``step.finished`` line. ``finish`` also runs the
         READY gate in the same transaction: the last step and the run's
         outcome commit together, one transaction fewer per item.
 
@@ -1450,14 +1496,15 @@ class Orchestrator:
         """
 
         def unit(tx: Tx, notes: list[_Note]) -> int | None:
-            newest, edited, existing = tx.artifact_slot(lease.item_id, step, lease.run_id)
+            orphaned, newest, edited, existing = tx.step_slot(
+                lease.item_id, step, lease.owner, lease.run_id
+            )
             fields = dict(item_fields or {})
             if edited:
                 # A person's edit keeps deciding what the item shows.
                 for key in ("priority", "match_score", "title"):
                     fields.pop(key, None)
             now = self.clock.now_ms()
-            orphaned = tx.lease_orphan_count(lease.item_id, lease.owner, lease.run_id)
             held = orphaned is not None
             if held and existing is None and (fields or orphaned):
                 # A finished step ends a crash loop: the orphan count starts again.
@@ -1515,6 +1562,19 @@ class Orchestrator:
                         }
                     ),
                 )
+            notes.append(
+                _Note(
+                    "step.finished",
+                    {
+                        "item_id": lease.item_id,
+                        "run_id": lease.run_id,
+                        "worker_id": lease.owner,
+                        "step": step,
+                        "version": version,
+                        "duration_ms": round(duration_ms or 0.0, 2),
+                    },
+                )
+            )
             if finish:
                 row = tx.item(lease.item_id)
                 assert row is not None

@@ -122,15 +122,6 @@ class Tx:
         ).fetchone()
         return row is not None
 
-    def lease_orphan_count(self, item_id: str, owner: str, run_id: str) -> int | None:
-        """The item's orphan count while ``owner`` holds its lease for ``run_id``; else None."""
-        row = self.execute(
-            "SELECT orphan_count FROM items WHERE id = ? AND status = 'PROCESSING'"
-            " AND lease_owner = ? AND current_run_id = ?",
-            (item_id, owner, run_id),
-        ).fetchone()
-        return None if row is None else int(row[0])
-
     def claim(self, owner: str, limit: int, lease_until: int, now: int) -> list[ItemRow]:
         """Take up to ``limit`` due QUEUED items, P0 first then oldest."""
         rows = self.execute(
@@ -351,17 +342,24 @@ class Tx:
         ).fetchall()
         return {a.artifact_type: a for a in map(_artifact, rows)}
 
-    def artifact_slot(
-        self, item_id: str, artifact_type: str, run_id: str
-    ) -> tuple[int, bool, int | None]:
-        """(newest version, whether a person edited it, this run's system version) in one read."""
+    def step_slot(
+        self, item_id: str, artifact_type: str, owner: str, run_id: str
+    ) -> tuple[int | None, int, bool, int | None]:
+        """All a step's commit needs to know, in one statement.
+
+        (the item's orphan count while ``owner`` holds its lease for ``run_id``,
+        else None; the newest version of ``artifact_type``; whether a person
+        edited it; the version this run already committed, if any).
+        """
         row = self.execute(
-            "SELECT coalesce(max(version), 0), coalesce(max(created_by = 'user'), 0),"
+            "SELECT (SELECT orphan_count FROM items WHERE id = ? AND status = 'PROCESSING'"
+            "        AND lease_owner = ? AND current_run_id = ?),"
+            " coalesce(max(version), 0), coalesce(max(created_by = 'user'), 0),"
             " max(CASE WHEN run_id = ? AND created_by = 'system' THEN version END)"
             " FROM artifacts WHERE item_id = ? AND artifact_type = ?",
-            (run_id, item_id, artifact_type),
+            (item_id, owner, run_id, run_id, item_id, artifact_type),
         ).fetchone()
-        return int(row[0]), bool(row[1]), row[2]
+        return row[0], int(row[1]), bool(row[2]), row[3]
 
     def add_artifact(
         self,
@@ -373,7 +371,7 @@ class Tx:
         meta: str,
         now: int,
     ) -> None:
-        """Insert a system artifact at the version :meth:`artifact_slot` found for it."""
+        """Insert a system artifact at the version :meth:`step_slot` found for it."""
         self.execute(
             "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
             " payload, meta, created_at) VALUES (?, ?, ?, 'system', ?, ?, ?, ?)",
@@ -687,22 +685,15 @@ class Tx:
         reaching ``max_orphanings`` fail at their run's current step with
         ``error_code`` and ``printf(message_format, count, step, id)``, the
         others go back to QUEUED, their run to 'queued'. One transition event
-        per item, as a single move would write. A handful of statements,
-        whatever the count: recovery after a crash with 100,000 items in
-        flight takes a fraction of a second. Returns (requeued, failed, the
-        first ``sample`` orphans by id as (id, run_id, orphan_count, step,
-        failed, message)).
+        per item, as a single move would write. A handful of statements
+        whatever the count (events and runs first, read from the items before
+        they change): 100,000 orphans take a fraction of a second. Returns
+        (requeued, failed, the first ``sample`` orphans by id as (id, run_id,
+        orphan_count, step, failed, message)).
         """
-        c = self.conn
-        # Named parameters, so through the connection; counted like Tx.execute's.
-        self.statements += 10
-        c.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS orphans (id TEXT PRIMARY KEY, run_id TEXT,"
-            " orphan_count INTEGER NOT NULL, step TEXT NOT NULL, attempts INTEGER NOT NULL,"
-            " auto_retries INTEGER NOT NULL, fail INTEGER NOT NULL, message TEXT) WITHOUT ROWID"
-        )
-        c.execute("DELETE FROM temp.orphans")
-        expired = " AND i.lease_expires_at < :before" if expired_before is not None else ""
+        where = "i.status = 'PROCESSING'"
+        if expired_before is not None:
+            where += " AND i.lease_expires_at < :before"
         args: dict[str, Any] = {
             "now": now,
             "before": expired_before,
@@ -712,72 +703,82 @@ class Tx:
             "fmt": message_format,
             "at": failed_at,
         }
-        c.execute(
-            "INSERT INTO temp.orphans"
-            " SELECT i.id, i.current_run_id, i.orphan_count + 1,"
-            "        coalesce(r.current_step, 'extraction'), coalesce(r.attempts, 1),"
-            "        i.auto_retries, i.orphan_count + 1 >= :max,"
-            "        CASE WHEN i.orphan_count + 1 >= :max THEN printf(:fmt, i.orphan_count + 1,"
-            "             coalesce(r.current_step, 'extraction'), i.id) END"
-            "   FROM items i LEFT JOIN runs r ON r.run_id = i.current_run_id"
-            f"  WHERE i.status = 'PROCESSING'{expired} ORDER BY i.id",
+        # Named parameters, so through the connection; counted as Tx.execute counts.
+        c = self.conn
+        self.statements += 1
+        total, failed = c.execute(
+            f"SELECT count(*), coalesce(sum(i.orphan_count + 1 >= :max), 0) FROM items i"
+            f" WHERE {where}",
             args,
+        ).fetchone()
+        if not total:
+            return 0, 0, []
+        # Only a failing orphan needs its run's step (and attempts): read it there alone.
+        fail = "i.orphan_count + 1 >= :max"
+        step = (
+            "coalesce((SELECT r.current_step FROM runs r WHERE r.run_id = i.current_run_id),"
+            " 'extraction')"
         )
+        message = f"printf(:fmt, i.orphan_count + 1, {step}, i.id)"
         # The failed state, as the orchestrator's _failed_state picks it.
         failed_state = (
-            "CASE WHEN o.step = 'extraction' THEN 'FAILED_EXTRACTION' ELSE 'FAILED_AI' END"
+            f"CASE WHEN {step} = 'extraction' THEN 'FAILED_EXTRACTION' ELSE 'FAILED_AI' END"
         )
+        rows = c.execute(
+            f"SELECT i.id, i.current_run_id, i.orphan_count + 1, {step}, {fail},"
+            f" CASE WHEN {fail} THEN {message} END FROM items i WHERE {where} ORDER BY i.id"
+            " LIMIT :sample",
+            {**args, "sample": sample},
+        ).fetchall()
         c.execute(
             "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger,"
             " detail)"
-            " SELECT :now, o.id, o.run_id, 'transition', 'PROCESSING',"
-            f"        CASE WHEN o.fail THEN {failed_state} ELSE 'QUEUED' END, 'system',"
-            "        CASE WHEN o.fail"
-            "             THEN json_object('step', o.step, 'error_code', :code,"
-            "                              'message', substr(o.message, 1, 500),"
+            " SELECT :now, i.id, i.current_run_id, 'transition', 'PROCESSING',"
+            f"        CASE WHEN {fail} THEN {failed_state} ELSE 'QUEUED' END, 'system',"
+            f"        CASE WHEN {fail}"
+            f"             THEN json_object('step', {step}, 'error_code', :code,"
+            f"                              'message', substr({message}, 1, 500),"
             "                              'next_attempt_at', NULL)"
-            "             ELSE json_object('reason', :reason, 'orphan_count', o.orphan_count)"
+            "             ELSE json_object('reason', :reason, 'orphan_count', i.orphan_count + 1)"
             "        END"
-            "   FROM temp.orphans o ORDER BY o.id",
+            f"   FROM items i WHERE {where} ORDER BY i.id",
             args,
         )
         c.execute(
             "UPDATE runs SET status = 'queued'"
-            " WHERE run_id IN (SELECT run_id FROM temp.orphans WHERE NOT fail)"
-        )
-        c.execute(
-            "UPDATE runs SET status = 'failed', error_code = :code,"
-            " error_message = substr(o.message, 1, 1000), finished_at = :now"
-            " FROM temp.orphans o WHERE runs.run_id = o.run_id AND o.fail",
+            f" WHERE run_id IN (SELECT i.current_run_id FROM items i WHERE {where} AND NOT {fail})",
             args,
         )
+        if failed:
+            c.execute(
+                "UPDATE runs SET status = 'failed', error_code = :code,"
+                " error_message = substr(printf(:fmt, i.orphan_count + 1,"
+                " coalesce(runs.current_step, 'extraction'), i.id), 1, 1000), finished_at = :now"
+                f" FROM items i WHERE i.current_run_id = runs.run_id AND {where} AND {fail}",
+                args,
+            )
+            self.statements += 1
         # The failure as models.Failure encodes it (omit_defaults: attempts 1 and
         # auto_retries 0 are left out; a path that names no key removes nothing).
+        attempts = "coalesce((SELECT r.attempts FROM runs r WHERE r.run_id = i.current_run_id), 1)"
         failure = (
-            "json_remove(json_object('failed_step', o.step, 'error_code', :code,"
-            " 'message', o.message, 'retryable', json('false'), 'attempts', o.attempts,"
-            " 'last_attempt_at', :at, 'auto_retries', o.auto_retries),"
-            " CASE WHEN o.attempts = 1 THEN '$.attempts' ELSE '$.none' END,"
-            " CASE WHEN o.auto_retries = 0 THEN '$.auto_retries' ELSE '$.none' END)"
+            f"json_remove(json_object('failed_step', {step}, 'error_code', :code,"
+            f" 'message', {message}, 'retryable', json('false'), 'attempts', {attempts},"
+            " 'last_attempt_at', :at, 'auto_retries', i.auto_retries),"
+            f" CASE WHEN {attempts} = 1 THEN '$.attempts' ELSE '$.none' END,"
+            " CASE WHEN i.auto_retries = 0 THEN '$.auto_retries' ELSE '$.none' END)"
         )
+        # Every SET expression reads the row as it was, so `fail` is the old count's.
         c.execute(
-            f"UPDATE items SET status = CASE WHEN o.fail THEN {failed_state} ELSE 'QUEUED' END,"
-            " updated_at = :now, lease_owner = NULL, lease_expires_at = NULL,"
-            " orphan_count = o.orphan_count,"
-            f" failure = CASE WHEN o.fail THEN {failure} ELSE items.failure END,"
-            " next_attempt_at = CASE WHEN o.fail THEN 0 ELSE items.next_attempt_at END"
-            " FROM temp.orphans o WHERE items.id = o.id AND items.status = 'PROCESSING'",
+            f"UPDATE items AS i SET status = CASE WHEN {fail} THEN {failed_state} ELSE 'QUEUED'"
+            " END, updated_at = :now, lease_owner = NULL, lease_expires_at = NULL,"
+            f" orphan_count = i.orphan_count + 1,"
+            f" failure = CASE WHEN {fail} THEN {failure} ELSE i.failure END,"
+            f" next_attempt_at = CASE WHEN {fail} THEN 0 ELSE i.next_attempt_at END"
+            f" WHERE {where}",
             args,
         )
-        total, failed = c.execute(
-            "SELECT count(*), coalesce(sum(fail), 0) FROM temp.orphans"
-        ).fetchone()
-        rows = c.execute(
-            "SELECT id, run_id, orphan_count, step, fail, message FROM temp.orphans"
-            " ORDER BY id LIMIT ?",
-            (sample,),
-        ).fetchall()
-        c.execute("DROP TABLE temp.orphans")
+        self.statements += 4
         return (
             int(total) - int(failed),
             int(failed),
