@@ -12,6 +12,7 @@
     │   ├── Forbidden                   403 FORBIDDEN
     │   ├── ShuttingDown                503 SHUTTING_DOWN
     │   ├── StoreBusy                   503 STORE_BUSY (another process holds the database)
+    │   ├── StoreWriteFailed            503 STORE_WRITE_FAILED (disk full, file size limit)
     │   ├── InternalError               500 INTERNAL_ERROR
     │   └── ExportFailed                500 EXPORT_RENDER_FAILED / EXPORT_WRITE_FAILED
     ├── StepError                     a pipeline step failed; becomes items.failure
@@ -70,6 +71,7 @@ class ErrorCode(enum.StrEnum):
     CONFIG_INVALID = "CONFIG_INVALID"
     INSTANCE_LOCKED = "INSTANCE_LOCKED"
     STORE_BUSY = "STORE_BUSY"
+    STORE_WRITE_FAILED = "STORE_WRITE_FAILED"
     DAEMON_UNAVAILABLE = "DAEMON_UNAVAILABLE"
 
 
@@ -144,6 +146,13 @@ class ShuttingDown(RequestError):
 
 class StoreBusy(RequestError):
     code = ErrorCode.STORE_BUSY
+    http_status = 503
+
+
+class StoreWriteFailed(RequestError):
+    """The database files cannot grow or be written (disk full, ``ulimit -f``, I/O error)."""
+
+    code = ErrorCode.STORE_WRITE_FAILED
     http_status = 503
 
 
