@@ -13,7 +13,7 @@ import hashlib
 import re
 import urllib.parse
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Final, TypeVar
+from typing import Annotated, Any, Final, Protocol, TypeVar
 
 import anyio
 import msgspec
@@ -121,6 +121,22 @@ class Claimed(msgspec.Struct, frozen=True):
     done: dict[str, ArtifactRow]
     #: The captured (html, text), read with the claim when small; None: read it when needed.
     source: tuple[str | None, str | None] | None = None
+
+
+class Dispatcher(Protocol):
+    """Who may take a new capture's lease in the capture's own transaction (the supervisor).
+
+    ``reserve`` holds a free slot before the transaction; ``settle`` is
+    called once after it with what became of it: the claimed item to start
+    at once, or None to give the slot back.
+    """
+
+    owner: str
+    lease_ttl_ms: int
+
+    def reserve(self) -> bool: ...
+
+    def settle(self, claimed: Claimed | None) -> None: ...
 
 
 class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -261,6 +277,8 @@ class Orchestrator:
         self._ready_listeners: list[Callable[[str], None]] = []
         #: Committed events for ``watch`` subscribers (published after each commit).
         self.bus = EventBus(clock)
+        #: Set by the supervisor: a capture arriving while it has room starts at once.
+        self.dispatcher: Dispatcher | None = None
 
     def on_enqueue(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after any commit that made an item QUEUED."""
@@ -365,21 +383,23 @@ class Orchestrator:
         *,
         refetch: bool = False,
         run_id: str | None = None,
+        running_by: str | None = None,
     ) -> str:
+        """Insert a run: queued, or already running for ``running_by`` (claimed at capture)."""
         run_id = run_id or ids.ulid(now)
         tx.insert_run(
             RunRow(
                 run_id=run_id,
                 item_id=item_id,
                 mode=mode,
-                status="queued",
+                status="queued" if running_by is None else "running",
                 refetch=int(refetch),
                 current_step="extraction",
-                attempts=0,
-                worker_id=None,
+                attempts=0 if running_by is None else 1,
+                worker_id=running_by,
                 error_code=None,
                 created_at=now,
-                started_at=None,
+                started_at=None if running_by is None else now,
                 finished_at=None,
             )
         )
@@ -449,7 +469,10 @@ class Orchestrator:
         source_type = "text" if req.text else "html" if req.html else "url"
         digest = _capture_hash(req)
 
-        def unit(tx: Tx, notes: list[_Note]) -> tuple[ItemRow, bool]:
+        dispatcher = self.dispatcher if self.auto_process else None
+        slot = dispatcher is not None and dispatcher.reserve()
+
+        def unit(tx: Tx, notes: list[_Note]) -> tuple[ItemRow, bool, Claimed | None]:
             if req.capture_id:
                 found = tx.item_by_capture_id(req.capture_id)
                 if found is not None:
@@ -458,7 +481,7 @@ class Orchestrator:
                             f"capture_id {req.capture_id!r} was already used for different"
                             f" content (item {found.id}); use a new capture_id"
                         )
-                    return found, False
+                    return found, False, None
             sibling_of = None
             if canonical is not None:
                 same_page = tx.items_by_canonical_url(canonical)
@@ -469,7 +492,7 @@ class Orchestrator:
                         source_type == "url" and other.source_type == "url"
                     ) or other.capture_hash == digest
                     if same_source and urls.normalise_intent(other.intent_text) == same_intent:
-                        return other, False
+                        return other, False, None
                 sibling_of = same_page[0].id if same_page else None
             now = self.clock.now_ms()
             row = ItemRow(
@@ -499,15 +522,27 @@ class Orchestrator:
                 sibling_of=sibling_of,
             )
             run_id = None
+            # Claimed here when the supervisor has room and nothing older waits.
+            owner = dispatcher.owner if slot and dispatcher else None
+            if owner is not None and tx.queue_due(now):
+                owner = None
             if self.auto_process:
-                # Written QUEUED at once (one row write, not two); the events still
-                # record both steps, CAPTURED then CAPTURED → QUEUED.
+                # Written QUEUED (or PROCESSING) at once, one row write; the events
+                # still record every step: CAPTURED, → QUEUED, → PROCESSING.
                 assert states.allowed(S.CAPTURED, S.QUEUED, Trigger.SYSTEM)
+                assert states.allowed(S.QUEUED, S.PROCESSING, Trigger.SYSTEM)
                 run_id = ids.ulid(now)
                 row = msgspec.structs.replace(row, status=S.QUEUED, current_run_id=run_id)
+                if owner is not None and dispatcher is not None:
+                    row = msgspec.structs.replace(
+                        row,
+                        status=S.PROCESSING,
+                        lease_owner=owner,
+                        lease_expires_at=now + dispatcher.lease_ttl_ms,
+                    )
             tx.insert_item(row)
             if run_id is not None:
-                self._new_run(tx, row.id, "PROCESS", now, run_id=run_id)
+                self._new_run(tx, row.id, "PROCESS", now, run_id=run_id, running_by=owner)
             if req.html or req.text:
                 tx.insert_source(row.id, req.html, req.text)
             detail = _dumps({"sibling_of": sibling_of}) if sibling_of else "{}"
@@ -530,9 +565,48 @@ class Orchestrator:
                         },
                     )
                 )
-            return row, True
+            if run_id is None or owner is None:
+                return row, True, None
+            tx.insert_event(
+                now,
+                row.id,
+                run_id,
+                "transition",
+                S.QUEUED,
+                S.PROCESSING,
+                Trigger.SYSTEM,
+                _dumps({"worker_id": owner}),
+            )
+            notes.append(
+                _Note(
+                    "item.transition",
+                    {
+                        "item_id": row.id,
+                        "run_id": run_id,
+                        "from": S.QUEUED,
+                        "to": S.PROCESSING,
+                        "trigger": Trigger.SYSTEM,
+                        "worker_id": owner,
+                    },
+                )
+            )
+            small = len(req.html or "") + len(req.text or "") <= CLAIM_SOURCE_MAX_CHARS
+            claimed = Claimed(
+                lease=Lease(row.id, owner, run_id),
+                item=row,
+                run_mode="PROCESS",
+                refetch=False,
+                done={},
+                source=(req.html, req.text) if small and (req.html or req.text) else None,
+            )
+            return row, True, claimed
 
-        row, created = await self._commit(unit)
+        claimed: Claimed | None = None
+        try:
+            row, created, claimed = await self._commit(unit)
+        finally:
+            if slot and dispatcher is not None:
+                dispatcher.settle(claimed)
         return item_view(row), created
 
     async def process(

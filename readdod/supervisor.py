@@ -54,10 +54,14 @@ class Supervisor:
         self.paused = False
         self.draining = False
         self._actors: dict[str, anyio.CancelScope] = {}
+        #: Slots held for captures being committed that may start at once.
+        self._reserved = 0
+        self._tg: TaskGroup | None = None
         self._cancelled: set[str] = set()
         self._wake = anyio.Event()
         self._idle = anyio.Event()
         orch.on_enqueue(self.wake)
+        orch.dispatcher = self
         self.retries = RetryScheduler(orch, orch.clock)
         self.auto_export = AutoExporter(orch) if auto_export else None
 
@@ -67,6 +71,23 @@ class Supervisor:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def reserve(self) -> bool:
+        """Hold a slot for a capture that may be claimed in its own transaction."""
+        if self._tg is None or self.paused or self.draining:
+            return False
+        if len(self._actors) + self._reserved >= self.concurrency:
+            return False
+        self._reserved += 1
+        return True
+
+    def settle(self, claimed: Claimed | None) -> None:
+        """The capture committed (or failed): start its actor now, or free the slot."""
+        self._reserved -= 1
+        if claimed is None or self._tg is None:
+            # Unstarted, a claimed item returns to QUEUED when its lease expires.
+            return
+        self._start(self._tg, claimed)
 
     def set_paused(self, paused: bool) -> None:
         self.paused = paused
@@ -112,12 +133,14 @@ class Supervisor:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         self.paused = await self.orch.is_paused()
         async with anyio.create_task_group() as tg:
+            self._tg = tg
             tg.start_soon(self._heartbeat_loop)
             tg.start_soon(self.retries.run)
             if self.auto_export is not None:
                 tg.start_soon(self.auto_export.run)
             task_status.started()
             await self._claim_loop(tg)
+            self._tg = None
             if self._actors:
                 log.info(
                     "daemon.draining", in_flight=len(self._actors), grace_s=self.shutdown_grace_s
@@ -140,18 +163,21 @@ class Supervisor:
 
     async def _claim(self, tg: TaskGroup) -> None:
         while not self.draining and not self.paused:
-            free = self.concurrency - len(self._actors)
+            free = self.concurrency - len(self._actors) - self._reserved
             if free <= 0:
                 return
             want = min(free, self.batch_size)
             claimed = await self.orch.claim(self.owner, want, self.lease_ttl_ms)
             for c in claimed:
-                scope = anyio.CancelScope()
-                self._actors[c.lease.item_id] = scope
-                self._idle = anyio.Event()
-                tg.start_soon(self._run_actor, c, scope)
+                self._start(tg, c)
             if len(claimed) < want:
                 return
+
+    def _start(self, tg: TaskGroup, claimed: Claimed) -> None:
+        scope = anyio.CancelScope()
+        self._actors[claimed.lease.item_id] = scope
+        self._idle = anyio.Event()
+        tg.start_soon(self._run_actor, claimed, scope)
 
     async def _run_actor(self, claimed: Claimed, scope: anyio.CancelScope) -> None:
         try:

@@ -7,13 +7,15 @@ errors use JSON-RPC codes; application errors use the HTTP-like status as
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream
 
 MAX_LINE: Final = 1024 * 1024
+#: Requests in one batch line at most: bounds the work (and the answer) one line can ask for.
+MAX_BATCH: Final = 10_000
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -101,7 +103,8 @@ class GetParams(_Params):
 class ArtifactParams(_Params):
     id: str
     type: str
-    version: int | None = None
+    #: Versions start at 1; the upper bound is SQLite's, so a huge number is a clear error.
+    version: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)] | None = None
 
 
 class ListParams(_Params):
@@ -145,13 +148,20 @@ class LineTooLong(Exception):
 
 
 class LineReader:
-    """Splits a byte stream into lines, skipping (not buffering) oversized ones."""
+    """Splits a byte stream into lines, skipping (not buffering) oversized ones.
+
+    A last line without its newline still counts once the client stops writing,
+    so ``printf '{...}' | socat - UNIX-CONNECT:...`` gets its answer.
+    """
 
     def __init__(self, stream: ByteReceiveStream, max_line: int = MAX_LINE) -> None:
         self._stream = stream
         self._max = max_line
         self._buf = bytearray()
+        #: Bytes of ``_buf`` known to hold no newline: a line that trickles in is scanned once.
+        self._scanned = 0
         self._skipping = False
+        self._eof = False
 
     async def next_line(self) -> bytes | None:
         """The next line without its newline; None at end of stream.
@@ -159,21 +169,35 @@ class LineReader:
         Raises :class:`LineTooLong` once per oversized line, after dropping it.
         """
         while True:
-            idx = self._buf.find(b"\n")
+            idx = self._buf.find(b"\n", self._scanned)
             if idx >= 0:
                 line = bytes(self._buf[:idx])
                 del self._buf[: idx + 1]
-                if self._skipping:
-                    self._skipping = False
-                    raise LineTooLong
-                if len(line) > self._max:
-                    raise LineTooLong
-                return line
+                self._scanned = 0
+                return self._checked(line)
+            self._scanned = len(self._buf)
             if len(self._buf) > self._max:
                 self._buf.clear()
+                self._scanned = 0
                 self._skipping = True
+            if self._eof:
+                if not self._buf and not self._skipping:
+                    return None
+                line = bytes(self._buf)
+                self._buf.clear()
+                self._scanned = 0
+                return self._checked(line)
             try:
                 data = await self._stream.receive()
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                return None
+                self._eof = True
+                continue
             self._buf.extend(data)
+
+    def _checked(self, line: bytes) -> bytes:
+        if self._skipping:
+            self._skipping = False
+            raise LineTooLong
+        if len(line) > self._max:
+            raise LineTooLong
+        return line

@@ -37,6 +37,8 @@ _enc = msgspec.json.Encoder()
 Handler = Callable[[Any], Awaitable[Any]]
 
 ACCEPT_BACKOFF_S = 0.1
+#: A batch's answer is written in pieces of about this size.
+ANSWER_CHUNK = 64 * 1024
 #: Events a watcher is sent in one write at most.
 WATCH_BATCH = 256
 #: How long a refused connection is given to read why before it is closed.
@@ -75,8 +77,12 @@ class _Conn:
     async def send(self, data: bytes) -> None:
         """Write one answer; a client that does not read it in time is disconnected."""
         async with self.lock:
-            with anyio.move_on_after(self.send_timeout_s) as scope:
-                await self.stream.send(data)
+            await self.send_locked(data)
+
+    async def send_locked(self, data: bytes) -> None:
+        """:meth:`send` for a caller that already holds :attr:`lock`."""
+        with anyio.move_on_after(self.send_timeout_s) as scope:
+            await self.stream.send(data)
         if scope.cancelled_caught:
             log.warning("control.client_too_slow", send_timeout_s=self.send_timeout_s)
             self.tg.cancel_scope.cancel()
@@ -164,8 +170,11 @@ class ControlServer:
                         tg.cancel_scope.cancel()
                 finally:
                     self.connections -= 1
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
-            pass
+        except* (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
+            pass  # the client left while it had answers coming
+        except* Exception as group:
+            # One connection's failure must never take the daemon (and every other client) down.
+            log.error("control.connection_failed", error=repr(group.exceptions[0]))
 
     async def _refuse(self, stream: ByteStream, refusal: bytes) -> None:
         """Send the refusal, then drain briefly: closing on unread input would reset the
@@ -216,9 +225,7 @@ class ControlServer:
                 return
             if not line.strip():
                 continue
-            answer = await self.handle_line(line)
-            if answer is not None:
-                await conn.send(answer + b"\n")
+            await self._answer(conn, line)
             if conn.pending_watch is not None:
                 conn.tg.start_soon(self._stream_events, conn, conn.pending_watch)
                 conn.pending_watch = None
@@ -256,18 +263,68 @@ class ControlServer:
     # --- envelope ----------------------------------------------------------
 
     async def handle_line(self, line: bytes) -> bytes | None:
-        """Answer one line: a request, a batch, or garbage."""
+        """Answer one line: a request, a batch, or garbage (the whole answer in memory)."""
+        out: list[bytes] = []
+
+        async def collect(piece: bytes) -> None:
+            out.append(piece)
+
+        await self._answer_with(collect, line)
+        return b"".join(out)[:-1] if out else None
+
+    async def _answer(self, conn: _Conn, line: bytes) -> None:
+        """Answer one line on ``conn``; a batch's answers go out as they are made."""
+        await self._answer_with(conn.send, line, conn)
+
+    async def _answer_with(
+        self, send: Callable[[bytes], Awaitable[None]], line: bytes, conn: _Conn | None = None
+    ) -> None:
+        """Answer one line through ``send``, newline included.
+
+        A batch's answer is one line too, but it is written in pieces of about
+        :data:`ANSWER_CHUNK` bytes as the requests are served, so a batch of
+        expensive requests never holds its whole answer in memory; ``conn``'s
+        lock keeps watch notifications out of the middle of that line.
+        """
         try:
             doc = msgspec.json.decode(line)
         except Exception as exc:
-            return _enc.encode(_error(None, p.PARSE_ERROR, f"parse error: {exc}"))
-        if isinstance(doc, list):
-            if not doc:
-                return _enc.encode(_error(None, p.INVALID_REQUEST, "empty batch"))
-            answers = [a for a in [await self._one(d) for d in doc] if a is not None]
-            return _enc.encode(answers) if answers else None
-        answer = await self._one(doc)
-        return _enc.encode(answer) if answer is not None else None
+            await send(_enc.encode(_error(None, p.PARSE_ERROR, f"parse error: {exc}")) + b"\n")
+            return
+        if not isinstance(doc, list):
+            answer = await self._one(doc)
+            if answer is not None:
+                await send(_enc.encode(answer) + b"\n")
+            return
+        if not doc or len(doc) > p.MAX_BATCH:
+            why = (
+                "empty batch"
+                if not doc
+                else f"a batch of {len(doc)} requests; at most {p.MAX_BATCH} per line: split it"
+            )
+            await send(_enc.encode(_error(None, p.INVALID_REQUEST, why)) + b"\n")
+            return
+        if conn is None:
+            await self._batch(send, doc)
+            return
+        async with conn.lock:
+            await self._batch(conn.send_locked, doc)
+
+    async def _batch(self, send: Callable[[bytes], Awaitable[None]], doc: list[Any]) -> None:
+        opened = False
+        pending = bytearray()
+        for d in doc:
+            answer = await self._one(d)
+            if answer is None:
+                continue
+            pending += b"," if opened else b"["
+            opened = True
+            pending += _enc.encode(answer)
+            if len(pending) >= ANSWER_CHUNK:
+                await send(bytes(pending))
+                pending.clear()
+        if opened:
+            await send(bytes(pending) + b"]\n")
 
     async def _one(self, doc: Any) -> p.Response | p.ErrorResponse | None:
         raw_id = doc.get("id") if isinstance(doc, dict) else None
@@ -280,7 +337,12 @@ class ControlServer:
             return _error(req_id, p.INVALID_REQUEST, f"invalid request: {exc}")
         if req.jsonrpc != "2.0":
             return _error(req_id, p.INVALID_REQUEST, 'invalid request: jsonrpc must be "2.0"')
-        notification = "id" not in doc
+        answer = await self._dispatch(req_id, req)
+        # JSON-RPC 2.0: a notification (no id) is never answered, not even with an error;
+        # an error with a null id among pipelined answers could not be told apart.
+        return None if "id" not in doc else answer
+
+    async def _dispatch(self, req_id: p.Id, req: p.Request) -> p.Response | p.ErrorResponse:
         entry = self._methods.get(req.method)
         if entry is None:
             known = ", ".join(sorted(self._methods))
@@ -301,7 +363,7 @@ class ControlServer:
         except Exception as exc:
             log.exception("control.internal_error", method=req.method)
             return _error(req_id, p.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}")
-        return None if notification else p.Response(id=req_id, result=result)
+        return p.Response(id=req_id, result=result)
 
     # --- methods -----------------------------------------------------------
 

@@ -122,6 +122,13 @@ class Tx:
         ).fetchone()
         return row is not None
 
+    def queue_due(self, now: int) -> bool:
+        """Whether any QUEUED item is due to be claimed."""
+        row = self.execute(
+            "SELECT 1 FROM items WHERE status = 'QUEUED' AND next_attempt_at <= ? LIMIT 1", (now,)
+        ).fetchone()
+        return row is not None
+
     def claim(self, owner: str, limit: int, lease_until: int, now: int) -> list[ItemRow]:
         """Take up to ``limit`` due QUEUED items, P0 first then oldest."""
         rows = self.execute(
