@@ -7,8 +7,8 @@ import logging
 import re
 import sys
 import threading
+import time
 from collections.abc import MutableMapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -141,6 +141,9 @@ class LogSink:
         self._lock = threading.Lock()
         self._owned = path is not None
         self._file: TextIO = self._open() if path is not None else stream
+        #: Lines lost because the log could not be written (disk full, ``ulimit -f``).
+        self.lost = 0
+        self._losing = False
 
     def _open(self) -> TextIO:
         assert self.path is not None
@@ -156,10 +159,27 @@ class LogSink:
             self._file.flush()
 
     def emit(self, line: str) -> None:
-        """Write one whole line and push it out, so a reader tailing the log sees it now."""
+        """Write one whole line and push it out, so a reader tailing the log sees it now.
+
+        A log that cannot be written (disk full, ``ulimit -f``) costs lines, never the
+        daemon: they are counted, and stderr says so when the losing starts.
+        """
         with self._lock:
-            self._file.write(line)
-            self._file.flush()
+            try:
+                self._file.write(line)
+                self._file.flush()
+            except OSError as exc:
+                self.lost += 1
+                if not self._losing:
+                    self._losing = True
+                    try:
+                        sys.stderr.write(f"readdod: log lines are being lost: {exc}\n")
+                        sys.stderr.flush()
+                    except OSError:
+                        pass
+            else:
+                if self._losing:
+                    self._losing = False
 
     def isatty(self) -> bool:
         return self._file.isatty()
@@ -214,8 +234,16 @@ def _render(_: Any, method: str, event: MutableMapping[str, Any]) -> str:
     return _encoder.encode(ordered).decode()
 
 
+_second: list[Any] = [-1, ""]
+
+
 def _timestamp() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """RFC 3339 UTC with microseconds; the date part is formatted once a second."""
+    now = time.time()
+    whole = int(now)
+    if whole != _second[0]:
+        _second[0], _second[1] = whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+    return f"{_second[1]}.{int((now - whole) * 1_000_000):06d}Z"
 
 
 class _SinkLogger:

@@ -23,11 +23,14 @@ from readdod.control.client import Client
 LogLine = dict[str, Any]
 
 
-def _limit_files(n: int | None) -> None:
+def _limit_files(n: int | None, max_file_size: int | None = None) -> None:
     import resource
 
     if n is not None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    if max_file_size is not None:
+        # The soft limit only, as `ulimit -S -f`: a test may lift it on the live daemon.
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_size, resource.RLIM_INFINITY))
 
 
 def toml(sections: dict[str, dict[str, Any]]) -> str:
@@ -69,6 +72,7 @@ class DaemonProc:
         wait: bool = True,
         env: dict[str, str] | None = None,
         max_open_files: int | None = None,
+        max_file_size: int | None = None,
     ) -> DaemonProc:
         self.logs = []
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("READDOD_")}
@@ -78,7 +82,11 @@ class DaemonProc:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=full_env,
-            preexec_fn=(lambda: _limit_files(max_open_files)) if max_open_files else None,
+            preexec_fn=(
+                (lambda: _limit_files(max_open_files, max_file_size))
+                if max_open_files or max_file_size
+                else None
+            ),
         )
         out = threading.Thread(target=self._read_stdout, args=(self.proc,), daemon=True)
         err = threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True)

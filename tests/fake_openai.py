@@ -15,10 +15,14 @@ get their own::
 ``what`` is ``429`` (with ``Retry-After``), ``500``, ``503``, ``hang`` (no
 answer until the client gives up), ``garbage`` (an HTTP body that is not
 JSON), ``badjson`` (a message that is not JSON), ``invalid``
-(JSON that breaks the schema) or ``refuse`` (a refusal). ``xN`` limits it to
+(JSON that breaks the schema), ``refuse`` (a refusal) or ``reset`` (the
+connection is dropped with a TCP RST instead of an answer). ``xN`` limits it to
 the first N matching requests (default: all), ``@step`` to one artifact
 (``summary``, ``score``, ``todos``, ``card_text``, ``summary_chunk``), and
 ``#tag`` keeps directives of different items apart.
+
+A test can also decide later how an item's requests go, with
+:meth:`FakeOpenAI.fault` (``fake.fault("words of its intent", "invalid", step="score")``).
 
 Run alone: ``python -m tests.fake_openai --port 8765``; or around one command,
 which finds the server through ``$READDOD_CONFIG``:
@@ -32,6 +36,8 @@ import json
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -44,11 +50,14 @@ from pathlib import Path
 from typing import Any
 
 DIRECTIVE = re.compile(
-    r"fake:(429|500|503|hang|badjson|invalid|refuse|garbage)(?:x(\d+))?(?:@([a-z_]+))?(?:#(\w+))?"
+    r"fake:(429|500|503|hang|badjson|invalid|refuse|garbage|reset)"
+    r"(?:x(\d+))?(?:@([a-z_]+))?(?:#(\w+))?"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: Answer with a body that is not JSON at all.
 GARBAGE: Any = object()
+#: Answer with a TCP reset.
+RESET: Any = object()
 
 
 _SECTION = re.compile(r"^(?:Text|Notes|Part \d+ of \d+|Key points):\s*$", re.M)
@@ -176,6 +185,8 @@ class FakeOpenAI:
         self.structured_output = structured_output
         self.requests: list[dict[str, Any]] = []
         self.counts: dict[str, int] = {}
+        #: Faults set at run time: (text the prompt contains, what, step or None).
+        self.rules: list[tuple[str, str, str | None]] = []
         #: Requests being answered right now, and the most there ever were at once.
         self.in_flight = 0
         self.max_in_flight = 0
@@ -229,6 +240,13 @@ class FakeOpenAI:
                     status, payload, headers = 200, fake._ok(body, "late"), {}
                 if payload is GARBAGE:
                     self._raw(200, b"<html><body>502 Bad Gateway</body></html>")
+                    return
+                if payload is RESET:
+                    self.connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
+                    self.close_connection = True
+                    self.connection.close()
                     return
                 self._json(status, payload, headers)
 
@@ -287,8 +305,25 @@ class FakeOpenAI:
 
     # --- answers ---------------------------------------------------------------
 
+    def fault(self, needle: str, what: str | None, step: str | None = None) -> None:
+        """From now on, answer every request whose prompt contains ``needle`` with ``what``
+        (as in a directive), for ``step`` only if given; None: answer them well again.
+
+        Unlike a directive, which is fixed when the item is captured, this lets a
+        test decide how an item's next run goes.
+        """
+        if what is not None and not DIRECTIVE.fullmatch(f"fake:{what}"):
+            raise ValueError(f"unknown fault {what!r}")
+        with self._lock:
+            self.rules = [r for r in self.rules if r[0] != needle]
+            if what is not None:
+                self.rules.append((needle, what, step))
+
     def _directive(self, text: str, step: str) -> str | None:
         with self._lock:
+            for needle, what, only in self.rules:
+                if needle in text and only in (None, step):
+                    return what
             for m in DIRECTIVE.finditer(text):
                 what, times, only, _tag = m.groups()
                 if only and only != step:
@@ -357,6 +392,8 @@ class FakeOpenAI:
             return 0, None, {}
         if what == "garbage":
             return 200, GARBAGE, {}
+        if what == "reset":
+            return 200, RESET, {}
         if what == "badjson":
             return 200, self._completion(body, "Sure! Here it is: {summary: oops", user), {}
         if what == "invalid":

@@ -18,17 +18,17 @@ on status and lease) so a late commit is harmless.
 
 from __future__ import annotations
 
-import math
+import queue
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import aiosqlite
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from readdod.errors import ConfigError, InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.store.queries import Tx
@@ -68,10 +68,14 @@ class StoreClosed(ShuttingDown):
 
 
 class _Job(Generic[T]):
-    __slots__ = ("done", "error", "fn", "result")
+    """A unit of work (``fn(tx)`` inside the batch's transaction), or with ``raw`` a
+    function of the bare connection run alone between two batches."""
 
-    def __init__(self, fn: Callable[[Tx], T]) -> None:
+    __slots__ = ("done", "error", "fn", "raw", "result")
+
+    def __init__(self, fn: Callable[[Any], T], *, raw: bool = False) -> None:
         self.fn = fn
+        self.raw = raw
         self.done = anyio.Event()
         self.result: T | None = None
         self.error: BaseException | None = None
@@ -222,18 +226,84 @@ async def _call(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) ->
     return result
 
 
-async def _connect(path: Path, synchronous: str, *, readonly: bool) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path, isolation_level=None)
-    await conn.execute("PRAGMA busy_timeout = 5000")
-    await conn.execute("PRAGMA foreign_keys = ON")
+def _pragmas(synchronous: str, *, readonly: bool) -> list[str]:
+    found = ["PRAGMA busy_timeout = 5000", "PRAGMA foreign_keys = ON"]
     if readonly:
-        await conn.execute("PRAGMA query_only = ON")
+        found.append("PRAGMA query_only = ON")
     else:
         # Before WAL: on a new file this is what makes freed pages returnable (§9 retention).
-        await conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-        await conn.execute("PRAGMA journal_mode = WAL")
-        await conn.execute(f"PRAGMA synchronous = {synchronous}")
+        found += [
+            "PRAGMA auto_vacuum = INCREMENTAL",
+            "PRAGMA journal_mode = WAL",
+            f"PRAGMA synchronous = {synchronous}",
+        ]
+    return found
+
+
+async def _connect_reader(path: Path, synchronous: str) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    for pragma in _pragmas(synchronous, readonly=True):
+        await conn.execute(pragma)
     return conn
+
+
+def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
+    """The writing connection; used by one thread at a time (open, then the writer thread)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        for pragma in _pragmas(synchronous, readonly=False):
+            conn.execute(pragma)
+        _migrate(conn)
+        _ensure_incremental_vacuum(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+Deliver = Callable[[list[_Job[Any]], int], None]
+
+
+def _writer_main(
+    conn: sqlite3.Connection, jobs: queue.SimpleQueue[_Job[Any] | None], deliver: Deliver
+) -> None:
+    """The writer thread: take whatever work is waiting, commit it as one batch, repeat.
+
+    It wakes the moment the first unit is queued, while the event loop goes
+    on running actors, so the database works in parallel with the Python that
+    feeds it (a writer task on the loop would only see work after every
+    ready actor had run, and the two would take turns). ``None`` stops it.
+    """
+    held: _Job[Any] | None = None
+    while True:
+        job = held if held is not None else jobs.get()
+        held = None
+        if job is None:
+            return
+        if job.raw:
+            try:
+                job.result = job.fn(conn)
+            except Exception as exc:
+                job.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
+            deliver([job], 0)
+            continue
+        batch = [job]
+        while len(batch) < MAX_BATCH:
+            try:
+                nxt = jobs.get_nowait()
+            except queue.Empty:
+                break
+            if nxt is None or nxt.raw:
+                held = nxt
+                break
+            batch.append(nxt)
+        try:
+            statements = _commit_batch(conn, batch)
+        except Exception as exc:  # pragma: no cover - a bug; answer every waiter anyway
+            statements = 0
+            for j in batch:
+                j.error = InternalError(f"the database writer failed: {exc!r}")
+        deliver(batch, statements)
 
 
 class Store:
@@ -242,14 +312,13 @@ class Store:
     def __init__(
         self,
         path: Path,
-        writer: aiosqlite.Connection,
         reader: aiosqlite.Connection,
-        send: MemoryObjectSendStream[_Job[Any]],
+        jobs: queue.SimpleQueue[_Job[Any] | None],
     ) -> None:
         self.path = path
-        self._writer = writer
         self._reader = reader
-        self._send = send
+        self._jobs = jobs
+        self._closed = False
         #: Cumulative counters since open, for ``stats`` and the benchmarks.
         self.commits = 0
         self.units = 0
@@ -270,63 +339,66 @@ class Store:
                 " `list --query` needs; use a Python whose sqlite3 module includes it"
             )
         path.parent.mkdir(parents=True, exist_ok=True)
-        writer = await _connect(path, synchronous, readonly=False)
+        writer = await anyio.to_thread.run_sync(_open_writer, path, synchronous)
         try:
-            await _call(writer, _migrate)
-            await _call(writer, _ensure_incremental_vacuum)
-            reader = await _connect(path, synchronous, readonly=True)
+            reader = await _connect_reader(path, synchronous)
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                await writer.close()
+            writer.close()
             raise
-        send, recv = anyio.create_memory_object_stream[_Job[Any]](max_buffer_size=math.inf)
-        store = cls(path, writer, reader, send)
+        jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        store = cls(path, reader, jobs)
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(store._write_loop, recv)
-                try:
-                    yield store
-                finally:
-                    send.close()
+            async with anyio.from_thread.BlockingPortal() as portal:
+
+                def deliver(batch: list[_Job[Any]], statements: int) -> None:
+                    portal.start_task_soon(store._delivered, batch, statements)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(
+                        partial(
+                            anyio.to_thread.run_sync,
+                            _writer_main,
+                            writer,
+                            jobs,
+                            deliver,
+                            limiter=anyio.CapacityLimiter(1),
+                        )
+                    )
+                    try:
+                        yield store
+                    finally:
+                        store._closed = True
+                        jobs.put(None)
         finally:
             with anyio.CancelScope(shield=True):
                 await reader.close()
-                await writer.close()
+            writer.close()
 
-    async def _write_loop(self, recv: MemoryObjectReceiveStream[_Job[Any]]) -> None:
-        async with recv:
-            async for job in recv:
-                batch = [job]
-                while len(batch) < MAX_BATCH:
-                    try:
-                        batch.append(recv.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                with anyio.CancelScope(shield=True):
-                    self.statements += await _call(self._writer, _commit_batch, batch)
-                self.commits += 1
-                self.units += len(batch)
-                for j in batch:
-                    j.done.set()
+    async def _delivered(self, batch: list[_Job[Any]], statements: int) -> None:
+        """On the event loop: a batch is durable (or failed); wake its callers."""
+        if not batch[0].raw:
+            self.commits += 1
+            self.units += len(batch)
+            self.statements += statements
+        for job in batch:
+            job.done.set()
 
-    async def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run a unit of work in a transaction; returns after it is durable."""
-        job = _Job(fn)
-        try:
-            self._send.send_nowait(job)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-            raise StoreClosed("readdod is shutting down; try again when it is back") from exc
+    async def _submit(self, job: _Job[T]) -> T:
+        if self._closed:
+            raise StoreClosed("readdod is shutting down; try again when it is back")
+        self._jobs.put(job)
         await job.done.wait()
         if job.error is not None:
             raise job.error
         return job.result  # type: ignore[return-value]
 
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run a unit of work in a transaction; returns after it is durable."""
+        return await self._submit(_Job(fn))
+
     async def reclaim(self) -> None:
         """Give freed pages back to the file system (after a prune), between two commits."""
-        try:
-            await _call(self._writer, _reclaim)
-        except sqlite3.Error as exc:
-            raise _map_sqlite_error(exc) from exc
+        await self._submit(_Job(_reclaim, raw=True))
 
     async def read(self, fn: Callable[[Tx], T]) -> T:
         """Run read-only queries on one snapshot."""
