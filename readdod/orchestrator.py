@@ -2008,6 +2008,38 @@ class Orchestrator:
         row = await self._commit(unit)
         return item_view(row) if row else None
 
+    async def release_owned(self, owner: str, reason: str = "shutdown") -> int:
+        """PROCESSING → QUEUED for every lease ``owner`` still holds (a clean stop).
+
+        An actor whose own release failed (the database was locked), or an
+        item claimed at capture whose actor never started, would otherwise
+        wait for recovery and count as orphaned. Returns how many moved.
+        """
+
+        def unit(tx: Tx, notes: list[_Note]) -> int:
+            now = self.clock.now_ms()
+            moved = 0
+            for row in tx.processing():
+                if row.lease_owner != owner:
+                    continue
+                if row.current_run_id:
+                    tx.update_run(row.current_run_id, status="queued")
+                self._move(
+                    tx,
+                    notes,
+                    row,
+                    S.QUEUED,
+                    Trigger.SYSTEM,
+                    now=now,
+                    detail={"reason": reason},
+                    lease_owner=None,
+                    lease_expires_at=None,
+                )
+                moved += 1
+            return moved
+
+        return await self._commit(unit)
+
     async def release(self, lease: Lease, reason: str) -> bool:
         """PROCESSING → QUEUED for a run that stops early (pause, shutdown, cancel)."""
 

@@ -148,6 +148,15 @@ class Supervisor:
                 with anyio.move_on_after(self.shutdown_grace_s):
                     await self._idle.wait()
             tg.cancel_scope.cancel()
+        # A clean stop leaves nothing PROCESSING: sweep up leases an actor could not give back.
+        with anyio.move_on_after(actor.CLEANUP_TIMEOUT_S, shield=True):
+            try:
+                moved = await self.orch.release_owned(self.owner)
+            except ReaddodError as exc:
+                log.warning("shutdown.release_failed", error_code=exc.error_code, error=exc.message)
+            else:
+                if moved:
+                    log.info("shutdown.released", items=moved, worker_id=self.owner)
 
     async def _claim_loop(self, tg: TaskGroup) -> None:
         while not self.draining:

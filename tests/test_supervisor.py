@@ -112,3 +112,84 @@ async def test_pause_returns_work_to_queued_at_the_next_step(rig: Rig) -> None:
     assert set(got["artifacts"]) == {"extraction", "summary"}
     assert got["events"][-1].detail == {"reason": "pause"}
     assert got["runs"][0].status == "queued"
+
+
+def _db_status(path: Path, item_id: str) -> str:
+    with sqlite3.connect(path) as db:
+        return str(db.execute("SELECT status FROM items WHERE id = ?", (item_id,)).fetchone()[0])
+
+
+async def test_a_capture_with_room_is_claimed_in_its_own_transaction(rig: Rig) -> None:
+    item_id = await _capture(rig.orch)
+    # Read before this task yields again: no claim of the supervisor's could have run yet.
+    assert _db_status(rig.path, item_id) == "PROCESSING"
+    with anyio.fail_after(10):
+        await rig.engine.entered.wait()
+    got = await rig.orch.get(item_id, history=True)
+    moves = [(e.from_status, e.to_status) for e in got["events"] if e.kind == "transition"]
+    assert moves == [("CAPTURED", "QUEUED"), ("QUEUED", "PROCESSING")]
+    assert got["runs"][0].status == "running" and got["runs"][0].attempts == 1
+    rig.engine.gate.set()
+
+
+async def test_a_capture_waits_its_turn_behind_older_queued_items(rig: Rig) -> None:
+    ready: set[str] = set()
+    all_ready = anyio.Event()
+
+    def on_ready(item_id: str) -> None:
+        ready.add(item_id)
+        if len(ready) == 6:
+            all_ready.set()
+
+    rig.orch.on_ready(on_ready)
+    first = [await _capture(rig.orch) for _ in range(4)]  # fill every slot
+    with anyio.fail_after(10):
+        await rig.engine.entered.wait()
+    waiting = await _capture(rig.orch)
+    assert _db_status(rig.path, waiting) == "QUEUED"
+    rig.sup.concurrency = 5  # room again, but an older item still waits
+    older_first = await _capture(rig.orch)
+    assert _db_status(rig.path, older_first) == "QUEUED"
+    rig.engine.gate.set()
+    with anyio.fail_after(20):
+        await all_ready.wait()
+    assert ready == {*first, waiting, older_first}
+
+
+async def test_a_clean_stop_gives_back_every_lease_it_still_holds(tmp_path: Path) -> None:
+    path = tmp_path / "stop.db"
+    engine = GateEngine()
+    async with Store.open(path) as store, make_client() as http:
+        orch = Orchestrator(store, SystemClock())
+        sup = Supervisor(
+            orch,
+            Pipeline(engine, http, FetchConfig()),
+            owner="me",
+            concurrency=1,
+            batch_size=1,
+            lease_ttl_s=30,
+            claim_interval_s=30,
+            shutdown_grace_s=0,
+        )
+        async with anyio.create_task_group() as tg:
+            await tg.start(sup.run)
+            item_id = await _capture(orch)
+            with anyio.fail_after(10):
+                await engine.entered.wait()
+            # A lease this daemon holds with no actor behind it (as when an actor's own
+            # release failed): the stop must give it back too.
+            other = await _capture(orch)
+            with sqlite3.connect(path) as db:
+                db.execute(
+                    "UPDATE items SET status = 'PROCESSING', lease_owner = 'me' WHERE id = ?",
+                    (other,),
+                )
+            sup.stop()
+        got = await orch.get(other, history=True)
+        assert got["item"].status == "QUEUED"
+        with sqlite3.connect(path) as db:
+            assert db.execute(
+                "SELECT orphan_count FROM items WHERE id = ?", (other,)
+            ).fetchone() == (0,)
+        assert got["events"][-1].detail == {"reason": "shutdown"}
+        assert (await orch.get(item_id))["item"].status == "QUEUED"

@@ -127,9 +127,9 @@ def _run_batch(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
-        err = _map_sqlite_error(exc)
         for job in batch:
-            job.error = err
+            # One error object each: raised in many tasks, a shared one chains their tracebacks.
+            job.error = _map_sqlite_error(exc)
         return 1
     tx = Tx(conn)
     overhead = 2 + (2 * len(batch) if savepoints else 0)
@@ -161,9 +161,8 @@ def _run_batch(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
             conn.execute("ROLLBACK")
         except sqlite3.Error:
             pass
-        err = _map_sqlite_error(exc)
         for job in batch:
-            job.error = err
+            job.error = _map_sqlite_error(exc)
     return tx.statements + overhead
 
 
