@@ -1,11 +1,26 @@
-"""Shared bits for the benchmarks."""
+"""Shared bits for the benchmarks: a daemon to measure, sample texts, machine info, reports.
+
+``python -m bench._common`` prints the machine the figures come from.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import platform
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from readdod.control.client import Client
+from tests.daemon_proc import toml
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -60,15 +75,289 @@ def article(i: int, paragraphs: int = 6) -> str:
     return f"Article number {i}\n\n" + "\n\n".join(out)
 
 
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict[str, Any]:
+    """What the figures depend on: CPU, cores, memory, Python, SQLite, the load at the start."""
+    mem_gb = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_gb = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gb": mem_gb,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
 def report(name: str, figures: dict[str, Any]) -> None:
+    """Print ``figures`` and write them, with the machine, to bench/results/NAME.json."""
     figures = {
         "bench": name,
-        "machine": platform.machine(),
-        "python": platform.python_version(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(),
         **figures,
     }
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(figures, indent=2))
+    (RESULTS / f"{name}.json").write_text(json.dumps(figures, indent=2) + "\n")
     width = max(len(k) for k in figures)
     for key, value in figures.items():
-        print(f"{key:<{width}}  {value}")
+        print(f"{key:<{width}}  {json.dumps(value) if isinstance(value, dict | list) else value}")
+
+
+def percentiles(values: Sequence[float], qs: Sequence[int] = (50, 95, 99)) -> dict[str, float]:
+    """Nearest-rank percentiles, rounded to 0.01."""
+    ordered = sorted(values)
+    if not ordered:
+        return {}
+    out = {}
+    for q in qs:
+        rank = max(1, -(-len(ordered) * q // 100))
+        out[f"p{q}"] = round(ordered[int(rank) - 1], 2)
+    return out
+
+
+class Daemon:
+    """The real daemon as a subprocess, its log lines going to a file (no reader in the way).
+
+    A bench must not slow the daemon down by parsing its output as it comes,
+    so the lines are written to ``log_path`` and read when needed.
+    """
+
+    def __init__(self, root: Path, **sections: dict[str, Any]) -> None:
+        self.root = root
+        self.data = root / "data"
+        self.sock = root / "readdod.sock"
+        cfg: dict[str, dict[str, Any]] = {
+            "daemon": {"data_dir": str(self.data)},
+            "control": {"socket": str(self.sock), "max_connections": 1024},
+            "export": {"dir": str(root / "exports")},
+        }
+        for name, values in sections.items():
+            cfg.setdefault(name, {}).update(values)
+        self.config = root / "config.toml"
+        self.config.write_text(toml(cfg))
+        self.log_path = root / "daemon.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+        self._offset = 0
+
+    @property
+    def db_path(self) -> Path:
+        return self.data / "readdod.db"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, *, timeout: float = 600) -> float:
+        """Start, wait for ``daemon.ready``; returns the wall seconds from spawn to it."""
+        self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        env = {k: v for k, v in os.environ.items() if not k.startswith("READDOD_")}
+        with self.log_path.open("ab") as out, (self.root / "daemon.err").open("ab") as err:
+            self.started_at = time.time()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "readdod", "serve", "--config", str(self.config)],
+                stdout=out,
+                stderr=err,
+                env=env,
+            )
+        ready = self.wait_log("daemon.ready", timeout=timeout)
+        return parse_ts(ready["ts"]) - self.started_at
+
+    def lines(self) -> Iterator[dict[str, Any]]:
+        """The log lines of the current process so far."""
+        with self.log_path.open("rb") as f:
+            f.seek(self._offset)
+            for raw in f:
+                if raw.endswith(b"\n"):
+                    yield json.loads(raw)
+
+    def wait_log(self, event: str, *, timeout: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        pos = self._offset
+        while True:
+            with self.log_path.open("rb") as f:
+                f.seek(pos)
+                for raw in f:
+                    if not raw.endswith(b"\n"):
+                        break
+                    pos += len(raw)
+                    if f'"event":"{event}"'.encode() in raw:
+                        line: dict[str, Any] = json.loads(raw)
+                        return line
+            if self.proc is not None and self.proc.poll() is not None:
+                err = (self.root / "daemon.err").read_text()[-2000:]
+                raise RuntimeError(f"the daemon exited before {event}: {err}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {event} within {timeout} s")
+            time.sleep(0.005)
+
+    def tail(self) -> LogTail:
+        """Read the log from now on, as it grows."""
+        return LogTail(self.log_path, self.log_path.stat().st_size)
+
+    def client(self, timeout_s: float | None = 600) -> Client:
+        return Client(self.sock, timeout_s=timeout_s)
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        with self.client() as c:
+            return c.call(method, params)
+
+    def db(self) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
+
+    def count(self, status: str) -> int:
+        with self.db() as db:
+            return int(
+                db.execute("SELECT count(*) FROM items WHERE status = ?", (status,)).fetchone()[0]
+            )
+
+    def wait_count(
+        self, status: str, n: int, *, timeout: float = 3600, poll_s: float = 0.01
+    ) -> float:
+        """Poll the database until ``n`` items are in ``status``; returns time.perf_counter()."""
+        deadline = time.monotonic() + timeout
+        db = self.db()
+        try:
+            while True:
+                got = db.execute(
+                    "SELECT count(*) FROM items WHERE status = ?", (status,)
+                ).fetchone()[0]
+                if got >= n:
+                    return time.perf_counter()
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise RuntimeError(f"the daemon exited with {got}/{n} items {status}")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{got}/{n} items {status} after {timeout} s")
+                time.sleep(poll_s)
+        finally:
+            db.close()
+
+    def rss_kb(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
+
+    def stop(self, timeout: float = 120) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=60)
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=60)
+
+
+class LogTail:
+    """New lines of a log file, as they are written."""
+
+    def __init__(self, path: Path, pos: int) -> None:
+        self._f = path.open("rb")
+        self._f.seek(pos)
+        self._partial = b""
+        self._lines: deque[bytes] = deque()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def wait(self, *needles: str, timeout: float = 60) -> dict[str, Any]:
+        """The next line containing every one of ``needles`` (raw substrings), parsed."""
+        keys = [n.encode() for n in needles]
+        deadline = time.monotonic() + timeout
+        while True:
+            while self._lines:
+                raw = self._lines.popleft()
+                if all(k in raw for k in keys):
+                    line: dict[str, Any] = json.loads(raw)
+                    return line
+            chunk = self._f.read()
+            if chunk:
+                *complete, self._partial = (self._partial + chunk).split(b"\n")
+                self._lines.extend(complete)
+                continue
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no line with {needles} within {timeout} s")
+            time.sleep(0.0005)
+
+
+def parse_ts(ts: str) -> float:
+    """A log line's ``ts`` (RFC 3339 UTC, microseconds) as epoch seconds."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+def capture_all(
+    d: Daemon,
+    texts: Sequence[str],
+    *,
+    connections: int = 4,
+    batch: int = 50,
+    intent: Callable[[int], str] = lambda i: f"learn about item {i % 7}",
+) -> list[str]:
+    """Capture every text over ``connections`` sockets, ``batch`` requests per JSON-RPC line.
+
+    Each answer arrives once its capture is durable. Returns the item ids in order.
+    """
+    ids: list[str] = [""] * len(texts)
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            with d.client() as c:
+                for first in range(k * batch, len(texts), connections * batch):
+                    reqs = [
+                        {"jsonrpc": "2.0", "id": i, "method": "capture",
+                         "params": {"text": texts[i], "intent": intent(i)}}
+                        for i in range(first, min(len(texts), first + batch))
+                    ]  # fmt: skip
+                    c.send_raw(json.dumps(reqs).encode() + b"\n")
+                    for answer in json.loads(c.read_raw()):
+                        if "result" not in answer:
+                            raise RuntimeError(f"capture refused: {answer}")
+                        ids[answer["id"]] = answer["result"]["item"]["id"]
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return ids
+
+
+def store_counters(d: Daemon) -> dict[str, int] | None:
+    """The daemon's cumulative store counters (``stats``), when it reports them."""
+    store = d.call("stats").get("store")
+    return dict(store) if isinstance(store, dict) else None
+
+
+if __name__ == "__main__":
+    print(json.dumps(machine(), indent=2))

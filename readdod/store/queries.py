@@ -694,7 +694,7 @@ class Tx:
         others go back to QUEUED, their run to 'queued'. One transition event
         per item, as a single move would write. A handful of statements
         whatever the count (events and runs first, read from the items before
-        they change): 100,000 orphans take a fraction of a second. Returns
+        they change), several times cheaper per orphan than a move each. Returns
         (requeued, failed, the first ``sample`` orphans by id as (id, run_id,
         orphan_count, step, failed, message)).
         """

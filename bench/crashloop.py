@@ -1,0 +1,69 @@
+"""The long crash loop: kill the daemon hundreds of times under a mixed workload.
+
+    python -m bench.crashloop [--cycles 300] [--seed S] [--delay-ms 20]
+                              [--engine fixed|local] [--concurrency 4] [--keep]
+
+Each cycle starts the daemon, sends a few random requests (captures of text,
+HTML and blocked URLs, process, regenerate, export, archive, unarchive,
+ship, edit, retry-failed, pause/resume) and ends it: SIGKILL after a random
+number of answers or log lines, a crash point (``READDOD_CRASH_AT``) inside
+a step, a transaction or an export write, or now and then a clean stop.
+After every death, and once more after a last clean run, it checks the
+invariants of tests/invariants.py. Prints crashes survived, items and
+violations (which must be 0); exits 1 on the first violation, with the seed
+to replay it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench._common import report
+from tests.test_crash_loop import CrashLoop, LoopFailure
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cycles", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=None, help="default: a fresh one, printed")
+    ap.add_argument("--delay-ms", type=int, default=20, help="each AI step's delay (fixed engine)")
+    ap.add_argument("--engine", choices=("fixed", "local"), default="fixed")
+    ap.add_argument("--concurrency", type=int, default=4, help="daemon.concurrency")
+    ap.add_argument("--keep", action="store_true", help="keep the data folder and print it")
+    args = ap.parse_args()
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**9)
+    print(f"crash loop: seed {seed}, {args.cycles} cycles", flush=True)
+    tmp = tempfile.mkdtemp(prefix="readdod-crashloop-")
+    started = time.perf_counter()
+    try:
+        loop = CrashLoop(
+            Path(tmp),
+            seed,
+            engine=args.engine,
+            engine_delay_ms=args.delay_ms,
+            concurrency=args.concurrency,
+        )
+        got = loop.run(args.cycles)
+    except LoopFailure as exc:
+        print(f"FAILED (data kept in {tmp}):\n{exc}", file=sys.stderr)
+        sys.exit(1)
+    got["wall_s"] = round(time.perf_counter() - started, 1)
+    print(
+        f"crashes survived: {got['crashes']}  items: {got['items']}"
+        f"  invariant violations: {got['violations']}  ({got['wall_s']} s)"
+    )
+    report("crashloop", got)
+    if args.keep:
+        print(f"data kept in {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""The model-based test of the state machine, run long.
+
+    python -m bench.model [--examples 200] [--steps 50]
+
+Drives random sequences of operations and run outcomes against one real
+daemon and the pure model in tests/model.py (the same machine as
+tests/test_model_based.py, which runs a few fixed sequences in CI), with
+fresh random sequences on every run. Prints how many sequences and steps
+ran, how often each request was answered which way, which states items were
+seen in, and, if the daemon and the model ever disagree, the shortest
+sequence that shows it (exit code 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from bench._common import report
+from tests.test_model_based import Env, environment, run
+
+
+def _figures(env: Env, elapsed: float, failure: str | None) -> dict[str, object]:
+    return {
+        "sequences": env.sequences,
+        "steps": env.steps,
+        "seconds": round(elapsed, 1),
+        "steps_per_s": round(env.steps / elapsed, 1) if elapsed else None,
+        "answers": {f"{m} {a}": n for (m, a), n in sorted(env.answers.items())},
+        "seen": dict(sorted(env.seen.items())),
+        "failure": failure,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--examples", type=int, default=200, help="sequences to try (default 200)")
+    ap.add_argument("--steps", type=int, default=50, help="steps per sequence at most (default 50)")
+    args = ap.parse_args()
+    failure = None
+    with tempfile.TemporaryDirectory() as tmp, environment(Path(tmp)) as env:
+        started = time.perf_counter()
+        try:
+            run(env, args.examples, args.steps, derandomize=False)
+        except Exception as exc:
+            failure = "".join(traceback.format_exception_only(exc)).strip()
+            traceback.print_exc()
+        elapsed = time.perf_counter() - started
+    report("model", _figures(env, elapsed, failure))
+    return 1 if failure else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

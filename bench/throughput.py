@@ -1,0 +1,284 @@
+"""Items/s through the whole pipeline, every step durable, beside a raw-sqlite3 floor.
+
+    python -m bench.throughput [--items 10000] [--concurrency 64] [--connections 4]
+
+A real daemon (subprocess, Unix socket, SQLite WAL with synchronous=FULL) and
+the ``fixed`` engine with no delay, so what is measured is readdod itself.
+
+1. Capture: N text items over ``--connections`` sockets with the daemon
+   paused (each answer comes once its capture is durable): captures/s.
+2. Process: resume, and time until every item is READY (extraction →
+   summary → score → todos → card → gate, each step's artifact committed
+   before the next step starts): processing items/s, the headline. The
+   daemon's own store counters (``stats``) give SQL statements and
+   transactions per item.
+3. Floor: plain sqlite3 (WAL, synchronous=FULL, the daemon's own schema and
+   triggers) writing the same rows a processed item gets in the daemon's
+   database (the claim, per step the artifact, the item and run updates and
+   the step event, then READY), read back from that database: once with one
+   transaction per item (the baseline: ratio = ours / this) and once with
+   one transaction per step (what "every step durable" costs done naively).
+   The floors replay the first ``--floor-items`` items: they measure a rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bench._common import Daemon, article, capture_all, report, store_counters
+
+STEPS = ("extraction", "summary", "score", "todos", "card")
+
+
+def _schema(conn: sqlite3.Connection) -> None:
+    folder = resources.files("readdod.store") / "migrations"
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql"):
+            conn.executescript(entry.read_text("utf-8"))
+
+
+class _Replay:
+    """What the daemon wrote for each item, read back from its database."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        db.row_factory = sqlite3.Row
+        self.items = [dict(r) for r in db.execute("SELECT * FROM items ORDER BY id")]
+        self.sources = {r[0]: (r[1], r[2]) for r in db.execute("SELECT * FROM item_sources")}
+        self.runs = {r["item_id"]: dict(r) for r in db.execute("SELECT * FROM runs")}
+        self.artifacts: dict[str, dict[str, dict[str, Any]]] = {}
+        for r in db.execute("SELECT * FROM artifacts"):
+            self.artifacts.setdefault(r["item_id"], {})[r["artifact_type"]] = dict(r)
+        self.events: dict[str, list[dict[str, Any]]] = {}
+        for r in db.execute("SELECT * FROM events WHERE item_id IS NOT NULL ORDER BY seq"):
+            self.events.setdefault(r["item_id"], []).append(dict(r))
+
+
+def _seed(conn: sqlite3.Connection, rp: _Replay) -> None:
+    """The captured state (not timed): QUEUED items, their sources and queued runs."""
+    conn.execute("BEGIN")
+    for it in rp.items:
+        row = {
+            **it,
+            "status": "QUEUED",
+            "title": None,
+            "priority": "P2",
+            "match_score": None,
+            "lease_owner": None,
+            "lease_expires_at": None,
+        }
+        cols = ", ".join(row)
+        conn.execute(
+            f"INSERT INTO items ({cols}) VALUES ({', '.join('?' * len(row))})", list(row.values())
+        )
+        html, text = rp.sources[it["id"]]
+        conn.execute("INSERT INTO item_sources VALUES (?, ?, ?)", (it["id"], html, text))
+        run = {
+            **rp.runs[it["id"]],
+            "status": "queued",
+            "current_step": "extraction",
+            "attempts": 0,
+            "worker_id": None,
+            "started_at": None,
+            "finished_at": None,
+        }
+        conn.execute(
+            f"INSERT INTO runs ({', '.join(run)}) VALUES ({', '.join('?' * len(run))})",
+            list(run.values()),
+        )
+    conn.execute("COMMIT")
+
+
+def _item_writes(rp: _Replay, it: dict[str, Any]) -> list[list[tuple[str, tuple[Any, ...]]]]:
+    """The statements that process one item, grouped by step (claim, 5 steps, READY)."""
+    iid, run = it["id"], rp.runs[it["id"]]
+    rid, now = run["run_id"], it["updated_at"]
+    events = {(e["kind"], e["to_status"], e["detail"]): e for e in rp.events[iid]}
+    ev = "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger, detail)"
+    ev += " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    claim_ev = next(e for e in events.values() if e["to_status"] == "PROCESSING")
+    groups = [
+        [
+            (
+                "UPDATE items SET status = 'PROCESSING', lease_owner = ?, lease_expires_at = ?,"
+                " updated_at = ? WHERE id = ? AND status = 'QUEUED'",
+                (run["worker_id"], now + 30_000, now, iid),
+            ),
+            (
+                "UPDATE runs SET status = 'running', attempts = 1, worker_id = ?, started_at = ?"
+                " WHERE run_id = ?",
+                (run["worker_id"], now, rid),
+            ),
+            (
+                ev,
+                (now, iid, rid, "transition", "QUEUED", "PROCESSING", "system", claim_ev["detail"]),
+            ),
+        ]
+    ]
+    step_events = [e for e in rp.events[iid] if e["kind"] == "step"]
+    for i, step in enumerate(STEPS):
+        art = rp.artifacts[iid][step]
+        fields: dict[str, Any] = {"orphan_count": 0, "updated_at": now}
+        if step == "extraction":
+            fields["title"] = it["title"]
+        if step == "score":
+            fields["priority"] = it["priority"]
+            fields["match_score"] = it["match_score"]
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        nxt = STEPS[i + 1] if i + 1 < len(STEPS) else "gate"
+        groups.append(
+            [
+                (
+                    "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
+                    " payload, meta, created_at) VALUES (?, ?, 1, 'system', ?, ?, ?, ?)",
+                    (iid, step, rid, art["payload"], art["meta"], now),
+                ),
+                (
+                    f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
+                    " AND lease_owner = ? AND current_run_id = ?",
+                    (*fields.values(), iid, run["worker_id"], rid),
+                ),
+                ("UPDATE runs SET current_step = ? WHERE run_id = ?", (nxt, rid)),
+                (ev, (now, iid, rid, "step", None, None, "system", step_events[i]["detail"])),
+            ]
+        )
+    groups.append(
+        [
+            (
+                "UPDATE runs SET status = 'succeeded', finished_at = ?, current_step = NULL"
+                " WHERE run_id = ?",
+                (now, rid),
+            ),
+            (
+                "UPDATE items SET status = 'READY', updated_at = ?, lease_owner = NULL,"
+                " lease_expires_at = NULL, orphan_count = 0, auto_retries = 0"
+                " WHERE id = ? AND status = 'PROCESSING'",
+                (now, iid),
+            ),
+            (ev, (now, iid, rid, "transition", "PROCESSING", "READY", "system", "{}")),
+        ]
+    )
+    return groups
+
+
+def floor(rp: _Replay, path: Path, *, per_step: bool) -> tuple[float, int]:
+    """Items/s of plain sqlite3 writing the daemon's rows; and statements per item."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    _schema(conn)
+    _seed(conn, rp)
+    work = [_item_writes(rp, it) for it in rp.items]
+    start = time.perf_counter()
+    for groups in work:
+        if not per_step:
+            conn.execute("BEGIN IMMEDIATE")
+        for group in groups:
+            if per_step:
+                conn.execute("BEGIN IMMEDIATE")
+            for sql, args in group:
+                conn.execute(sql, args)
+            if per_step:
+                conn.execute("COMMIT")
+        if not per_step:
+            conn.execute("COMMIT")
+    took = time.perf_counter() - start
+    ready = conn.execute("SELECT count(*) FROM items WHERE status = 'READY'").fetchone()[0]
+    assert ready == len(rp.items), (ready, len(rp.items))
+    conn.close()
+    return len(rp.items) / took, sum(len(g) for g in work[0])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--items", type=int, default=10_000)
+    ap.add_argument("--concurrency", type=int, default=64, help="daemon.concurrency")
+    ap.add_argument("--batch-size", type=int, default=64, help="daemon.batch_size")
+    ap.add_argument("--connections", type=int, default=4, help="capture sockets")
+    ap.add_argument(
+        "--floor-items",
+        type=int,
+        default=3000,
+        help="items the floors replay (a rate: a sample does)",
+    )
+    args = ap.parse_args()
+    n = args.items
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Daemon(
+            Path(tmp),
+            daemon={
+                "concurrency": args.concurrency,
+                "batch_size": args.batch_size,
+                "synchronous": "FULL",
+                "skip_below": 0,
+            },
+            ai={"engine": "fixed"},
+        )
+        d.start()
+        try:
+            texts = [article(i) for i in range(n)]
+            d.call("pause")
+            t0 = time.perf_counter()
+            capture_all(d, texts, connections=args.connections)
+            captured = time.perf_counter()
+            before = store_counters(d)
+            t1 = time.perf_counter()
+            d.call("resume")
+            done = d.wait_count("READY", n)
+            after = store_counters(d)
+            assert d.stop() == 0
+        finally:
+            d.close()
+        with d.db() as db:
+            statuses = dict(db.execute("SELECT status, count(*) FROM items GROUP BY status"))
+            rp = _Replay(db)
+        rp.items = rp.items[: args.floor_items]
+        floor_item, floor_statements = floor(rp, Path(tmp) / "floor-item.db", per_step=False)
+        floor_step, _ = floor(rp, Path(tmp) / "floor-step.db", per_step=True)
+
+    process_s = done - t1
+    items_per_s = n / process_s
+    figures: dict[str, Any] = {
+        "items": n,
+        "engine": "fixed (no delay)",
+        "synchronous": "FULL",
+        "concurrency": args.concurrency,
+        "batch_size": args.batch_size,
+        "capture_connections": args.connections,
+        "items_per_s": round(items_per_s, 1),
+        "captures_per_s": round(n / (captured - t0), 1),
+        "end_to_end_items_per_s": round(n / (captured - t0 + process_s), 1),
+        "process_s": round(process_s, 3),
+    }
+    if before is not None and after is not None:
+        delta = {k: after[k] - before[k] for k in after if isinstance(after[k], int)}
+        figures["statements_per_item"] = round(delta.get("statements", 0) / n, 2)
+        figures["transactions_per_item"] = round(delta.get("transactions", 0) / n, 3)
+        figures["units_per_item"] = round(delta.get("units", 0) / n, 2)
+        figures["store_delta"] = delta
+    else:
+        figures["statements_per_item"] = None
+        figures["transactions_per_item"] = None
+    figures |= {
+        "floor_tx_per_item_items_per_s": round(floor_item, 1),
+        "floor_tx_per_step_items_per_s": round(floor_step, 1),
+        "floor_statements_per_item": floor_statements,
+        "floor_items": len(rp.items),
+        "ratio_to_floor": round(items_per_s / floor_item, 3),
+        "ratio_to_per_step_floor": round(items_per_s / floor_step, 3),
+        "requirement": ">= 1500 items/s and >= 0.25 of the floor (goal 5000 items/s)",
+        "meets_requirement": items_per_s >= 1500 and items_per_s / floor_item >= 0.25,
+        "statuses": statuses,
+    }
+    report("throughput", figures)
+
+
+if __name__ == "__main__":
+    main()
