@@ -18,17 +18,16 @@ import pytest
 
 from readdod.clock import ManualClock
 from readdod.config import FetchConfig
-from readdod.engines.base import EngineInput, EngineOutput
-from readdod.engines.fixed import FixedEngine
 from readdod.errors import AIError
 from readdod.extraction.fetch import make_client
-from readdod.models import Extraction, Summary
+from readdod.models import Extraction
 from readdod.orchestrator import CaptureRequest, Lease, Orchestrator
 from readdod.pipeline import Pipeline
 from readdod.store import Store
 from readdod.supervisor import Supervisor
 from tests.invariants import check
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
+from tests.rigs import GateEngine
 
 pytestmark = pytest.mark.anyio
 
@@ -120,20 +119,6 @@ async def test_a_jump_backwards_expires_nothing_early(tmp_path: Path) -> None:
     assert check(db, acknowledged=[item.id]) == []
 
 
-class _GateEngine(FixedEngine):
-    """Summaries wait for the test to open the gate."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered = anyio.Event()
-        self.gate = anyio.Event()
-
-    async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
-        self.entered.set()
-        await self.gate.wait()
-        return await super().summarize(inp)
-
-
 def _lease_expiry(db: Path) -> int | None:
     with sqlite3.connect(db) as conn:
         row = conn.execute("SELECT lease_expires_at FROM items").fetchone()
@@ -150,7 +135,7 @@ async def _renewed_until(db: Path, until: int) -> None:
 async def test_a_running_supervisor_keeps_its_leases_through_jumps(tmp_path: Path) -> None:
     db = tmp_path / "sup.db"
     clock = ManualClock()
-    engine = _GateEngine()
+    engine = GateEngine()
     ttl_ms = 300
     async with Store.open(db) as store, make_client() as http:
         orch = Orchestrator(store, clock)

@@ -10,31 +10,13 @@ import anyio
 import pytest
 
 from readdod.clock import SystemClock
-from readdod.config import FetchConfig
-from readdod.engines.base import EngineInput, EngineOutput
-from readdod.engines.fixed import FixedEngine
 from readdod.extraction.fetch import make_client
-from readdod.models import Summary
 from readdod.orchestrator import CaptureRequest, Orchestrator
-from readdod.pipeline import Pipeline
 from readdod.store import Store
 from readdod.supervisor import Supervisor
+from tests.rigs import GateEngine, supervisor
 
 pytestmark = pytest.mark.anyio
-
-
-class GateEngine(FixedEngine):
-    """Summaries wait for the test to open the gate."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered = anyio.Event()
-        self.gate = anyio.Event()
-
-    async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
-        self.entered.set()
-        await self.gate.wait()
-        return await super().summarize(inp)
 
 
 class Rig:
@@ -48,16 +30,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     engine = GateEngine()
     async with Store.open(path) as store, make_client() as http:
         orch = Orchestrator(store, SystemClock())
-        sup = Supervisor(
-            orch,
-            Pipeline(engine, http, FetchConfig()),
-            owner="me",
-            concurrency=4,
-            batch_size=4,
-            lease_ttl_s=0.3,
-            claim_interval_s=30,
-            shutdown_grace_s=0,
-        )
+        sup = supervisor(orch, engine, http)
         async with anyio.create_task_group() as tg:
             await tg.start(sup.run)
             yield Rig(path, orch, sup, engine)
@@ -161,16 +134,7 @@ async def test_a_clean_stop_gives_back_every_lease_it_still_holds(tmp_path: Path
     engine = GateEngine()
     async with Store.open(path) as store, make_client() as http:
         orch = Orchestrator(store, SystemClock())
-        sup = Supervisor(
-            orch,
-            Pipeline(engine, http, FetchConfig()),
-            owner="me",
-            concurrency=1,
-            batch_size=1,
-            lease_ttl_s=30,
-            claim_interval_s=30,
-            shutdown_grace_s=0,
-        )
+        sup = supervisor(orch, engine, http, concurrency=1, lease_ttl_s=30)
         async with anyio.create_task_group() as tg:
             await tg.start(sup.run)
             item_id = await _capture(orch)

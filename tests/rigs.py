@@ -1,0 +1,49 @@
+"""A supervisor on a real SQLite file, with an engine a test can hold at the summary step."""
+
+from __future__ import annotations
+
+import anyio
+
+from readdod.config import FetchConfig
+from readdod.engines.base import EngineInput, EngineOutput
+from readdod.engines.fixed import FixedEngine
+from readdod.extraction.fetch import FetchClient
+from readdod.models import Summary
+from readdod.orchestrator import Orchestrator
+from readdod.pipeline import Pipeline
+from readdod.supervisor import Supervisor
+
+
+class GateEngine(FixedEngine):
+    """Summaries wait for the test to open the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = anyio.Event()
+        self.gate = anyio.Event()
+
+    async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
+        self.entered.set()
+        await self.gate.wait()
+        return await super().summarize(inp)
+
+
+def supervisor(
+    orch: Orchestrator,
+    engine: FixedEngine,
+    http: FetchClient,
+    *,
+    concurrency: int = 4,
+    lease_ttl_s: float = 0.3,
+) -> Supervisor:
+    """A supervisor that claims only when woken (the safety-net timer is 30 s) and stops at once."""
+    return Supervisor(
+        orch,
+        Pipeline(engine, http, FetchConfig()),
+        owner="me",
+        concurrency=concurrency,
+        batch_size=concurrency,
+        lease_ttl_s=lease_ttl_s,
+        claim_interval_s=30,
+        shutdown_grace_s=0,
+    )
