@@ -1,13 +1,15 @@
 """The long crash loop: kill the daemon hundreds of times under a mixed workload.
 
     python -m bench.crashloop [--cycles 300] [--seed S] [--delay-ms 20]
-                              [--engine fixed|local] [--concurrency 4] [--keep]
+                              [--engine fixed|local] [--concurrency 4] [--auto-export]
+                              [--keep]
 
 Each cycle starts the daemon, sends a few random requests (captures of text,
 HTML and blocked URLs, process, regenerate, export, archive, unarchive,
 ship, edit, retry-failed, pause/resume) and ends it: SIGKILL after a random
-number of answers or log lines, a crash point (``READDOD_CRASH_AT``) inside
-a step, a transaction or an export write, or now and then a clean stop.
+number of answers or log lines or while it starts, a crash point
+(``READDOD_CRASH_AT``) inside a step, a transaction or an export write, or
+SIGTERM, now and then cut short by SIGKILL half-way through the shutdown.
 After every death, and once more after a last clean run, it checks the
 invariants of tests/invariants.py. Prints crashes survived, items and
 violations (which must be 0); exits 1 on the first violation, with the seed
@@ -35,6 +37,7 @@ def main() -> None:
     ap.add_argument("--delay-ms", type=int, default=20, help="each AI step's delay (fixed engine)")
     ap.add_argument("--engine", choices=("fixed", "local"), default="fixed")
     ap.add_argument("--concurrency", type=int, default=4, help="daemon.concurrency")
+    ap.add_argument("--auto-export", action="store_true", help="daemon.auto_export = true")
     ap.add_argument("--keep", action="store_true", help="keep the data folder and print it")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**9)
@@ -48,6 +51,7 @@ def main() -> None:
             engine=args.engine,
             engine_delay_ms=args.delay_ms,
             concurrency=args.concurrency,
+            auto_export=args.auto_export,
         )
         got = loop.run(args.cycles)
     except LoopFailure as exc:

@@ -2,7 +2,9 @@
 
 ``READDOD_CRASH_AT`` names points (comma-separated, e.g. ``step:summary``)
 at which the process dies at once with ``os._exit``, as a kill -9 would
-leave it: no cleanup, no shielded writes. Unset, this costs one set lookup.
+leave it: no cleanup, no shielded writes. ``NAME@N`` dies at the N-th time
+the point is reached instead of the first, so a crash loop can stop a run
+at a different item each start. Unset, this costs one set lookup.
 """
 
 from __future__ import annotations
@@ -11,10 +13,24 @@ import os
 import sys
 
 CRASH_EXIT_CODE = 86
-_POINTS = frozenset(p.strip() for p in os.environ.get("READDOD_CRASH_AT", "").split(",") if p)
+
+
+def _parse(spec: str) -> dict[str, int]:
+    points: dict[str, int] = {}
+    for part in spec.split(","):
+        name, _, nth = part.strip().partition("@")
+        if name:
+            points[name] = int(nth) if nth.isdigit() and int(nth) > 0 else 1
+    return points
+
+
+_AT = _parse(os.environ.get("READDOD_CRASH_AT", ""))
+_POINTS = frozenset(_AT)
 
 
 def crash_point(name: str) -> None:
     if name in _POINTS:
-        sys.stdout.flush()
-        os._exit(CRASH_EXIT_CODE)
+        _AT[name] -= 1
+        if _AT[name] <= 0:
+            sys.stdout.flush()
+            os._exit(CRASH_EXIT_CODE)

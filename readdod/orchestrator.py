@@ -1186,6 +1186,15 @@ class Orchestrator:
         )
         return result
 
+    async def ready_from_runs(self) -> list[str]:
+        """READY items whose last move was their run's PROCESSING → READY.
+
+        What ``daemon.auto_export`` had yet to export when the daemon last
+        stopped or crashed (its queue lives in memory).
+        """
+
+        return await self.store.read(lambda tx: tx.ready_from_runs())
+
     async def queued_count(self) -> int:
         """How many items wait in QUEUED (for systemd's STATUS= line)."""
         return await self.store.read(lambda tx: tx.count_status(S.QUEUED))
@@ -1617,6 +1626,7 @@ class Orchestrator:
                     _dumps(msgspec.structs.replace(meta, run_id=lease.run_id, created_at=iso(now))),
                     now,
                 )
+                faults.crash_point(f"tx:step:{step}")
                 if not finish:
                     tx.update_run(lease.run_id, current_step=_next_step(step))
                 tx.insert_event(

@@ -3,7 +3,9 @@
 Daemon side: the orchestrator calls back after the READY commit (never
 inside it), this queues the id, and one task exports the items in turn
 through the orchestrator, which records what happened. An item that goes
-somewhere else first (auto-skip, archive, regenerate) is left alone.
+somewhere else first (auto-skip, archive, regenerate) is left alone. At
+start, the items a run made READY that were never exported (the daemon
+stopped or crashed first) are queued again.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class AutoExporter:
 
     async def run(self) -> None:
         try:
+            # The items a stop or a crash kept from being exported last time.
+            for item_id in await self.orch.ready_from_runs():
+                self._ready(item_id)
             async with self._recv:
                 async for item_id in self._recv:
                     await self.export_one(item_id)

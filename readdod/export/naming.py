@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from collections.abc import Callable
 from typing import Final
 
 DEFAULT_PATTERN: Final = "{date}-{slug}.{ext}"
@@ -51,6 +52,25 @@ def slugify(text: str, max_len: int = SLUG_MAX) -> str:
         cut = slug[:max_len]
         slug = (cut.rsplit("-", 1)[0] if "-" in cut else cut).strip("-")
     return slug or "item"
+
+
+def any_title(
+    pattern: str, *, date: str, ext: str, item_id: str, fmt: str
+) -> Callable[[str], bool] | None:
+    """Whether a name is one of the item's candidates under some title (any slug, any ``-n``).
+
+    None when the names do not depend on the title at all.
+    """
+    if "{slug}" not in pattern:
+        return None
+    name = file_name(pattern, date=date, slug="\x00", ext=ext, item_id=item_id, fmt=fmt)
+    tail = f".{ext}" if name.endswith(f".{ext}") else ""
+    body = name[: len(name) - len(tail)]
+    regex = re.compile(
+        ".+".join(map(re.escape, body.split("\x00"))) + r"(-[0-9]+)?" + re.escape(tail),
+        re.DOTALL,
+    )
+    return lambda candidate: regex.fullmatch(candidate) is not None
 
 
 def file_name(

@@ -115,11 +115,15 @@ class Exporter:
         previous: Sequence[str],
         marker: bytes,
         data: bytes,
+        kin: Callable[[str], bool] | None = None,
     ) -> Path:
         """Write ``data`` into ``folder``; returns the file. Blocking: run it in a thread.
 
         ``candidate(n)`` is the n-th name to try; ``previous`` are files this
-        item exported before (newest first), reused when still ours.
+        item exported before (newest first), reused when still ours. ``kin``
+        matches the item's names under other titles: a file of ours among
+        them was written just before a crash kept it from being recorded, and
+        is reused rather than left beside a new one.
         """
         target = folder
         try:
@@ -129,6 +133,10 @@ class Exporter:
                     target = prev
                     atomic.write_atomic(prev, data)
                     return self._tidy(prev)
+            for prev in self._kin(folder, kin, marker):
+                target = prev
+                atomic.write_atomic(prev, data)
+                return self._tidy(prev)
             for n in range(1, MAX_SUFFIX + 1):
                 target = folder / candidate(n)
                 try:
@@ -150,6 +158,14 @@ class Exporter:
             code=ErrorCode.EXPORT_WRITE_FAILED,
             path=str(folder / candidate(1)),
         )
+
+    @staticmethod
+    def _kin(folder: Path, kin: Callable[[str], bool] | None, marker: bytes) -> list[Path]:
+        if kin is None:
+            return []
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if not e.name.startswith(".") and kin(e.name))
+        return [folder / name for name in names if _owned(folder / name, marker)][:1]
 
     @staticmethod
     def _tidy(path: Path) -> Path:

@@ -122,6 +122,16 @@ class Tx:
         ).fetchone()
         return row is not None
 
+    def ready_from_runs(self) -> list[str]:
+        """READY items whose last move was their run's PROCESSING → READY (not yet exported)."""
+        rows = self.execute(
+            "SELECT i.id FROM items i WHERE i.status = 'READY' AND"
+            " (SELECT e.from_status FROM events e WHERE e.item_id = i.id"
+            "   AND e.kind = 'transition' ORDER BY e.seq DESC LIMIT 1) = 'PROCESSING'"
+            " ORDER BY i.id"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def queue_due(self, now: int) -> bool:
         """Whether any QUEUED item is due to be claimed."""
         row = self.execute(

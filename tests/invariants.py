@@ -1,0 +1,450 @@
+"""What must hold in a readdod database whatever happened to the daemon.
+
+:func:`check` reads a stopped daemon's SQLite file (read-only) and, if given,
+its export folder, and returns every broken promise as a sentence a person
+can act on; an empty list means all is well. The crash loop, the fault
+tests and the model-based tests all end with it.
+
+The promises (DESIGN §2-§4):
+
+- every capture acknowledged to a client is stored;
+- a FAILED_* item carries its failure (with an error code), an item in a
+  state other than FAILED_* or ARCHIVED carries none;
+- no item is PROCESSING without a live lease. With the daemon stopped no
+  lease is live: after a clean stop there is no PROCESSING item at all; after
+  a kill (``crashed=True``) a PROCESSING row is an orphan that the next start
+  requeues, so it must at least carry a whole lease and a running run. A
+  lease on an item that is not PROCESSING is a leak either way, and so is a
+  run left ``queued``/``running`` that is not the current run of a QUEUED/
+  PROCESSING item;
+- a READY or SHIPPED item has a complete artifact set of its current run:
+  summary, score, todos and card made by that run (valid, and ``meta.run_id``
+  agrees), and the run's extraction, or for a REGENERATE without refetch
+  the newest extraction it reused; a person's edits may sit on top;
+- a step commits at most one artifact per run (no duplicated version);
+- the ``exports`` table and the export folder agree: every recorded file
+  exists and is a whole export of its item; every visible file in the
+  folder is a whole export of a known item (a file written just before a
+  crash, not yet recorded, is allowed: the item's next export adopts it),
+  and an item has one file per format and folder (the writer's promise);
+  hidden temp files (``.NAME.xxxx.tmp``) are invisible by design;
+- the event log explains every item's status: replaying its status events
+  from the capture, each allowed by :mod:`readdod.states`, ends in the
+  status the item has; an export it says shipped an item is recorded;
+- optionally, the crash-loop limit (``max_orphanings``).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from readdod import rubric, states
+from readdod.export import jsonfmt, markdown
+from readdod.models import AI_STEPS
+from readdod.states import Status, Trigger
+
+#: The events that move an item's status (``export`` events record a failed re-export
+#: of a SHIPPED item, which stays SHIPPED; ``step``/``edit`` events move nothing).
+_STATUS_EVENTS = ("capture", "transition")
+_WITH_ARTIFACTS = {Status.READY.value, Status.SHIPPED.value}
+
+
+def check(
+    db_path: Path,
+    *,
+    acknowledged: Iterable[str] = (),
+    export_dir: Path | None = None,
+    crashed: bool = False,
+    max_orphanings: int | None = None,
+) -> list[str]:
+    """Every invariant ``db_path`` (and ``export_dir``) breaks; empty when all hold.
+
+    ``acknowledged`` are item ids a client was given. ``crashed`` says the
+    daemon died without its shutdown (kill -9), so orphaned PROCESSING rows
+    are expected until the next start recovers them. With
+    ``max_orphanings`` (the daemon's setting), the crash-loop limit is
+    checked too: an item is requeued as an orphan fewer than that many times
+    in a row without a finished step, and fails WORKER_LOST only at that count.
+    """
+    db_path = Path(db_path)
+    if not db_path.exists():
+        return [f"no database at {db_path}"]
+    running = _daemon_running(db_path)
+    if running:
+        return [running]
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        items = {r["id"]: r for r in conn.execute("SELECT * FROM items")}
+        runs = {r["run_id"]: r for r in conn.execute("SELECT * FROM runs")}
+        arts = conn.execute(
+            "SELECT item_id, artifact_type, version, created_by, run_id, payload, meta"
+            " FROM artifacts ORDER BY item_id, artifact_type, version"
+        ).fetchall()
+        events = conn.execute(
+            "SELECT seq, item_id, kind, from_status, to_status, trigger, detail FROM events"
+            " WHERE item_id IS NOT NULL ORDER BY seq"
+        ).fetchall()
+        exports = conn.execute("SELECT * FROM exports ORDER BY created_at").fetchall()
+    finally:
+        conn.close()
+
+    out: list[str] = []
+    out += _lost(items, acknowledged)
+    out += _failures(items)
+    out += _leases(items, runs, crashed=crashed)
+    out += _artifact_sets(items, runs, arts)
+    out += _events(items, events)
+    out += _shipped_exports(events, exports)
+    if max_orphanings is not None:
+        out += _orphan_limit(events, max_orphanings)
+    if export_dir is not None:
+        out += _exports(items, exports, Path(export_dir))
+    return out
+
+
+def _daemon_running(db_path: Path) -> str | None:
+    """A violation if a daemon holds the instance lock: its database is moving under us."""
+    lock = db_path.with_name(db_path.name + ".lock")
+    try:
+        handle = lock.open("rb")
+    except FileNotFoundError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return f"a daemon still holds {lock}: stop it before checking the database"
+            raise
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return None
+
+
+def _failures(items: dict[str, sqlite3.Row]) -> list[str]:
+    """A failed item says why; an item that is not failed (or archived) carries no failure."""
+    out = []
+    for item in items.values():
+        iid, status, failure = item["id"], item["status"], item["failure"]
+        if status in states.FAILED:
+            try:
+                code = json.loads(failure or "null")["error_code"]
+            except (ValueError, TypeError, KeyError):
+                code = None
+            if not code:
+                out.append(f"item {iid} is {status} without a failure saying why ({failure!r})")
+        elif failure is not None and status != Status.ARCHIVED:
+            out.append(f"item {iid} is {status} but still carries a failure: {failure[:200]}")
+    return out
+
+
+def _lost(items: dict[str, sqlite3.Row], acknowledged: Iterable[str]) -> list[str]:
+    return [
+        f"acknowledged capture {item_id} is not in the database"
+        for item_id in dict.fromkeys(acknowledged)
+        if item_id not in items
+    ]
+
+
+def _leases(
+    items: dict[str, sqlite3.Row], runs: dict[str, sqlite3.Row], *, crashed: bool
+) -> list[str]:
+    out = []
+    for item in items.values():
+        iid, status = item["id"], item["status"]
+        leased = item["lease_owner"] is not None or item["lease_expires_at"] is not None
+        run = runs.get(item["current_run_id"]) if item["current_run_id"] else None
+        if status != Status.PROCESSING:
+            if leased:
+                out.append(
+                    f"item {iid} is {status} but still carries a lease"
+                    f" (owner {item['lease_owner']}, expires {item['lease_expires_at']})"
+                )
+            if status == Status.QUEUED and (run is None or run["status"] != "queued"):
+                out.append(
+                    f"item {iid} is QUEUED but its current run {item['current_run_id']} is"
+                    f" {run['status'] if run else 'missing'}, not queued"
+                )
+            continue
+        if not crashed:
+            out.append(
+                f"item {iid} is PROCESSING with the daemon stopped: nobody holds its lease"
+                f" (owner {item['lease_owner']})"
+            )
+            continue
+        if item["lease_owner"] is None or item["lease_expires_at"] is None:
+            out.append(f"item {iid} is PROCESSING without a lease owner and expiry")
+        if run is None or run["status"] != "running":
+            out.append(
+                f"item {iid} is PROCESSING but its current run {item['current_run_id']} is"
+                f" {run['status'] if run else 'missing'}, not running"
+            )
+    for run in runs.values():
+        if run["status"] not in ("queued", "running"):
+            continue
+        owner = items.get(run["item_id"])
+        wanted = "QUEUED" if run["status"] == "queued" else "PROCESSING"
+        if owner is None or owner["current_run_id"] != run["run_id"] or owner["status"] != wanted:
+            out.append(
+                f"run {run['run_id']} of item {run['item_id']} is still {run['status']}, but"
+                f" the item is {owner['status'] if owner else 'gone'} with current run"
+                f" {owner['current_run_id'] if owner else None}"
+            )
+    return out
+
+
+def _artifact_sets(
+    items: dict[str, sqlite3.Row], runs: dict[str, sqlite3.Row], arts: list[sqlite3.Row]
+) -> list[str]:
+    out = []
+    by_item: dict[str, list[sqlite3.Row]] = defaultdict(list)
+    seen: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for a in arts:
+        by_item[a["item_id"]].append(a)
+        try:
+            meta_run = json.loads(a["meta"]).get("run_id")
+        except (ValueError, AttributeError):
+            meta_run = "<unreadable meta>"
+        if meta_run != a["run_id"]:
+            out.append(
+                f"item {a['item_id']}: {a['artifact_type']} v{a['version']} says run"
+                f" {meta_run} in its meta but is stored under run {a['run_id']}"
+            )
+        if a["created_by"] == "system":
+            seen[(a["item_id"], a["artifact_type"], a["run_id"])].append(a["version"])
+    for (iid, kind, run_id), versions in seen.items():
+        if len(versions) > 1:
+            out.append(
+                f"item {iid}: step {kind} committed {len(versions)} artifacts for run {run_id}"
+                f" (versions {versions}); a step commits one per run"
+            )
+    for item in items.values():
+        if item["status"] not in _WITH_ARTIFACTS:
+            continue
+        iid, run_id = item["id"], item["current_run_id"]
+        if run_id is None or run_id not in runs:
+            out.append(f"item {iid} is {item['status']} without a current run ({run_id})")
+            continue
+        mine = [a for a in by_item[iid] if a["created_by"] == "system" and a["run_id"] == run_id]
+        of_run = {a["artifact_type"]: a for a in mine}
+        for step in AI_STEPS:
+            art = of_run.get(step)
+            if art is None:
+                out.append(f"item {iid} is {item['status']} but run {run_id} has no {step}")
+                continue
+            _, problems = rubric.validate(step, art["payload"])
+            if problems:
+                out.append(
+                    f"item {iid} is {item['status']} but run {run_id}'s {step}"
+                    f" v{art['version']} is not valid: {'; '.join(problems)}"
+                )
+        if "extraction" not in of_run:
+            run = runs[run_id]
+            reused = run["mode"] == "REGENERATE" and not run["refetch"]
+            older = [a for a in by_item[iid] if a["artifact_type"] == "extraction"]
+            if not (reused and older):
+                out.append(
+                    f"item {iid} is {item['status']} but run {run_id} ({run['mode']}) has no"
+                    " extraction" + (" and none to reuse" if reused else "")
+                )
+    return out
+
+
+def _events(items: dict[str, sqlite3.Row], events: list[sqlite3.Row]) -> list[str]:
+    out = []
+    by_item: dict[str, list[sqlite3.Row]] = defaultdict(list)
+    for e in events:
+        if e["kind"] in _STATUS_EVENTS:
+            by_item[e["item_id"]].append(e)
+    for iid in by_item.keys() - items.keys():
+        out.append(f"events name item {iid}, which does not exist")
+    for item in items.values():
+        iid, evs = item["id"], by_item.get(item["id"], [])
+        if not evs:
+            out.append(f"item {iid} is {item['status']} but has no status events at all")
+            continue
+        first = evs[0]
+        pruned = item["status"] == Status.ARCHIVED and first["kind"] != "capture"
+        if not pruned and (first["kind"] != "capture" or first["to_status"] != Status.CAPTURED):
+            out.append(
+                f"item {iid}: its first status event (seq {first['seq']}) is"
+                f" {first['kind']} {first['from_status']}->{first['to_status']}, not the capture"
+            )
+            continue
+        at: str | None = first["to_status"] if first["kind"] == "capture" else first["from_status"]
+        for e in evs[1:] if first["kind"] == "capture" else evs:
+            why = _bad_step(at, e)
+            if why:
+                out.append(f"item {iid}: event seq {e['seq']} {why}")
+            at = e["to_status"]
+        if at != item["status"]:
+            out.append(
+                f"item {iid} is {item['status']} but its events end in {at}: a status change"
+                " went unrecorded"
+            )
+    return out
+
+
+def _orphan_limit(events: list[sqlite3.Row], limit: int) -> list[str]:
+    out = []
+    streak: dict[str, int] = defaultdict(int)
+    for e in events:
+        iid = e["item_id"]
+        if e["kind"] == "step":
+            streak[iid] = 0
+            continue
+        if e["kind"] != "transition" or e["from_status"] != Status.PROCESSING:
+            continue
+        if e["to_status"] == Status.READY:
+            streak[iid] = 0
+            continue
+        try:
+            detail = json.loads(e["detail"] or "{}")
+        except ValueError:
+            continue
+        if e["to_status"] == Status.QUEUED and detail.get("reason") in (
+            "orphan_recovery",
+            "lease_expired",
+        ):
+            streak[iid] += 1
+            if streak[iid] >= limit:
+                out.append(
+                    f"item {iid}: event seq {e['seq']} requeued it after {streak[iid]} orphanings"
+                    f" in a row; at {limit} it must fail WORKER_LOST"
+                )
+        elif detail.get("error_code") == "WORKER_LOST":
+            streak[iid] += 1
+            if streak[iid] < limit:
+                out.append(
+                    f"item {iid}: event seq {e['seq']} failed it WORKER_LOST after only"
+                    f" {streak[iid]} orphanings in a row (the limit is {limit})"
+                )
+    return out
+
+
+def _shipped_exports(events: list[sqlite3.Row], exports: list[sqlite3.Row]) -> list[str]:
+    """Every export the event log says shipped an item is in the ``exports`` table."""
+    keys = {(row["export_key"], row["item_id"]) for row in exports}
+    out = []
+    for e in events:
+        if e["kind"] != "transition" or e["to_status"] != Status.SHIPPED:
+            continue
+        try:
+            detail = json.loads(e["detail"] or "{}")
+        except ValueError:
+            out.append(f"event seq {e['seq']} has unreadable detail {e['detail']!r}")
+            continue
+        key = detail.get("export_key") if detail.get("op") == "export" else None
+        if key is not None and (key, e["item_id"]) not in keys:
+            out.append(
+                f"item {e['item_id']}: event seq {e['seq']} says export {key} shipped it,"
+                " but the exports table has no such export"
+            )
+    return out
+
+
+def _bad_step(at: str | None, e: sqlite3.Row) -> str | None:
+    src, dst, trig = e["from_status"], e["to_status"], e["trigger"]
+    if src != at:
+        return f"moves from {src} but the item was {at}"
+    try:
+        ok = states.allowed(Status(src), Status(dst), Trigger(trig))
+    except ValueError:
+        return f"has an unknown status or trigger ({src}->{dst} by {trig})"
+    return None if ok else f"is a transition {src}->{dst} by {trig} that DESIGN §3 forbids"
+
+
+def _whole(path: Path, fmt: str, item_id: str) -> str | None:
+    """Why ``path`` is not a whole export of ``item_id`` as ``fmt``, or None."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if fmt == "json":
+        if not data.startswith(jsonfmt.marker(item_id)):
+            return "does not begin as this item's JSON export"
+        try:
+            doc: Any = json.loads(data)
+        except ValueError:
+            return "is not whole JSON (cut short?)"
+        return None if isinstance(doc, dict) and doc.get("id") == item_id else "names another id"
+    if not data.startswith(markdown.marker(item_id)):
+        return "does not begin as this item's Markdown export"
+    if data.count(b"\n---\n") < 1 or not data.endswith(b"\n"):
+        return "is not a whole Markdown export (front matter unclosed or cut short)"
+    return None
+
+
+def _owner(path: Path, items: dict[str, sqlite3.Row]) -> tuple[str, str] | None:
+    """(item id, format) that ``path``'s first bytes name, if any known item."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    for prefix, fmt in ((b"---\nid: ", "markdown"), (b'{\n  "id": ', "json")):
+        if head.startswith(prefix):
+            rest = head[len(prefix) :].split(b"\n", 1)[0].rstrip(b",").strip(b"'\" ")
+            iid = rest.decode(errors="replace")
+            if iid in items:
+                return iid, fmt
+    return None
+
+
+def _exports(
+    items: dict[str, sqlite3.Row], exports: list[sqlite3.Row], export_dir: Path
+) -> list[str]:
+    out = []
+    recorded: set[Path] = set()
+    for row in exports:
+        try:
+            files = [Path(p) for p in json.loads(row["files"])]
+        except ValueError:
+            out.append(f"export {row['export_key']} has unreadable files {row['files']!r}")
+            continue
+        if row["item_id"] not in items:
+            out.append(f"export {row['export_key']} is of unknown item {row['item_id']}")
+        if not files:
+            out.append(f"export {row['export_key']} of item {row['item_id']} records no file")
+        for path in files:
+            recorded.add(path)
+            if not path.exists():
+                out.append(
+                    f"export {row['export_key']} of item {row['item_id']} records {path},"
+                    " which is not on disk"
+                )
+                continue
+            why = _whole(path, row["format"], row["item_id"])
+            if why:
+                out.append(f"exported file {path} of item {row['item_id']} {why}")
+    if not export_dir.is_dir():
+        return out
+    copies: dict[tuple[str, str, Path], list[str]] = defaultdict(list)
+    for path in sorted(export_dir.rglob("*")):
+        if not path.is_file() or any(p.startswith(".") for p in path.relative_to(export_dir).parts):
+            continue
+        owner = _owner(path, items)
+        if owner is not None:
+            copies[(*owner, path.parent)].append(path.name)
+        if path in recorded:
+            continue
+        if owner is None:
+            out.append(f"{path} is in the export folder but belongs to no export or item")
+            continue
+        why = _whole(path, owner[1], owner[0])
+        if why:
+            out.append(f"unrecorded file {path} of item {owner[0]} {why}")
+    out += [
+        f"item {iid} has {len(names)} {fmt} files in {folder} ({', '.join(names)});"
+        " an export rewrites the item's own file"
+        for (iid, fmt, folder), names in copies.items()
+        if len(names) > 1
+    ]
+    return out
