@@ -1,6 +1,6 @@
 """The model-based test of the state machine, run long.
 
-    python -m bench.model [--examples 200] [--steps 50]
+    python -m bench.model [--examples 200] [--steps 50] [--auto-process] [--restarts]
 
 Drives random sequences of operations and run outcomes against one real
 daemon and the pure model in tests/model.py (the same machine as
@@ -26,6 +26,8 @@ from tests.test_model_based import Env, environment, run
 
 def _figures(env: Env, elapsed: float, failure: str | None) -> dict[str, object]:
     return {
+        "auto_process": env.auto_process,
+        "restarts": env.restarts,
         "sequences": env.sequences,
         "steps": env.steps,
         "seconds": round(elapsed, 1),
@@ -40,9 +42,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--examples", type=int, default=200, help="sequences to try (default 200)")
     ap.add_argument("--steps", type=int, default=50, help="steps per sequence at most (default 50)")
+    ap.add_argument(
+        "--auto-process",
+        action="store_true",
+        help="daemon.auto_process = true: captures are queued (and may be claimed) at once",
+    )
+    ap.add_argument(
+        "--restarts",
+        action="store_true",
+        help="sequences may also stop the daemon (SIGTERM) and start it again",
+    )
     args = ap.parse_args()
     failure = None
-    with tempfile.TemporaryDirectory() as tmp, environment(Path(tmp)) as env:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        environment(Path(tmp), auto_process=args.auto_process, restarts=args.restarts) as env,
+    ):
         started = time.perf_counter()
         try:
             run(env, args.examples, args.steps, derandomize=False)

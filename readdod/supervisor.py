@@ -57,7 +57,8 @@ class Supervisor:
         #: Slots held for captures being committed that may start at once.
         self._reserved = 0
         self._tg: TaskGroup | None = None
-        self._cancelled: set[str] = set()
+        #: Scopes of actors stopped by ``cancel`` (by scope: an item may have a newer actor).
+        self._cancelled: set[anyio.CancelScope] = set()
         self._wake = anyio.Event()
         self._idle = anyio.Event()
         orch.on_enqueue(self.wake)
@@ -113,7 +114,7 @@ class Supervisor:
         scope = self._actors.get(item_id)
         if scope is None:
             return False
-        self._cancelled.add(item_id)
+        self._cancelled.add(scope)
         scope.cancel()
         return True
 
@@ -202,10 +203,13 @@ class Supervisor:
                 worker_id=self.owner,
             )
         finally:
-            self._actors.pop(claimed.lease.item_id, None)
-            if claimed.lease.item_id in self._cancelled:
-                self._cancelled.discard(claimed.lease.item_id)
-                log.info("actor.cancelled", item_id=claimed.lease.item_id, worker_id=self.owner)
+            item_id = claimed.lease.item_id
+            # Only its own entry: a newer actor for the same item may already be running.
+            if self._actors.get(item_id) is scope:
+                del self._actors[item_id]
+            if scope in self._cancelled:
+                self._cancelled.discard(scope)
+                log.info("actor.cancelled", item_id=item_id, worker_id=self.owner)
             if not self._actors:
                 self._idle.set()
             self.wake()
