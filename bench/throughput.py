@@ -198,8 +198,8 @@ def floor(rp: _Replay, path: Path, *, per_step: bool) -> tuple[float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=10_000)
-    ap.add_argument("--concurrency", type=int, default=64, help="daemon.concurrency")
-    ap.add_argument("--batch-size", type=int, default=64, help="daemon.batch_size")
+    ap.add_argument("--concurrency", type=int, default=256, help="daemon.concurrency")
+    ap.add_argument("--batch-size", type=int, default=256, help="daemon.batch_size")
     ap.add_argument("--connections", type=int, default=4, help="capture sockets")
     ap.add_argument(
         "--floor-items",
