@@ -214,3 +214,29 @@ async def test_process_request_id_queues_once(orch: Orchestrator) -> None:
     # Without the key the same call is refused: the item is already QUEUED.
     with pytest.raises(InvalidTransition):
         await orch.process(c2.id)
+
+
+async def test_a_failing_unit_does_not_sink_the_others_in_its_batch(orch: Orchestrator) -> None:
+    """Units share transactions; one that raises loses only its own writes."""
+    target = await _capture(orch)
+    refused: list[BaseException] = []
+
+    async def unarchive() -> None:
+        try:
+            await orch.unarchive(target)  # QUEUED cannot be unarchived
+        except InvalidTransition as exc:
+            refused.append(exc)
+
+    commits, units = orch.store.commits, orch.store.units
+    async with anyio.create_task_group() as tg:
+        for i in range(100):
+            tg.start_soon(_capture, orch, f"intent {i}")
+            if i % 25 == 0:
+                tg.start_soon(unarchive)
+    assert len(refused) == 4
+    items, _ = await orch.list_items(limit=1000)
+    assert len(items) == 101
+    assert orch.store.units - units == 104
+    # Shared commits: far fewer transactions than units, failures included.
+    assert orch.store.commits - commits < 104 / 4
+    assert await _status(orch, target) == "QUEUED"
