@@ -2,7 +2,7 @@
 
 Event-driven: the orchestrator wakes the supervisor whenever it queues work,
 so pickup has no polling delay; a slow timer is only a safety net. Leases
-live in memory and one batched heartbeat statement renews all of them.
+live in memory and one heartbeat transaction renews all of them (a statement per 500).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import aiosqlite
 import anyio
@@ -107,30 +107,39 @@ def _map_sqlite_error(exc: sqlite3.Error) -> Exception:
     return InternalError(f"database error: {text}")
 
 
-def _commit_batch(conn: sqlite3.Connection, batch: list[_Job[Any]]) -> int:
+class _Outcome(NamedTuple):
+    """What one batch cost and whether it committed (for the store's counters)."""
+
+    statements: int
+    committed: bool
+
+
+def _commit_batch(conn: sqlite3.Connection, batch: list[_Job[Any]]) -> _Outcome:
     """Run in the database thread: every job of the batch in one transaction.
 
     The batch first runs without savepoints (two statements fewer per unit).
     Should any unit raise, that attempt is rolled back whole and the batch
     runs again with a savepoint around each unit, so only the failing units
     lose their writes. Units are functions of the database alone, so running
-    one twice is safe. Returns the number of statements executed.
+    one twice is safe.
     """
     fast = _run_batch(conn, batch, savepoints=False)
-    if fast >= 0:
+    if fast is not None:
         return fast
-    return -fast + _run_batch(conn, batch, savepoints=True)
+    return _run_batch(conn, batch, savepoints=True) or _Outcome(0, False)
 
 
-def _run_batch(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> int:
-    """One attempt at a batch; the statement count, negated if a unit failed without savepoints."""
+def _run_batch(
+    conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool
+) -> _Outcome | None:
+    """One attempt at a batch; None when a unit failed and there were no savepoints."""
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
         for job in batch:
             # One error object each: raised in many tasks, a shared one chains their tracebacks.
             job.error = _map_sqlite_error(exc)
-        return 1
+        return _Outcome(1, committed=False)
     tx = Tx(conn)
     overhead = 2 + (2 * len(batch) if savepoints else 0)
     for job in batch:
@@ -144,13 +153,13 @@ def _run_batch(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
                     conn.execute("ROLLBACK")
                 for other in batch:
                     other.result = None
-                return -(tx.statements + 2)
+                return None
             job.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
             if not conn.in_transaction:
                 # SQLite rolled the whole batch back (disk full, I/O error): nothing committed.
                 for other in batch:
                     other.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
-                return tx.statements + overhead
+                return _Outcome(tx.statements + overhead, committed=False)
             conn.execute("ROLLBACK TO unit")
         if savepoints:
             conn.execute("RELEASE unit")
@@ -163,7 +172,8 @@ def _run_batch(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
             pass
         for job in batch:
             job.error = _map_sqlite_error(exc)
-    return tx.statements + overhead
+        return _Outcome(tx.statements + overhead, committed=False)
+    return _Outcome(tx.statements + overhead, committed=True)
 
 
 def _read(conn: sqlite3.Connection, fn: Callable[[Tx], T]) -> tuple[T, int]:
@@ -260,7 +270,7 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
     return conn
 
 
-Deliver = Callable[[list[_Job[Any]], int], None]
+Deliver = Callable[[list[_Job[Any]], _Outcome | None], None]
 
 
 def _writer_main(
@@ -271,12 +281,12 @@ def _writer_main(
     It wakes the moment the first unit is queued, while the event loop goes
     on running actors, so the database works in parallel with the Python that
     feeds it (a writer task on the loop would only see work after every
-    ready actor had run, and the two would take turns). ``None`` stops it.
+    ready actor had run, and the two would take turns). ``None`` stops it,
+    once everything queued before it is done.
     """
-    held: _Job[Any] | None = None
+    pending: list[_Job[Any] | None] = []
     while True:
-        job = held if held is not None else jobs.get()
-        held = None
+        job = pending.pop(0) if pending else jobs.get()
         if job is None:
             return
         if job.raw:
@@ -284,7 +294,7 @@ def _writer_main(
                 job.result = job.fn(conn)
             except Exception as exc:
                 job.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
-            deliver([job], 0)
+            deliver([job], None)
             continue
         batch = [job]
         while len(batch) < MAX_BATCH:
@@ -293,16 +303,16 @@ def _writer_main(
             except queue.Empty:
                 break
             if nxt is None or nxt.raw:
-                held = nxt
+                pending.append(nxt)  # after this batch: a raw job alone, or the stop
                 break
             batch.append(nxt)
         try:
-            statements = _commit_batch(conn, batch)
+            outcome = _commit_batch(conn, batch)
         except Exception as exc:  # pragma: no cover - a bug; answer every waiter anyway
-            statements = 0
+            outcome = _Outcome(0, committed=False)
             for j in batch:
                 j.error = InternalError(f"the database writer failed: {exc!r}")
-        deliver(batch, statements)
+        deliver(batch, outcome)
 
 
 class Store:
@@ -349,8 +359,8 @@ class Store:
         try:
             async with anyio.from_thread.BlockingPortal() as portal:
 
-                def deliver(batch: list[_Job[Any]], statements: int) -> None:
-                    portal.start_task_soon(store._delivered, batch, statements)
+                def deliver(batch: list[_Job[Any]], outcome: _Outcome | None) -> None:
+                    portal.start_task_soon(store._delivered, batch, outcome)
 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(
@@ -373,12 +383,16 @@ class Store:
                 await reader.close()
             writer.close()
 
-    async def _delivered(self, batch: list[_Job[Any]], statements: int) -> None:
-        """On the event loop: a batch is durable (or failed); wake its callers."""
-        if not batch[0].raw:
-            self.commits += 1
-            self.units += len(batch)
-            self.statements += statements
+    async def _delivered(self, batch: list[_Job[Any]], outcome: _Outcome | None) -> None:
+        """On the event loop: a batch is durable (or failed); wake its callers.
+
+        ``outcome`` is None for a raw job, which is no unit of work.
+        """
+        if outcome is not None:
+            self.statements += outcome.statements
+            if outcome.committed:
+                self.commits += 1
+                self.units += len(batch)
         for job in batch:
             job.done.set()
 
