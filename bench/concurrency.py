@@ -5,8 +5,8 @@
 The ``fixed`` engine with ``ai.fixed_delay_ms``: each AI step (summary,
 score, todos, card) sleeps that long; extraction of a plain text does not
 wait. So an item takes at least 4 × delay, and with C items in flight the
-ideal is C / (4 × delay) items/s. (The rule of thumb C / 5 per
-second, counts 5 steps of 1 s; both ratios are printed.)
+ideal is C / (4 × delay) items/s. (The rule of thumb C / (5 × delay)
+counts five steps that each wait; both ratios are printed.)
 
 For each level C: a fresh daemon with ``daemon.concurrency = C``, ``waves`` × C
 short texts captured while paused, then released. Items/s is measured in the
@@ -87,7 +87,7 @@ def _level(c: int, waves: int, delay_ms: int, batch_size: int | None) -> dict[st
         "steady_items_per_s": round(steady, 1),
         "ideal_items_per_s": round(ideal, 1),
         "ratio_to_ideal": round(steady / ideal, 3),
-        "ratio_to_c_over_5": round(steady / (c / 5), 3),
+        "ratio_to_c_over_5": round(steady / (c / (5 * delay_ms / 1000)), 3),
         "overall_items_per_s": round(n / total_s, 1),
         "rss_idle_mb": round(idle_kb / 1024, 1),
         "rss_peak_mb": round(peak_kb / 1024, 1),

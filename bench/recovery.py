@@ -99,7 +99,8 @@ def main() -> None:
             "spawn_to_ready_s": round(ready_s, 3),
             "per_item_log_lines_then_summary": bool(unlisted),
             "requirement": "recovery of 100,000 orphans <= 1 s",
-            "meets_requirement": n >= 100_000 and rec["duration_ms"] <= 1000,
+            # Below 100,000 orphans the requirement says nothing: None, not False.
+            "meets_requirement": rec["duration_ms"] <= 1000 if n >= 100_000 else None,
         },
     )
 

@@ -1,6 +1,7 @@
 """Items/s through the whole pipeline, every step durable, beside a raw-sqlite3 floor.
 
-    python -m bench.throughput [--items 10000] [--concurrency 64] [--connections 4]
+    python -m bench.throughput [--items 10000] [--concurrency 256] [--batch-size 256]
+                               [--connections 4] [--floor-items 3000]
 
 A real daemon (subprocess, Unix socket, SQLite WAL with synchronous=FULL) and
 the ``fixed`` engine with no delay, so what is measured is readdod itself.

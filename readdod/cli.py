@@ -695,6 +695,12 @@ def cmd_stats(args: argparse.Namespace, client: Client) -> int:
             print(f"  {step:<18} {t['p50_ms']:>9.1f} {t['p95_ms']:>9.1f} {t['count']:>7}")
     tok = res["tokens"]
     print(f"tokens: {tok['total']} ({tok['prompt']} prompt, {tok['completion']} completion)")
+    if store := res.get("store"):
+        print(
+            f"store: {store['transactions']} transactions, {store['units']} units of work,"
+            f" {store['statements']} statements; {store['reads']} reads"
+            f" ({store['read_statements']} statements) since the daemon started"
+        )
     return EXIT_OK
 
 
@@ -827,7 +833,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("watch", parents=[common], help="follow events live (--json: one per line)")
     p.add_argument("id", nargs="?", help="only this item")
     sub.add_parser("health", parents=[common], help="ok/degraded/unhealthy (exit 0/1/2)")
-    sub.add_parser("stats", parents=[common], help="counts, step durations, tokens")
+    sub.add_parser("stats", parents=[common], help="counts, step durations, tokens, store counters")
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     return parser

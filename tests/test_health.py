@@ -149,6 +149,20 @@ async def test_stats_count_statuses_runs_step_times_and_tokens(orch: Orchestrato
     assert (stats.tokens.prompt, stats.tokens.completion, stats.tokens.total) == (1000, 70, 1070)
 
 
+async def test_stats_report_store_counters_that_grow_with_work(orch: Orchestrator) -> None:
+    first = await orch.stats()
+    assert first.store is not None
+    await _succeed(orch, took_ms=1_000)
+    second = await orch.stats()
+    assert second.store is not None
+    a, b = first.store, second.store
+    units, transactions = b.units - a.units, b.transactions - a.transactions
+    # capture, claim, four artifacts (the last with the gate): at least six units of work.
+    assert units >= 6 and 1 <= transactions <= units
+    assert b.statements - a.statements > 2 * transactions  # more than BEGIN and COMMIT
+    assert b.reads > a.reads and b.read_statements > a.read_statements
+
+
 def test_percentile_is_nearest_rank() -> None:
     assert percentile([3.0], 0.5) == 3.0
     assert percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.0
@@ -229,8 +243,14 @@ def test_health_exit_codes_and_stats_from_the_cli(tmp_path: Path, page_server: s
         steps = got["step_durations_ms"]
         assert set(steps) == {"extraction", "summary", "score", "todos", "card"}
         assert all(s["count"] == 1 and s["p50_ms"] <= s["p95_ms"] for s in steps.values())
+        store = got["store"]
+        assert set(store) == {"transactions", "units", "statements", "reads", "read_statements"}
+        assert 0 < store["transactions"] <= store["units"] < store["statements"]
+        again = json.loads(_cli(d, "stats", "--json").stdout)["store"]
+        assert again["reads"] > store["reads"]  # the first `stats` read the store
         human = _cli(d, "stats")
         assert human.returncode == 0 and "items: 2" in human.stdout
+        assert "store:" in human.stdout
         assert d.stop() == 0
     finally:
         d.close()

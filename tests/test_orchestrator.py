@@ -98,6 +98,21 @@ async def test_gate_needs_all_four_of_the_same_run(orch: Orchestrator) -> None:
     assert item is not None and item.status == "READY" and item.failure is None
 
 
+async def test_the_last_step_and_the_gate_commit_in_one_unit(orch: Orchestrator) -> None:
+    item_id = await _capture(orch)
+    [c] = await orch.claim("w", 1, 30_000)
+    for step, payload in [("summary", SUMMARY), ("score", SCORE), ("todos", TODOS)]:
+        await orch.put_artifact(c.lease, step, enc(payload), META)
+    assert await _status(orch, item_id) == "PROCESSING"
+    before = orch.store.counters()
+    assert await orch.put_artifact(c.lease, "card", enc(CARD), META, finish=True) == 1
+    assert orch.store.counters().units - before.units == 1
+    got = await orch.get(item_id, history=True)
+    assert got["item"].status == "READY" and got["runs"][0].status == "succeeded"
+    with sqlite3.connect(orch.store.path) as db:
+        assert db.execute("SELECT lease_owner FROM items").fetchone() == (None,)
+
+
 async def test_gate_rejects_an_invalid_payload(orch: Orchestrator) -> None:
     await _capture(orch)
     [c] = await orch.claim("w", 1, 30_000)
@@ -169,6 +184,26 @@ async def test_expired_lease_is_requeued(orch: Orchestrator) -> None:
     assert await _status(orch, item_id) == "QUEUED"
     assert await orch.renew("w", [item_id], 1_000) == set()
     assert await orch.put_artifact(c.lease, "summary", enc(SUMMARY), META) is None
+
+
+async def test_one_heartbeat_renews_many_leases_in_one_transaction(orch: Orchestrator) -> None:
+    """Heartbeats are batched: every lease a worker holds, one unit, a statement per 500 ids."""
+    async with anyio.create_task_group() as tg:
+        for i in range(700):
+            tg.start_soon(_capture, orch, f"intent {i}")
+    claimed = await orch.claim("w", 700, 1_000)
+    assert len(claimed) == 700
+    ids = [c.lease.item_id for c in claimed]
+    with sqlite3.connect(orch.store.path) as db:  # another worker took one over
+        db.execute("UPDATE items SET lease_owner = 'thief' WHERE id = ?", (ids[3],))
+    before = orch.store.counters()
+    renewed = await orch.renew("w", [*ids, "no-such-item"], 1_000)
+    after = orch.store.counters()
+    assert renewed == set(ids) - {ids[3]}
+    assert after.units - before.units == 1
+    assert after.transactions - before.transactions == 1
+    # Two UPDATEs (700 ids in chunks of 500) plus BEGIN and COMMIT.
+    assert after.statements - before.statements == 4
 
 
 async def test_refused_moves_leave_no_trace(orch: Orchestrator) -> None:

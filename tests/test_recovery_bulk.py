@@ -262,3 +262,22 @@ async def test_nothing_in_flight_is_a_no_op(orch: Orchestrator) -> None:
     assert await _sql(orch, "SELECT count(*) FROM events WHERE from_status = 'PROCESSING'") == [
         (0,)
     ]
+
+
+async def test_recovery_costs_one_transaction_and_the_same_statements_for_any_count(
+    tmp_path: Path,
+) -> None:
+    """Set-based: the statements recovery runs do not grow with the number of orphans."""
+    costs = []
+    for n in (3, ORPHAN_LINES + 20):
+        async with Store.open(tmp_path / f"{n}.db") as store:
+            o = Orchestrator(store, ManualClock(), max_orphanings=MAX)
+            await _in_flight(o, n)
+            before = store.counters()
+            assert await o.recover("new") == (n, 0)
+            after = store.counters()
+        costs.append(
+            (after.transactions - before.transactions, after.statements - before.statements)
+        )
+    assert costs[0] == costs[1]
+    assert costs[0][0] == 1
