@@ -22,3 +22,18 @@ def daemons() -> Iterator[list[DaemonProc]]:
     finally:
         for d in made:
             d.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Figures a passing test recorded with ``record_property("figures", ...)`` (capture
+    latency, crashes survived), shown after the run, also from xdist workers."""
+    lines = [
+        f"{report.nodeid}: {value}"
+        for report in terminalreporter.getreports("passed")
+        for name, value in report.user_properties
+        if name == "figures"
+    ]
+    if lines:
+        terminalreporter.section("figures")
+        for text in lines:
+            terminalreporter.line(text)

@@ -13,7 +13,7 @@ import sqlite3
 import subprocess
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from readdod import faults
 from readdod.control.client import Client, RpcError
 from readdod.errors import DaemonUnavailable
 from readdod.export import markdown, naming
+from readdod.models import STEPS
 from tests import invariants
 from tests.daemon_proc import DaemonProc
 from tests.payloads import CARD, SCORE, SUMMARY, TODOS
@@ -680,7 +681,9 @@ class CrashLoop:
         }
 
 
-def test_crash_loop_keeps_every_promise(tmp_path: Path) -> None:
+def test_crash_loop_keeps_every_promise(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     """30 deaths at least (6 at crash points), every invariant checked after each.
 
     Another seed: ``READDOD_CRASH_SEED=S``; hundreds of cycles: ``python -m bench.crashloop``.
@@ -690,6 +693,7 @@ def test_crash_loop_keeps_every_promise(tmp_path: Path) -> None:
     loop = CrashLoop(tmp_path, seed)
     got = loop.run(CI_CYCLES, min_crashes=CI_CRASHES, min_points=CI_POINTS)
     print(got)
+    record_property("figures", f"crash loop: {got['crashes']} crashes survived, {got['counts']}")
     assert got["crashes"] >= CI_CRASHES, got
     assert got["counts"].get("crash points", 0) >= CI_POINTS, got
     assert got["items"] >= 20, got
@@ -751,3 +755,62 @@ def test_auto_export_survives_a_crash_during_the_export(
     exports = d.root / "exports"
     assert invariants.check(d.db_path, acknowledged=[iid], export_dir=exports) == []
     assert len([p for p in exports.iterdir() if not p.name.startswith(".")]) == 1
+
+
+# --- each crash point inside a transaction, once ----------------------------------
+
+
+@pytest.mark.parametrize("point", ["tx:step:extraction", "tx:step:summary", "tx:step:card"])
+def test_a_crash_inside_a_steps_commit_keeps_nothing_of_it(
+    tmp_path: Path, daemons: list[DaemonProc], point: str
+) -> None:
+    """Death after the step's artifact row, before its run, event and (for the card) READY
+    gate in the same transaction: none of it is kept, and the resumed run commits the step
+    once, as version 1 of the same run."""
+    step = point.rsplit(":", 1)[1]
+    d = DaemonProc(tmp_path, ai={"engine": "fixed"})
+    daemons.append(d)
+    d.start(env={"READDOD_CRASH_AT": point})
+    iid = d.call("capture", {"text": "A note.\n\nOn queues.", "intent": "x"})["item"]["id"]
+    assert d.proc is not None and d.proc.wait(timeout=60) == faults.CRASH_EXIT_CODE
+    d.close()
+    with d.db() as db:
+        status, run_id = db.execute(
+            "SELECT status, current_run_id FROM items WHERE id = ?", (iid,)
+        ).fetchone()
+        kinds = {k for (k,) in db.execute("SELECT artifact_type FROM artifacts")}
+        noted = {s for (s,) in db.execute("SELECT json_extract(detail, '$.step') FROM events")}
+    done = set(STEPS[: STEPS.index(step)])
+    assert (status, kinds, noted & set(STEPS)) == ("PROCESSING", done, done)
+    assert invariants.check(d.db_path, acknowledged=[iid], crashed=True) == []
+    d.start()
+    d.wait_status("READY", 1)
+    assert d.stop() == 0
+    with d.db() as db:
+        arts = db.execute("SELECT artifact_type, version, run_id FROM artifacts").fetchall()
+    assert sorted(arts) == sorted((kind, 1, run_id) for kind in STEPS)
+    assert invariants.check(d.db_path, acknowledged=[iid]) == []
+
+
+def test_a_capture_cut_short_in_its_transaction_is_not_there_and_can_be_sent_again(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = DaemonProc(tmp_path, ai={"engine": "fixed"})
+    daemons.append(d)
+    d.start(env={"READDOD_CRASH_AT": "tx:capture"})
+    params = {"text": "A note.\n\nOn queues.", "intent": "x", "capture_id": "once"}
+    with pytest.raises(DaemonUnavailable):
+        d.call("capture", params)
+    assert d.proc is not None and d.proc.wait(timeout=60) == faults.CRASH_EXIT_CODE
+    d.close()
+    with d.db() as db:
+        items = db.execute("SELECT count(*) FROM items").fetchone()[0]
+        events = db.execute("SELECT count(*) FROM events WHERE item_id IS NOT NULL").fetchone()[0]
+    assert (items, events) == (0, 0)
+    d.start()
+    first, again = d.call("capture", params), d.call("capture", params)
+    assert first["created"] and not again["created"]
+    assert first["item"]["id"] == again["item"]["id"]
+    d.wait_status("READY", 1)
+    assert d.stop() == 0
+    assert invariants.check(d.db_path, acknowledged=[first["item"]["id"]]) == []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,7 +136,10 @@ def fake() -> Iterator[FakeOpenAI]:
 
 
 def test_every_item_ends_right_in_a_storm_of_faults(
-    tmp_path: Path, fake: FakeOpenAI, daemons: list[DaemonProc]
+    tmp_path: Path,
+    fake: FakeOpenAI,
+    daemons: list[DaemonProc],
+    record_property: Callable[[str, object], None],
 ) -> None:
     with serve() as srv:
         cases = _cases(srv)
@@ -199,9 +202,10 @@ def test_every_item_ends_right_in_a_storm_of_faults(
         faults = sum(fake.counts.values()) + sum(
             srv.hits(p) for p in ({c.path for c in cases} | {"/loop-b"}) - {"/article"}
         )
-        print(
-            f"\nstorm: {len(want)} items, {faults} faults injected,"
-            f" {pinger.count} pings, slowest {pinger.slowest * 1000:.0f} ms"
+        record_property(
+            "figures",
+            f"storm: {len(want)} items, {faults} faults injected,"
+            f" {pinger.count} pings, slowest {pinger.slowest * 1000:.0f} ms",
         )
         assert d.stop() == 0
     assert check(d.db_path, acknowledged=list(want)) == []

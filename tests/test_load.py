@@ -7,6 +7,7 @@ reports the figures); this one checks the same properties on a few thousand.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.load import run_load, stored_captures
@@ -17,7 +18,7 @@ CLIENTS = 4
 
 
 def test_every_acknowledged_capture_survives_concurrent_load_and_kill9(
-    tmp_path: Path, daemons: list[DaemonProc]
+    tmp_path: Path, daemons: list[DaemonProc], record_property: Callable[[str, object], None]
 ) -> None:
     d = DaemonProc(tmp_path, ai={"engine": "fixed"}, daemon={"skip_below": 0})
     daemons.append(d)
@@ -35,4 +36,4 @@ def test_every_acknowledged_capture_survives_concurrent_load_and_kill9(
     assert len(stored) == ITEMS  # and nothing that was not asked for
     figures = result.figures()
     assert figures["latency_p99_ms"] > 0 and figures["captures_per_s"] > 0
-    print(f"\nload: {figures}")
+    record_property("figures", f"load: {figures}")  # p50/p99 capture latency, after the run

@@ -678,22 +678,27 @@ SETTLED = {
 }
 
 
-def check(env: Env, examples: int, steps: int, reach: set[str]) -> None:
+def check(env: Env, examples: int, steps: int, reach: set[str]) -> str:
     before = env.sequences, env.steps
     seen_before = Counter(env.seen)
     run(env, examples=examples, steps=steps, derandomize=True)
     sequences, steps = env.sequences - before[0], env.steps - before[1]
     seen = env.seen - seen_before
-    print(f"model-based: {sequences} sequences, {steps} steps; seen {dict(seen)}")
+    summary = f"model-based: {sequences} sequences, {steps} steps; seen {dict(seen)}"
+    print(summary)
     assert sequences >= examples and steps > sequences
     assert reach <= set(seen), f"the sequences never reached {reach - set(seen)}"
+    return summary
 
 
-def test_daemon_follows_the_model(env: Env) -> None:
-    check(env, examples=10, steps=30, reach=SETTLED)
+def test_daemon_follows_the_model(env: Env, record_property: Callable[[str, object], None]) -> None:
+    record_property("figures", check(env, examples=10, steps=30, reach=SETTLED))
 
 
-def test_daemon_follows_the_model_when_it_queues_what_it_captures(tmp_path: Path) -> None:
+def test_daemon_follows_the_model_when_it_queues_what_it_captures(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     """`daemon.auto_process`: a capture is queued, and may be claimed, in its own transaction."""
     with environment(tmp_path, auto_process=True) as env:
-        check(env, examples=6, steps=25, reach=SETTLED - {"CAPTURED"})
+        summary = check(env, examples=6, steps=25, reach=SETTLED - {"CAPTURED"})
+    record_property("figures", summary)

@@ -230,9 +230,12 @@ async def test_captures_are_durable_once_acknowledged(tmp_path: Path) -> None:
     async with Store.open(tmp_path / "d.db") as store:
         o = Orchestrator(store, ManualClock())
         item_id = await _capture(o)
-    db = sqlite3.connect(tmp_path / "d.db")
-    assert db.execute("SELECT status FROM items WHERE id=?", (item_id,)).fetchone() == ("QUEUED",)
-    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        # Another connection, with the store still open: the answer came after the commit.
+        db = sqlite3.connect(tmp_path / "d.db")
+        row = db.execute("SELECT status FROM items WHERE id=?", (item_id,)).fetchone()
+        assert row == ("QUEUED",)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        db.close()
 
 
 async def test_process_request_id_queues_once(orch: Orchestrator) -> None:
