@@ -308,3 +308,17 @@ def brotli_bomb(size: int) -> bytes:
         out.append(comp.process(chunk))
     out.append(comp.finish())
     return b"".join(out)
+
+
+def endless_body(ex: Exchange) -> None:
+    """A page whose body never ends (until the server stops or the client leaves)."""
+    ex.head(200, {"Content-Type": "text/html"})
+    while not ex.stopping.is_set() and ex.write(b"<p>" + b"z" * 65_536 + b"</p>"):
+        pass
+
+
+def drip_body(ex: Exchange) -> None:
+    """A slowloris body: a few bytes every 50 ms, for ever."""
+    ex.head(200, {"Content-Type": "text/html"})
+    while not ex.wait(0.05) and ex.write(b"<p>drip</p>"):
+        pass

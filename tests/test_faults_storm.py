@@ -24,7 +24,7 @@ from readdod.control.client import Client
 from tests.daemon_proc import DaemonProc
 from tests.fake_openai import FakeOpenAI
 from tests.invariants import check
-from tests.pageserver import ARTICLE, Exchange, PageServer, gzip_bomb, serve
+from tests.pageserver import ARTICLE, PageServer, drip_body, endless_body, gzip_bomb, serve
 
 COPIES = 3
 DONE = ("READY", "FAILED_EXTRACTION", "FAILED_AI")
@@ -57,24 +57,12 @@ class Case:
     retried: bool = False
 
 
-def _endless(ex: Exchange) -> None:
-    ex.head(200, {"Content-Type": "text/html"})
-    while not ex.stopping.is_set() and ex.write(b"<p>" + b"z" * 65_536 + b"</p>"):
-        pass
-
-
-def _drip(ex: Exchange) -> None:
-    ex.head(200, {"Content-Type": "text/html"})
-    while not ex.wait(0.05) and ex.write(b"<p>drip</p>"):
-        pass
-
-
 def _cases(srv: PageServer) -> list[Case]:
     srv.page("/article", ARTICLE)
     srv.route("/reset", lambda ex: ex.reset())
     srv.route("/slow-head", lambda ex: None if ex.wait(5) else ex.send(ARTICLE))
-    srv.route("/slow-body", _drip)
-    srv.route("/endless", _endless)
+    srv.route("/slow-body", drip_body)
+    srv.route("/endless", endless_body)
     srv.page("/bomb", gzip_bomb(16 << 20), headers={"Content-Encoding": "gzip"})
     srv.redirect("/loop-a", "/loop-b")
     srv.redirect("/loop-b", "/loop-a")

@@ -20,9 +20,10 @@ from tests.pageserver import (
     ARTICLE,
     ARTICLE_TEXT,
     ENCODED,
-    Exchange,
     PageServer,
+    drip_body,
     encoded_page,
+    endless_body,
     gzip_bomb,
     serve,
 )
@@ -52,18 +53,6 @@ class Case:
     says: str = ""
 
 
-def _endless(ex: Exchange) -> None:
-    ex.head(200, {"Content-Type": "text/html"})
-    while not ex.stopping.is_set() and ex.write(b"<p>" + b"z" * 65_536 + b"</p>"):
-        pass
-
-
-def _drip(ex: Exchange) -> None:
-    ex.head(200, {"Content-Type": "text/html"})
-    while not ex.wait(0.05) and ex.write(b"<p>drip</p>"):
-        pass
-
-
 def _site(srv: PageServer) -> list[Case]:
     srv.page("/article", ARTICLE)
     # A chain of exactly fetch.max_redirects hops is followed; one hop more is not.
@@ -76,8 +65,8 @@ def _site(srv: PageServer) -> list[Case]:
     srv.page("/error", "<p>oops</p>", status=500)
     srv.page("/limited", "<p>slow down</p>", status=429, headers={"Retry-After": "0"})
     srv.route("/slow-head", lambda ex: None if ex.wait(5) else ex.send(ARTICLE))
-    srv.route("/slow-body", _drip)
-    srv.route("/endless", _endless)
+    srv.route("/slow-body", drip_body)
+    srv.route("/endless", endless_body)
     srv.page("/bomb", gzip_bomb(16 << 20), headers={"Content-Encoding": "gzip"})
     srv.redirect("/loop-a", "/loop-b")
     srv.redirect("/loop-b", "/loop-a")
