@@ -1,19 +1,22 @@
-"""SQLite through aiosqlite, with group commit.
+"""SQLite with group commit: one writer thread, one reader through aiosqlite.
 
 Two connections: a writer and a reader (WAL lets them overlap). Writes are
-*units of work*, synchronous functions of a :class:`Tx`, queued to a single
-writer task that drains whatever is waiting and runs it as one transaction
-in the database thread: one ``BEGIN IMMEDIATE``, one savepoint per unit, one
-``COMMIT`` (one fsync) for the lot. A caller's ``await store.write(...)``
-returns only after its commit, so an acknowledged request is durable.
+*units of work*, synchronous functions of a :class:`Tx`, put on a queue that
+a single writer thread drains: whatever is waiting when it wakes runs as one
+transaction, ``BEGIN IMMEDIATE``, the units, one ``COMMIT`` (one fsync) for
+the lot. The thread wakes the moment a unit is queued, so the database works
+while the event loop goes on running actors. A caller's
+``await store.write(...)`` returns only after its commit, so an acknowledged
+request is durable; results come back to the event loop through an anyio
+blocking portal.
 
-aiosqlite runs one call per thread hop; a whole unit of work goes through
-its private ``_execute`` so the hop is paid once per batch rather than once
-per statement (the one place readdod reaches past aiosqlite's public API).
+Reads go through aiosqlite's thread, a whole read function per hop via its
+private ``_execute`` (the one place readdod reaches past aiosqlite's public
+API), on one snapshot.
 
-A cancelled caller's unit may still commit: aiosqlite cannot stop a
-statement already queued. Every unit is therefore guarded (compare-and-set
-on status and lease) so a late commit is harmless.
+A cancelled caller's unit may still commit: the writer cannot take back a
+unit already queued. Every unit is therefore guarded (compare-and-set on
+status and lease) so a late commit is harmless.
 """
 
 from __future__ import annotations
