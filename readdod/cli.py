@@ -502,8 +502,6 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    import structlog
-
     from readdod import logging as rlog
     from readdod.engines import make_engine
     from readdod.evaluation import runner
@@ -527,12 +525,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             await runner.close_engine(engine)
 
     # The engine's warnings (a circuit opening, ...) go to stderr: stdout is the report.
-    saved = structlog.get_config()
-    rlog.configure("warning", sys.stderr, fmt="console")
-    try:
+    with rlog.redirected("warning", sys.stderr, fmt="console"):
         report = anyio.run(run, backend="asyncio")
-    finally:
-        structlog.configure(**saved)
     if args.json:
         _print_json(msgspec.to_builtins(report) | {"passed": report.passed})
     else:

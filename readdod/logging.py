@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
 import sys
 import threading
 import time
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -150,14 +151,6 @@ class LogSink:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         return self.path.open("a", buffering=1, encoding="utf-8")
 
-    def write(self, text: str) -> int:
-        with self._lock:
-            return self._file.write(text)
-
-    def flush(self) -> None:
-        with self._lock:
-            self._file.flush()
-
     def emit(self, line: str) -> None:
         """Write one whole line and push it out, so a reader tailing the log sees it now.
 
@@ -293,6 +286,19 @@ def configure(
         else None
     )
     return sink
+
+
+@contextlib.contextmanager
+def redirected(level: str, stream: TextIO, *, fmt: str = "json") -> Iterator[None]:
+    """Log to ``stream`` at ``level`` for a while, then as before (the sink kept open)."""
+    global _sink
+    saved = _sink, _State.level, _State.console
+    _sink = None  # so configure does not close the sink it replaces
+    try:
+        configure(level, stream, fmt=fmt)
+        yield
+    finally:
+        _sink, _State.level, _State.console = saved
 
 
 def current_file() -> str | None:

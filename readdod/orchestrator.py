@@ -163,6 +163,44 @@ def _dumps(obj: Any) -> str:
     return _json.encode(obj).decode()
 
 
+def _transition_note(
+    item_id: str,
+    run_id: str | None,
+    src: str,
+    dst: str,
+    trigger: str,
+    detail: dict[str, Any] | None = None,
+) -> _Note:
+    """The ``item.transition`` line (and watch event) of one status change."""
+    return _Note(
+        "item.transition",
+        {
+            "item_id": item_id,
+            "run_id": run_id,
+            "from": src,
+            "to": dst,
+            "trigger": trigger,
+            **(detail or {}),
+        },
+    )
+
+
+def _record_transition(
+    tx: Tx,
+    notes: list[_Note],
+    now: int,
+    item_id: str,
+    run_id: str | None,
+    src: str,
+    dst: str,
+    trigger: str,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """A status change's event row and its note; the status itself is the caller's."""
+    tx.insert_event(now, item_id, run_id, "transition", src, dst, trigger, _dumps(detail or {}))
+    notes.append(_transition_note(item_id, run_id, src, dst, trigger, detail))
+
+
 #: The failure message of an item whose worker was lost too often (printf: count, step, id).
 WORKER_LOST_MESSAGE: Final = (
     "the worker processing this item was lost %d times in a row during step %s;"
@@ -358,20 +396,7 @@ class Orchestrator:
                 f"item {row.id} changed while this request ran; try again", src=src, dst=dst
             )
         run_id = fields.get("current_run_id", row.current_run_id)
-        tx.insert_event(now, row.id, run_id, "transition", src, dst, trigger, _dumps(detail or {}))
-        notes.append(
-            _Note(
-                "item.transition",
-                {
-                    "item_id": row.id,
-                    "run_id": run_id,
-                    "from": src,
-                    "to": dst,
-                    "trigger": trigger,
-                    **(detail or {}),
-                },
-            )
-        )
+        _record_transition(tx, notes, now, row.id, run_id, src, dst, trigger, detail)
         return msgspec.structs.replace(row, status=dst.value, **fields)
 
     def _new_run(
@@ -550,45 +575,21 @@ class Orchestrator:
             notes.append(_Note("item.captured", {"item_id": row.id, "source_type": source_type}))
             faults.crash_point("tx:capture")
             if run_id is not None:
-                tx.insert_event(
-                    now, row.id, run_id, "transition", S.CAPTURED, S.QUEUED, Trigger.SYSTEM
-                )
-                notes.append(
-                    _Note(
-                        "item.transition",
-                        {
-                            "item_id": row.id,
-                            "run_id": run_id,
-                            "from": S.CAPTURED,
-                            "to": S.QUEUED,
-                            "trigger": Trigger.SYSTEM,
-                        },
-                    )
+                _record_transition(
+                    tx, notes, now, row.id, run_id, S.CAPTURED, S.QUEUED, Trigger.SYSTEM
                 )
             if run_id is None or owner is None:
                 return row, True, None
-            tx.insert_event(
+            _record_transition(
+                tx,
+                notes,
                 now,
                 row.id,
                 run_id,
-                "transition",
                 S.QUEUED,
                 S.PROCESSING,
                 Trigger.SYSTEM,
-                _dumps({"worker_id": owner}),
-            )
-            notes.append(
-                _Note(
-                    "item.transition",
-                    {
-                        "item_id": row.id,
-                        "run_id": run_id,
-                        "from": S.QUEUED,
-                        "to": S.PROCESSING,
-                        "trigger": Trigger.SYSTEM,
-                        "worker_id": owner,
-                    },
-                )
+                {"worker_id": owner},
             )
             small = len(req.html or "") + len(req.text or "") <= CLAIM_SOURCE_MAX_CHARS
             claimed = Claimed(
@@ -1452,17 +1453,7 @@ class Orchestrator:
                 detail = {"reason": reason, "orphan_count": count}
                 dst = S.QUEUED
             notes.append(
-                _Note(
-                    "item.transition",
-                    {
-                        "item_id": item_id,
-                        "run_id": run_id,
-                        "from": S.PROCESSING,
-                        "to": dst,
-                        "trigger": Trigger.SYSTEM,
-                        **detail,
-                    },
-                )
+                _transition_note(item_id, run_id, S.PROCESSING, dst, Trigger.SYSTEM, detail)
             )
             if not has_failed:
                 notes.append(
@@ -1515,16 +1506,13 @@ class Orchestrator:
                     (now, row.id, run.run_id, "transition", S.QUEUED, S.PROCESSING, detail)
                 )
                 notes.append(
-                    _Note(
-                        "item.transition",
-                        {
-                            "item_id": row.id,
-                            "run_id": run.run_id,
-                            "from": S.QUEUED,
-                            "to": S.PROCESSING,
-                            "trigger": Trigger.SYSTEM,
-                            "worker_id": owner,
-                        },
+                    _transition_note(
+                        row.id,
+                        run.run_id,
+                        S.QUEUED,
+                        S.PROCESSING,
+                        Trigger.SYSTEM,
+                        {"worker_id": owner},
                     )
                 )
                 # Only a run claimed before can have finished steps to resume from.
@@ -2029,25 +2017,10 @@ class Orchestrator:
 
         def unit(tx: Tx, notes: list[_Note]) -> int:
             now = self.clock.now_ms()
-            moved = 0
-            for row in tx.processing():
-                if row.lease_owner != owner:
-                    continue
-                if row.current_run_id:
-                    tx.update_run(row.current_run_id, status="queued")
-                self._move(
-                    tx,
-                    notes,
-                    row,
-                    S.QUEUED,
-                    Trigger.SYSTEM,
-                    now=now,
-                    detail={"reason": reason},
-                    lease_owner=None,
-                    lease_expires_at=None,
-                )
-                moved += 1
-            return moved
+            held = tx.held_by(owner)
+            for row in held:
+                self._requeue(tx, notes, row, reason, now)
+            return len(held)
 
         return await self._commit(unit)
 
@@ -2058,18 +2031,23 @@ class Orchestrator:
             row = tx.item(lease.item_id)
             if row is None or not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
                 return False
-            tx.update_run(lease.run_id, status="queued")
-            self._move(
-                tx,
-                notes,
-                row,
-                S.QUEUED,
-                Trigger.SYSTEM,
-                now=self.clock.now_ms(),
-                detail={"reason": reason},
-                lease_owner=None,
-                lease_expires_at=None,
-            )
+            self._requeue(tx, notes, row, reason, self.clock.now_ms())
             return True
 
         return await self._commit(unit)
+
+    def _requeue(self, tx: Tx, notes: list[_Note], row: ItemRow, reason: str, now: int) -> None:
+        """PROCESSING → QUEUED keeping the run (it resumes), with the lease cleared."""
+        if row.current_run_id:
+            tx.update_run(row.current_run_id, status="queued")
+        self._move(
+            tx,
+            notes,
+            row,
+            S.QUEUED,
+            Trigger.SYSTEM,
+            now=now,
+            detail={"reason": reason},
+            lease_owner=None,
+            lease_expires_at=None,
+        )

@@ -186,8 +186,11 @@ class Tx:
                 out[run.run_id] = run
         return out
 
-    def processing(self) -> list[ItemRow]:
-        rows = self.execute(f"{_ITEM_SELECT} WHERE status = 'PROCESSING'").fetchall()
+    def held_by(self, owner: str) -> list[ItemRow]:
+        """The PROCESSING items whose lease ``owner`` holds."""
+        rows = self.execute(
+            f"{_ITEM_SELECT} WHERE status = 'PROCESSING' AND lease_owner = ?", (owner,)
+        ).fetchall()
         return [_item(r) for r in rows]
 
     def count_status(self, status: str) -> int:
