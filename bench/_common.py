@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from readdod.control.client import Client
-from tests.daemon_proc import toml
+from tests.daemon_proc import write_config
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -143,15 +143,8 @@ class Daemon:
         self.root = root
         self.data = root / "data"
         self.sock = root / "readdod.sock"
-        cfg: dict[str, dict[str, Any]] = {
-            "daemon": {"data_dir": str(self.data)},
-            "control": {"socket": str(self.sock), "max_connections": 1024},
-            "export": {"dir": str(root / "exports")},
-        }
-        for name, values in sections.items():
-            cfg.setdefault(name, {}).update(values)
-        self.config = root / "config.toml"
-        self.config.write_text(toml(cfg))
+        control = {"max_connections": 1024, **sections.pop("control", {})}
+        self.config = write_config(root, {"control": control, **sections})
         self.log_path = root / "daemon.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0

@@ -42,20 +42,26 @@ def toml(sections: dict[str, dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def write_config(root: Path, sections: dict[str, dict[str, Any]]) -> Path:
+    """``root/config.toml``: data, socket and exports under ``root``, then ``sections``."""
+    cfg: dict[str, dict[str, Any]] = {
+        "daemon": {"data_dir": str(root / "data")},
+        "control": {"socket": str(root / "readdod.sock")},
+        "export": {"dir": str(root / "exports")},
+    }
+    for name, values in sections.items():
+        cfg.setdefault(name, {}).update(values)
+    path = root / "config.toml"
+    path.write_text(toml(cfg))
+    return path
+
+
 class DaemonProc:
     def __init__(self, root: Path, **sections: dict[str, Any]) -> None:
         self.root = root
         self.data = root / "data"
         self.sock = root / "readdod.sock"
-        cfg: dict[str, dict[str, Any]] = {
-            "daemon": {"data_dir": str(self.data)},
-            "control": {"socket": str(self.sock)},
-            "export": {"dir": str(root / "exports")},
-        }
-        for name, values in sections.items():
-            cfg.setdefault(name, {}).update(values)
-        self.config = root / "config.toml"
-        self.config.write_text(toml(cfg))
+        self.config = write_config(root, sections)
         self.proc: subprocess.Popen[bytes] | None = None
         self.logs: list[LogLine] = []
         self.stderr = b""
