@@ -1616,7 +1616,7 @@ class Orchestrator:
                 )
                 faults.crash_point(f"tx:step:{step}")
                 if not finish:
-                    tx.update_run(lease.run_id, current_step=_next_step(step))
+                    tx.set_current_step(lease.run_id, _next_step(step))
                 tx.insert_event(
                     now,
                     lease.item_id,

@@ -59,3 +59,109 @@ async def test_counters_count_commits_units_and_statements(tmp_path: Path) -> No
     assert 1 <= counters.transactions < 300
     # One INSERT per unit, plus BEGIN and COMMIT per transaction.
     assert counters.statements == 300 + 2 * counters.transactions
+
+
+def _item_sql(item_id: str) -> tuple[str, tuple[str]]:
+    return (
+        "INSERT INTO items (id, source_type, intent_text, status, created_at, updated_at)"
+        " VALUES (?, 'text', 'learn', 'PROCESSING', 1, 1)",
+        (item_id,),
+    )
+
+
+async def test_held_back_rows_are_seen_by_the_unit_and_written_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    payload = '{"text":"quote \\" and \\\\ back, tab\\t, ünïcödé 日本語, emoji 🙂\\nline"}'
+    seen: dict[str, object] = {}
+
+    def unit(tx: Tx) -> None:
+        tx.execute(*_item_sql("i1"))
+        tx.execute(*_item_sql("i2"))
+        tx.execute(
+            "INSERT INTO runs (run_id, item_id, mode, status, created_at)"
+            " VALUES ('r1', 'i1', 'PROCESS', 'running', 1)"
+        )
+        tx.add_artifact("i1", "extraction", 1, "r1", payload, "{}", 5)
+        tx.add_artifact("i2", "summary", 3, "r2", "{}", "{}", 6)
+        tx.set_current_step("r1", "summary")
+        tx.insert_event(7, "i1", "r1", "step", None, None, "system", '{"step":"extraction"}')
+        tx.insert_event(8, None, None, "lease", None, None, "system")
+        # Reads scoped to one item see what is held back without writing it yet.
+        seen["of_run"] = tx.artifacts_of_run("i1", "r1")
+        seen["latest"] = tx.latest_artifact("i2", "summary")
+        seen["held"] = tx.conn.execute("SELECT count(*) FROM artifacts").fetchone()[0]
+        # Any other statement writes them first, in order.
+        seen["run"] = tx.run("r1")
+        tx.insert_event(9, "i2", None, "edit", None, None, "user")
+        seen["events"] = [e.at for e in tx.events_for("i1")]
+
+    async with Store.open(tmp_path / "h.db") as store:
+        await store.write(unit)
+        rows = await store.read(
+            lambda tx: tx.conn.execute(
+                "SELECT item_id, version, typeof(version), run_id, payload, created_at"
+                " FROM artifacts ORDER BY item_id"
+            ).fetchall()
+        )
+        events = await store.read(
+            lambda tx: tx.conn.execute(
+                "SELECT at, item_id, run_id, kind, detail FROM events ORDER BY seq"
+            ).fetchall()
+        )
+    of_run = seen["of_run"]
+    assert isinstance(of_run, dict) and of_run["extraction"].payload == payload
+    latest = seen["latest"]
+    assert latest is not None and latest.version == 3  # type: ignore[attr-defined]
+    assert seen["held"] == 0
+    assert seen["run"] is not None and seen["run"].current_step == "summary"  # type: ignore[attr-defined]
+    assert seen["events"] == [7]
+    assert rows == [
+        ("i1", 1, "integer", "r1", payload, 5),
+        ("i2", 3, "integer", "r2", "{}", 6),
+    ]
+    assert events == [
+        (7, "i1", "r1", "step", '{"step":"extraction"}'),
+        (8, None, None, "lease", "{}"),
+        (9, "i2", None, "edit", "{}"),
+    ]
+
+
+async def test_a_failing_unit_loses_only_its_own_held_back_rows(tmp_path: Path) -> None:
+    async with Store.open(tmp_path / "f.db") as store:
+        await store.write(lambda tx: [tx.execute(*_item_sql(i)) for i in ("a", "b", "c")])
+        before = store.counters()
+
+        def unit(item_id: str, fail: bool) -> object:
+            def fn(tx: Tx) -> None:
+                tx.add_artifact(item_id, "summary", 1, "r", "{}", "{}", 1)
+                tx.insert_event(1, item_id, "r", "step", None, None, "system")
+                if fail:
+                    raise ValueError("this unit fails")
+
+            return fn
+
+        failed: list[BaseException] = []
+
+        async def write(item_id: str, fail: bool) -> None:
+            try:
+                await store.write(unit(item_id, fail))  # type: ignore[arg-type]
+            except ValueError as exc:
+                failed.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for item_id, fail in (("a", False), ("b", True), ("c", False)):
+                tg.start_soon(write, item_id, fail)
+        after = store.counters()
+        arts = await store.read(
+            lambda tx: [r[0] for r in tx.conn.execute("SELECT item_id FROM artifacts")]
+        )
+        evs = await store.read(
+            lambda tx: [r[0] for r in tx.conn.execute("SELECT item_id FROM events ORDER BY seq")]
+        )
+    assert len(failed) == 1
+    # The three units shared one transaction: the fast attempt was rolled back and
+    # the batch ran again with a savepoint around each unit.
+    assert after.transactions - before.transactions == 1
+    assert sorted(arts) == ["a", "c"]
+    assert evs == ["a", "c"]

@@ -13,6 +13,8 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from readdod.store.rows import (
     ARTIFACT_COLUMNS,
     CHUNK_COLUMNS,
@@ -55,6 +57,41 @@ def _event(row: Sequence[Any]) -> EventRow:
     return EventRow(**dict(zip(EVENT_COLUMNS, row, strict=True)))
 
 
+def _json_rows(rows: Sequence[Sequence[Any]]) -> str:
+    return _JSON.encode(rows).decode()
+
+
+def _from_json(table: str, columns: Sequence[str]) -> tuple[str, str]:
+    """One row's INSERT, and the same for a JSON array of rows (one statement for all)."""
+    cols = ", ".join(columns)
+    one = f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' for _ in columns)})"
+    picks = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
+    many = f"INSERT INTO {table} ({cols}) SELECT {picks} FROM json_each(?) ORDER BY key"
+    return one, many
+
+
+_JSON = msgspec.json.Encoder()
+_ARTIFACT_FIELDS = (
+    "item_id",
+    "artifact_type",
+    "version",
+    "run_id",
+    "payload",
+    "meta",
+    "created_at",
+    "created_by",
+)
+_ARTIFACT_INSERT = _from_json("artifacts", _ARTIFACT_FIELDS)
+_EVENT_INSERT = _from_json(
+    "events",
+    ("at", "item_id", "run_id", "kind", "from_status", "to_status", "trigger", "detail"),
+)
+_RUN_STEPS_UPDATE = (
+    "UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each(?) j"
+    " WHERE runs.run_id = json_extract(j.value, '$[0]')"
+)
+
+
 def _assignments(fields: dict[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
     bad = set(fields) - allowed
     if bad:
@@ -63,25 +100,76 @@ def _assignments(fields: dict[str, Any], allowed: frozenset[str]) -> tuple[str, 
 
 
 class Tx:
-    """Named queries over one connection, inside the store's transaction."""
+    """Named queries over one connection, inside the store's transaction.
+
+    Appends on the hot path (step artifacts, events, a run's current step)
+    are held back and written by one set-based statement per table
+    (:meth:`flush`), not one per row: each statement costs the writer
+    thread a trip back for the GIL, and the event loop holds it most of the
+    time. Every other statement flushes first, so whatever a unit reads
+    sees all that was written before it, in order; the few reads on the hot
+    path that are scoped to one item or run flush only when that item or
+    run has rows held back (or, for artifacts, see them without a flush).
+    """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         #: Statement executions through this Tx (an executemany counts each row).
         self.statements = 0
+        self._artifacts: list[tuple[str, str, int, str, str, str, int, str]] = []
+        self._artifact_items: set[str] = set()
+        self._events: list[tuple[Any, ...]] = []
+        self._steps: dict[str, str | None] = {}
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
+        if self._artifacts or self._events or self._steps:
+            self.flush()
         self.statements += 1
         return self.conn.execute(sql, params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> sqlite3.Cursor:
+        if self._artifacts or self._events or self._steps:
+            self.flush()
         self.statements += len(rows)
         return self.conn.executemany(sql, rows)
+
+    def _query(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        """A statement that the rows held back cannot affect: no flush."""
+        self.statements += 1
+        return self.conn.execute(sql, params)
+
+    def flush(self) -> None:
+        """Write the rows held back, in the order they were added (a table at a time)."""
+        artifacts, self._artifacts = self._artifacts, []
+        self._artifact_items.clear()
+        events, self._events = self._events, []
+        steps, self._steps = self._steps, {}
+        if artifacts:
+            self._insert_rows(_ARTIFACT_INSERT, artifacts)
+        if steps:
+            self.statements += 1
+            self.conn.execute(_RUN_STEPS_UPDATE, (_json_rows(list(steps.items())),))
+        if events:
+            self._insert_rows(_EVENT_INSERT, events)
+
+    def discard(self) -> None:
+        """Forget the rows held back (their unit failed and is rolled back)."""
+        self._artifacts.clear()
+        self._artifact_items.clear()
+        self._events.clear()
+        self._steps.clear()
+
+    def _insert_rows(self, sql: tuple[str, str], rows: Sequence[Sequence[Any]]) -> None:
+        self.statements += 1
+        if len(rows) == 1:
+            self.conn.execute(sql[0], rows[0])
+        else:
+            self.conn.execute(sql[1], (_json_rows(rows),))
 
     # --- items -------------------------------------------------------------
 
     def item(self, item_id: str) -> ItemRow | None:
-        row = self.execute(f"{_ITEM_SELECT} WHERE id = ?", (item_id,)).fetchone()
+        row = self._query(f"{_ITEM_SELECT} WHERE id = ?", (item_id,)).fetchone()
         return _item(row) if row else None
 
     def item_by_capture_id(self, capture_id: str) -> ItemRow | None:
@@ -99,7 +187,7 @@ class Tx:
     def set_status(self, item_id: str, expected: str, new: str, **fields: Any) -> bool:
         """Compare-and-set an item's status; False when it was not ``expected``."""
         sets, values = _assignments({"status": new, **fields}, _ITEM_SETTABLE)
-        cur = self.execute(
+        cur = self._query(
             f"UPDATE items SET {sets} WHERE id = ? AND status = ?", [*values, item_id, expected]
         )
         return cur.rowcount == 1
@@ -107,7 +195,7 @@ class Tx:
     def update_fenced(self, item_id: str, owner: str, run_id: str, **fields: Any) -> bool:
         """Update an item only while ``owner`` holds its lease for ``run_id``."""
         sets, values = _assignments(fields, _ITEM_SETTABLE)
-        cur = self.execute(
+        cur = self._query(
             f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
             " AND lease_owner = ? AND current_run_id = ?",
             [*values, item_id, owner, run_id],
@@ -115,7 +203,7 @@ class Tx:
         return cur.rowcount == 1
 
     def holds_lease(self, item_id: str, owner: str, run_id: str) -> bool:
-        row = self.execute(
+        row = self._query(
             "SELECT 1 FROM items WHERE id = ? AND status = 'PROCESSING'"
             " AND lease_owner = ? AND current_run_id = ?",
             (item_id, owner, run_id),
@@ -311,10 +399,18 @@ class Tx:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         sets, values = _assignments(fields, _RUN_SETTABLE)
-        self.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values, run_id])
+        if run_id in self._steps:
+            self.flush()
+        self._query(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values, run_id])
+
+    def set_current_step(self, run_id: str, step: str | None) -> None:
+        """Record the step a run is at (held back: see :meth:`flush`)."""
+        self._steps[run_id] = step
 
     def run(self, run_id: str) -> RunRow | None:
-        row = self.execute(f"{_RUN_SELECT} WHERE run_id = ?", (run_id,)).fetchone()
+        if run_id in self._steps:
+            self.flush()
+        row = self._query(f"{_RUN_SELECT} WHERE run_id = ?", (run_id,)).fetchone()
         return _run(row) if row else None
 
     def runs_for(self, item_id: str) -> list[RunRow]:
@@ -356,11 +452,33 @@ class Tx:
         return int(row[0])
 
     def artifacts_of_run(self, item_id: str, run_id: str) -> dict[str, ArtifactRow]:
-        rows = self.execute(
+        rows = self._query(
             f"{_ARTIFACT_SELECT} WHERE item_id = ? AND run_id = ? AND created_by = 'system'",
             (item_id, run_id),
         ).fetchall()
-        return {a.artifact_type: a for a in map(_artifact, rows)}
+        found = {a.artifact_type: a for a in map(_artifact, rows)}
+        for art in self._held_artifacts(item_id):
+            if art.run_id == run_id:
+                found[art.artifact_type] = art
+        return found
+
+    def _held_artifacts(self, item_id: str) -> list[ArtifactRow]:
+        if item_id not in self._artifact_items:
+            return []
+        return [
+            ArtifactRow(
+                item_id=row[0],
+                artifact_type=row[1],
+                version=row[2],
+                run_id=row[3],
+                payload=row[4],
+                meta=row[5],
+                created_at=row[6],
+                created_by=row[7],
+            )
+            for row in self._artifacts
+            if row[0] == item_id
+        ]
 
     def step_slot(
         self, item_id: str, artifact_type: str, owner: str, run_id: str
@@ -371,7 +489,9 @@ class Tx:
         else None; the newest version of ``artifact_type``; whether a person
         edited it; the version this run already committed, if any).
         """
-        row = self.execute(
+        if item_id in self._artifact_items:
+            self.flush()
+        row = self._query(
             "SELECT (SELECT orphan_count FROM items WHERE id = ? AND status = 'PROCESSING'"
             "        AND lease_owner = ? AND current_run_id = ?),"
             " coalesce(max(version), 0), coalesce(max(created_by = 'user'), 0),"
@@ -391,21 +511,26 @@ class Tx:
         meta: str,
         now: int,
     ) -> None:
-        """Insert a system artifact at the version :meth:`step_slot` found for it."""
-        self.execute(
-            "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
-            " payload, meta, created_at) VALUES (?, ?, ?, 'system', ?, ?, ?, ?)",
-            (item_id, artifact_type, version, run_id, payload, meta, now),
+        """Add a system artifact at the version :meth:`step_slot` found for it (held back)."""
+        self._artifacts.append(
+            (item_id, artifact_type, version, run_id, payload, meta, now, "system")
         )
+        self._artifact_items.add(item_id)
 
     def latest_artifact(self, item_id: str, artifact_type: str) -> ArtifactRow | None:
         """The newest version, a user's edit winning over any system version."""
-        row = self.execute(
+        row = self._query(
             f"{_ARTIFACT_SELECT} WHERE item_id = ? AND artifact_type = ?"
             " ORDER BY created_by = 'user' DESC, version DESC LIMIT 1",
             (item_id, artifact_type),
         ).fetchone()
-        return _artifact(row) if row else None
+        best = _artifact(row) if row else None
+        if best is not None and best.created_by == "user":
+            return best
+        for art in self._held_artifacts(item_id):
+            if art.artifact_type == artifact_type and (best is None or art.version > best.version):
+                best = art
+        return best
 
     def artifact(self, item_id: str, artifact_type: str, version: int) -> ArtifactRow | None:
         row = self.execute(
@@ -479,24 +604,15 @@ class Tx:
         to_status: str | None,
         trigger: str,
         detail: str = "{}",
-    ) -> int:
-        cur = self.execute(
-            "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger,"
-            " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (at, item_id, run_id, kind, from_status, to_status, trigger, detail),
-        )
-        return int(cur.lastrowid or 0)
+    ) -> None:
+        """Append an event (held back: see :meth:`flush`)."""
+        self._events.append((at, item_id, run_id, kind, from_status, to_status, trigger, detail))
 
     def insert_events(
         self, rows: Sequence[tuple[int, str, str, str, str, str, str]], trigger: str
     ) -> None:
         """Many events of one trigger: (at, item_id, run_id, kind, from, to, detail) each."""
-        if rows:
-            self.executemany(
-                "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger,"
-                " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(*r[:6], trigger, r[6]) for r in rows],
-            )
+        self._events.extend((*r[:6], trigger, r[6]) for r in rows)
 
     def events_for(self, item_id: str) -> list[EventRow]:
         rows = self.execute(

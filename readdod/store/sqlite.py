@@ -1,14 +1,18 @@
-"""SQLite with group commit: one writer thread, one reader through aiosqlite.
+"""SQLite with group commit: one writer connection, one reader through aiosqlite.
 
 Two connections: a writer and a reader (WAL lets them overlap). Writes are
-*units of work*, synchronous functions of a :class:`Tx`, put on a queue that
-a single writer thread drains: whatever is waiting when it wakes runs as one
-transaction, ``BEGIN IMMEDIATE``, the units, one ``COMMIT`` (one fsync) for
-the lot. The thread wakes the moment a unit is queued, so the database works
-while the event loop goes on running actors. A caller's
-``await store.write(...)`` returns only after its commit, so an acknowledged
-request is durable; results come back to the event loop through an anyio
-blocking portal.
+*units of work*, synchronous functions of a :class:`Tx`, queued for one
+writer task: whatever is waiting when it wakes runs as one transaction,
+``BEGIN IMMEDIATE``, the units, one ``COMMIT`` (one fsync) for the lot. A
+caller's ``await store.write(...)`` returns only after its commit, so an
+acknowledged request is durable.
+
+The units run on the event loop itself and only ``BEGIN`` (which may wait
+for a lock) and ``COMMIT`` (which waits for the disk) go to a worker
+thread. A writer thread running the units would have to win the GIL back
+from the busy loop after every statement; measured, those waits cost three
+times the statements themselves. While a commit syncs, the loop goes on
+running actors, which queue the next batch.
 
 Reads go through aiosqlite's thread, a whole read function per hop via its
 private ``_execute`` (the one place readdod reaches past aiosqlite's public
@@ -21,11 +25,10 @@ status and lease) so a late commit is harmless.
 
 from __future__ import annotations
 
-import queue
 import sqlite3
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -117,40 +120,45 @@ class _Outcome(NamedTuple):
     committed: bool
 
 
-def _commit_batch(conn: sqlite3.Connection, batch: list[_Job[Any]]) -> _Outcome:
-    """Run in the database thread: every job of the batch in one transaction.
-
-    The batch first runs without savepoints (two statements fewer per unit).
-    Should any unit raise, that attempt is rolled back whole and the batch
-    runs again with a savepoint around each unit, so only the failing units
-    lose their writes. Units are functions of the database alone, so running
-    one twice is safe.
-    """
-    fast = _run_batch(conn, batch, savepoints=False)
-    if fast is not None:
-        return fast
-    return _run_batch(conn, batch, savepoints=True) or _Outcome(0, False)
-
-
-def _run_batch(
-    conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool
-) -> _Outcome | None:
-    """One attempt at a batch; None when a unit failed and there were no savepoints."""
+def _begin(conn: sqlite3.Connection) -> BaseException | None:
+    """In a worker thread (a locked database may make it wait ``busy_timeout``)."""
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
-        for job in batch:
-            # One error object each: raised in many tasks, a shared one chains their tracebacks.
-            job.error = _map_sqlite_error(exc)
-        return _Outcome(1, committed=False)
+        return exc
+    return None
+
+
+def _commit(conn: sqlite3.Connection) -> BaseException | None:
+    """In a worker thread: the fsync is the one long wait of a batch."""
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        return exc
+    return None
+
+
+def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> int | None:
+    """The batch's units inside the open transaction; their statement count.
+
+    None when a unit failed without savepoints: the transaction is rolled back.
+    """
     tx = Tx(conn)
+    last = batch[-1]
     overhead = 2 + (2 * len(batch) if savepoints else 0)
     for job in batch:
         if savepoints:
             conn.execute("SAVEPOINT unit")
         try:
             job.result = job.fn(tx)
+            if savepoints or job is last:
+                tx.flush()
         except Exception as exc:
+            tx.discard()
             if not savepoints:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -162,21 +170,11 @@ def _run_batch(
                 # SQLite rolled the whole batch back (disk full, I/O error): nothing committed.
                 for other in batch:
                     other.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
-                return _Outcome(tx.statements + overhead, committed=False)
+                return -1
             conn.execute("ROLLBACK TO unit")
         if savepoints:
             conn.execute("RELEASE unit")
-    try:
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
-        for job in batch:
-            job.error = _map_sqlite_error(exc)
-        return _Outcome(tx.statements + overhead, committed=False)
-    return _Outcome(tx.statements + overhead, committed=True)
+    return tx.statements + overhead
 
 
 def _read(conn: sqlite3.Connection, fn: Callable[[Tx], T]) -> tuple[T, int]:
@@ -260,7 +258,7 @@ async def _connect_reader(path: Path, synchronous: str) -> aiosqlite.Connection:
 
 
 def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
-    """The writing connection; used by one thread at a time (open, then the writer thread)."""
+    """The writing connection; used by one thread at a time (the loop, or a commit's worker)."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         for pragma in _pragmas(synchronous, readonly=False):
@@ -273,51 +271,6 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
     return conn
 
 
-Deliver = Callable[[list[_Job[Any]], _Outcome | None], None]
-
-
-def _writer_main(
-    conn: sqlite3.Connection, jobs: queue.SimpleQueue[_Job[Any] | None], deliver: Deliver
-) -> None:
-    """The writer thread: take whatever work is waiting, commit it as one batch, repeat.
-
-    It wakes the moment the first unit is queued, while the event loop goes
-    on running actors, so the database works in parallel with the Python that
-    feeds it (a writer task on the loop would only see work after every
-    ready actor had run, and the two would take turns). ``None`` stops it,
-    once everything queued before it is done.
-    """
-    pending: list[_Job[Any] | None] = []
-    while True:
-        job = pending.pop(0) if pending else jobs.get()
-        if job is None:
-            return
-        if job.raw:
-            try:
-                job.result = job.fn(conn)
-            except Exception as exc:
-                job.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
-            deliver([job], None)
-            continue
-        batch = [job]
-        while len(batch) < MAX_BATCH:
-            try:
-                nxt = jobs.get_nowait()
-            except queue.Empty:
-                break
-            if nxt is None or nxt.raw:
-                pending.append(nxt)  # after this batch: a raw job alone, or the stop
-                break
-            batch.append(nxt)
-        try:
-            outcome = _commit_batch(conn, batch)
-        except Exception as exc:  # pragma: no cover - a bug; answer every waiter anyway
-            outcome = _Outcome(0, committed=False)
-            for j in batch:
-                j.error = InternalError(f"the database writer failed: {exc!r}")
-        deliver(batch, outcome)
-
-
 class Store:
     """The database, opened with :meth:`open` for the life of a task group."""
 
@@ -325,11 +278,13 @@ class Store:
         self,
         path: Path,
         reader: aiosqlite.Connection,
-        jobs: queue.SimpleQueue[_Job[Any] | None],
+        writer: sqlite3.Connection,
     ) -> None:
         self.path = path
         self._reader = reader
-        self._jobs = jobs
+        self._writer = writer
+        self._jobs: deque[_Job[Any]] = deque()
+        self._wake = anyio.Event()
         self._closed = False
         #: Cumulative counters since open, for ``stats`` and the benchmarks.
         self.commits = 0
@@ -357,52 +312,100 @@ class Store:
         except BaseException:
             writer.close()
             raise
-        jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
-        store = cls(path, reader, jobs)
+        store = cls(path, reader, writer)
         try:
-            async with anyio.from_thread.BlockingPortal() as portal:
-
-                def deliver(batch: list[_Job[Any]], outcome: _Outcome | None) -> None:
-                    portal.start_task_soon(store._delivered, batch, outcome)
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(
-                        partial(
-                            anyio.to_thread.run_sync,
-                            _writer_main,
-                            writer,
-                            jobs,
-                            deliver,
-                            limiter=anyio.CapacityLimiter(1),
-                        )
-                    )
-                    try:
-                        yield store
-                    finally:
-                        store._closed = True
-                        jobs.put(None)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(store._write_loop)
+                try:
+                    yield store
+                finally:
+                    store._closed = True
+                    store._wake.set()
         finally:
             with anyio.CancelScope(shield=True):
                 await reader.close()
             writer.close()
 
-    async def _delivered(self, batch: list[_Job[Any]], outcome: _Outcome | None) -> None:
-        """On the event loop: a batch is durable (or failed); wake its callers.
+    async def _write_loop(self) -> None:
+        """Take whatever work is waiting, commit it as one batch, repeat.
 
-        ``outcome`` is None for a raw job, which is no unit of work.
+        The units run here, on the event loop, and only BEGIN and COMMIT go
+        to a worker thread: a writer thread would have to win the GIL back
+        from the busy loop after every statement, and that wait cost more
+        than the statements.
         """
-        if outcome is not None:
-            self.statements += outcome.statements
-            if outcome.committed:
-                self.commits += 1
-                self.units += len(batch)
-        for job in batch:
-            job.done.set()
+        conn = self._writer
+        limiter = anyio.CapacityLimiter(1)
+        while True:
+            if not self._jobs:
+                if self._closed:
+                    return
+                self._wake = anyio.Event()
+                await self._wake.wait()
+                continue
+            job = self._jobs.popleft()
+            with anyio.CancelScope(shield=True):
+                if job.raw:
+                    try:
+                        job.result = await anyio.to_thread.run_sync(job.fn, conn, limiter=limiter)
+                    except Exception as exc:
+                        job.error = (
+                            _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
+                        )
+                    job.done.set()
+                    continue
+                batch = [job]
+                while self._jobs and len(batch) < MAX_BATCH and not self._jobs[0].raw:
+                    batch.append(self._jobs.popleft())
+                try:
+                    statements, committed = await self._commit_batch(conn, batch, limiter)
+                except Exception as exc:  # pragma: no cover - a bug; answer every waiter anyway
+                    statements, committed = 0, False
+                    for j in batch:
+                        j.error = InternalError(f"the database writer failed: {exc!r}")
+                self.statements += statements
+                if committed:
+                    self.commits += 1
+                    self.units += len(batch)
+                for j in batch:
+                    j.done.set()
+
+    async def _commit_batch(
+        self, conn: sqlite3.Connection, batch: list[_Job[Any]], limiter: anyio.CapacityLimiter
+    ) -> tuple[int, bool]:
+        """Every job of the batch in one transaction; (statements, committed).
+
+        The batch first runs without savepoints (two statements fewer per unit).
+        Should any unit raise, that attempt is rolled back whole and the batch
+        runs again with a savepoint around each unit, so only the failing units
+        lose their writes. Units are functions of the database alone, so running
+        one twice is safe.
+        """
+        for savepoints in (False, True):
+            error = await anyio.to_thread.run_sync(_begin, conn, limiter=limiter)
+            if error is not None:
+                for job in batch:
+                    # One error object each: raised in many tasks, a shared one chains tracebacks.
+                    job.error = _map_sqlite_error(error)  # type: ignore[arg-type]
+                return 1, False
+            statements = _run_units(conn, batch, savepoints=savepoints)
+            if statements is None:
+                continue
+            if statements < 0:
+                return 0, False
+            error = await anyio.to_thread.run_sync(_commit, conn, limiter=limiter)
+            if error is not None:
+                for job in batch:
+                    job.error = _map_sqlite_error(error)  # type: ignore[arg-type]
+                return statements, False
+            return statements, True
+        return 0, False  # pragma: no cover - the savepoint attempt always returns
 
     async def _submit(self, job: _Job[T]) -> T:
         if self._closed:
             raise StoreClosed("readdod is shutting down; try again when it is back")
-        self._jobs.put(job)
+        self._jobs.append(job)
+        self._wake.set()
         await job.done.wait()
         if job.error is not None:
             raise job.error
