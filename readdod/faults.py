@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
+from readdod import logging as log
+
 CRASH_EXIT_CODE = 86
 
 
@@ -32,5 +34,8 @@ def crash_point(name: str) -> None:
     if name in _POINTS:
         _AT[name] -= 1
         if _AT[name] <= 0:
+            # The log lines so far are written, as they would be had the line-by-line
+            # writer been killed: tests read them to see where the process died.
+            log.flush()
             sys.stdout.flush()
             os._exit(CRASH_EXIT_CODE)

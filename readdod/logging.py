@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import contextlib
 import functools
 import logging
@@ -135,11 +137,20 @@ def scrub(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[st
 
 
 class LogSink:
-    """Where log lines go: a stream, or a file that can be reopened for logrotate."""
+    """Where log lines go: a stream, or a file that can be reopened for logrotate.
+
+    On the event loop, lines are gathered and written once per turn of the
+    loop (one write for the dozens of lines a busy turn makes, where a write
+    each was a tenth of the daemon's time); from any other thread, or with
+    no loop running, a line is written at once. A ``kill -9`` can lose the
+    lines of the turn it interrupts, nothing older.
+    """
 
     def __init__(self, path: Path | None, stream: TextIO) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._held: list[str] = []
+        self._flush_scheduled = False
         self._owned = path is not None
         self._file: TextIO = self._open() if path is not None else stream
         #: Lines lost because the log could not be written (disk full, ``ulimit -f``).
@@ -152,27 +163,48 @@ class LogSink:
         return self.path.open("a", buffering=1, encoding="utf-8")
 
     def emit(self, line: str) -> None:
-        """Write one whole line and push it out, so a reader tailing the log sees it now.
+        """Write one whole line, on the event loop at the end of this turn of the loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._lock:
+            self._held.append(line)
+            if loop is None:
+                self._write_held()
+            elif not self._flush_scheduled:
+                self._flush_scheduled = True
+                loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_scheduled = False
+            self._write_held()
+
+    def _write_held(self) -> None:
+        """Write and push out what is held, so a reader tailing the log sees it now.
 
         A log that cannot be written (disk full, ``ulimit -f``) costs lines, never the
         daemon: they are counted, and stderr says so when the losing starts.
         """
-        with self._lock:
-            try:
-                self._file.write(line)
-                self._file.flush()
-            except OSError as exc:
-                self.lost += 1
-                if not self._losing:
-                    self._losing = True
-                    try:
-                        sys.stderr.write(f"readdod: log lines are being lost: {exc}\n")
-                        sys.stderr.flush()
-                    except OSError:
-                        pass
-            else:
-                if self._losing:
-                    self._losing = False
+        if not self._held:
+            return
+        lines, self._held = self._held, []
+        try:
+            self._file.write("".join(lines))
+            self._file.flush()
+        except OSError as exc:
+            self.lost += len(lines)
+            if not self._losing:
+                self._losing = True
+                try:
+                    sys.stderr.write(f"readdod: log lines are being lost: {exc}\n")
+                    sys.stderr.flush()
+                except OSError:
+                    pass
+        else:
+            if self._losing:
+                self._losing = False
 
     def isatty(self) -> bool:
         return self._file.isatty()
@@ -182,13 +214,15 @@ class LogSink:
             return None
         fresh = self._open()
         with self._lock:
+            self._write_held()
             old, self._file = self._file, fresh
         old.close()
         return str(self.path)
 
     def close(self) -> None:
-        if self._owned:
-            with self._lock:
+        with self._lock:
+            self._write_held()
+            if self._owned:
                 self._file.close()
 
 
@@ -293,12 +327,24 @@ def redirected(level: str, stream: TextIO, *, fmt: str = "json") -> Iterator[Non
     """Log to ``stream`` at ``level`` for a while, then as before (the sink kept open)."""
     global _sink
     saved = _sink, _State.level, _State.console
+    flush()
     _sink = None  # so configure does not close the sink it replaces
     try:
         configure(level, stream, fmt=fmt)
         yield
     finally:
+        flush()
         _sink, _State.level, _State.console = saved
+
+
+def flush() -> None:
+    """Write the lines held for the end of this turn of the loop now (before exiting)."""
+    if _sink is not None:
+        _sink.flush()
+
+
+# A loop closed with a flush still scheduled would drop the lines of its last turn.
+atexit.register(flush)
 
 
 def current_file() -> str | None:

@@ -450,6 +450,35 @@ def test_console_format_is_for_people() -> None:
     assert "sk-nope" not in line
 
 
+def test_lines_of_one_turn_of_the_loop_are_written_together_in_order() -> None:
+    """On the loop a line waits for the end of its turn; off it, it is written at once."""
+    import asyncio
+
+    out = StringIO()
+    log = rlog.get_logger("readdod.test")
+    seen: list[str] = []
+
+    async def turn() -> None:
+        for i in range(3):
+            log.info("item.captured", item_id=f"i{i}")
+        seen.append(out.getvalue())  # still this turn: nothing written yet
+        await asyncio.sleep(0)
+        seen.append(out.getvalue())
+        thread = threading.Thread(target=lambda: log.info("item.captured", item_id="t"))
+        thread.start()
+        thread.join()
+        seen.append(out.getvalue())
+
+    try:
+        rlog.configure("info", out)
+        asyncio.run(turn())
+    finally:
+        rlog.configure("info")
+    assert seen[0] == ""
+    assert [json.loads(x)["item_id"] for x in seen[1].splitlines()] == ["i0", "i1", "i2"]
+    assert [json.loads(x)["item_id"] for x in seen[2].splitlines()] == ["i0", "i1", "i2", "t"]
+
+
 def main() -> int:
     """Add events and fields found in the source to the schema file."""
     if "--write" not in sys.argv:

@@ -129,33 +129,47 @@ def _begin(conn: sqlite3.Connection) -> BaseException | None:
     return None
 
 
-def _commit(conn: sqlite3.Connection) -> BaseException | None:
-    """In a worker thread: the fsync is the one long wait of a batch."""
+class _Retry(Exception):
+    """A unit failed in a batch run without savepoints: run it again with them."""
+
+
+def _flush_and_commit(conn: sqlite3.Connection, tx: Tx) -> tuple[BaseException | None, bool]:
+    """In a worker thread: the held-back rows, then the fsync; (error, while flushing).
+
+    The rows held back are written by a few long set-based statements
+    (full-text indexing among them) that run here, beside the loop, instead
+    of on it. Any error rolls the transaction back.
+    """
+    flushing = True
     try:
+        tx.flush()
+        flushing = False
         conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
-        return exc
-    return None
+    except Exception as exc:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        return exc, flushing
+    return None, False
 
 
-def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> int | None:
-    """The batch's units inside the open transaction; their statement count.
+def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> Tx | None:
+    """The batch's units inside the open transaction; the Tx that holds their last rows.
 
-    None when a unit failed without savepoints: the transaction is rolled back.
+    Without savepoints, a failing unit rolls the transaction back and raises
+    :class:`_Retry`. With them, only that unit's writes are undone; None when
+    SQLite rolled back the whole batch (disk full, I/O error), every job then
+    holding the error.
     """
     tx = Tx(conn)
-    last = batch[-1]
-    overhead = 2 + (2 * len(batch) if savepoints else 0)
     for job in batch:
         if savepoints:
             conn.execute("SAVEPOINT unit")
         try:
             job.result = job.fn(tx)
-            if savepoints or job is last:
+            if savepoints:
                 tx.flush()
         except Exception as exc:
             tx.discard()
@@ -164,17 +178,18 @@ def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
                     conn.execute("ROLLBACK")
                 for other in batch:
                     other.result = None
-                return None
+                raise _Retry from exc
             job.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
             if not conn.in_transaction:
                 # SQLite rolled the whole batch back (disk full, I/O error): nothing committed.
                 for other in batch:
                     other.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
-                return -1
+                return None
             conn.execute("ROLLBACK TO unit")
         if savepoints:
             conn.execute("RELEASE unit")
-    return tx.statements + overhead
+    tx.statements += 2 + (2 * len(batch) if savepoints else 0)
+    return tx
 
 
 def _read(conn: sqlite3.Connection, fn: Callable[[Tx], T]) -> tuple[T, int]:
@@ -388,17 +403,23 @@ class Store:
                     # One error object each: raised in many tasks, a shared one chains tracebacks.
                     job.error = _map_sqlite_error(error)  # type: ignore[arg-type]
                 return 1, False
-            statements = _run_units(conn, batch, savepoints=savepoints)
-            if statements is None:
+            try:
+                tx = _run_units(conn, batch, savepoints=savepoints)
+            except _Retry:
                 continue
-            if statements < 0:
+            if tx is None:
                 return 0, False
-            error = await anyio.to_thread.run_sync(_commit, conn, limiter=limiter)
-            if error is not None:
-                for job in batch:
-                    job.error = _map_sqlite_error(error)  # type: ignore[arg-type]
-                return statements, False
-            return statements, True
+            error, flushing = await anyio.to_thread.run_sync(
+                _flush_and_commit, conn, tx, limiter=limiter
+            )
+            if error is None:
+                return tx.statements, True
+            if flushing and not savepoints:
+                continue  # a held-back row failed: find its unit with savepoints
+            for job in batch:
+                job.result = None
+                job.error = _map_sqlite_error(error) if isinstance(error, sqlite3.Error) else error
+            return tx.statements, False
         return 0, False  # pragma: no cover - the savepoint attempt always returns
 
     async def _submit(self, job: _Job[T]) -> T:
