@@ -165,3 +165,32 @@ async def test_a_failing_unit_loses_only_its_own_held_back_rows(tmp_path: Path) 
     assert after.transactions - before.transactions == 1
     assert sorted(arts) == ["a", "c"]
     assert evs == ["a", "c"]
+
+
+async def test_a_lock_held_elsewhere_is_waited_for_off_the_event_loop(tmp_path: Path) -> None:
+    import sqlite3
+
+    async with Store.open(tmp_path / "l.db") as store:
+        locker = sqlite3.connect(tmp_path / "l.db", isolation_level=None)
+        locker.execute("BEGIN IMMEDIATE")
+        ticks = 0
+        written = anyio.Event()
+
+        async def write() -> None:
+            await store.write(_set("after-lock"))  # type: ignore[arg-type]
+            written.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            # The loop keeps running while the writer waits for the lock in a thread.
+            while ticks < 20:
+                await anyio.sleep(0.01)
+                ticks += 1
+            assert not written.is_set()
+            locker.execute("COMMIT")
+        locker.close()
+        keys = await store.read(
+            lambda tx: [r[0] for r in tx.execute("SELECT key FROM settings").fetchall()]
+        )
+    assert ticks == 20
+    assert keys == ["after-lock"]

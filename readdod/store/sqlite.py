@@ -29,6 +29,7 @@ import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -120,13 +121,34 @@ class _Outcome(NamedTuple):
     committed: bool
 
 
-def _begin(conn: sqlite3.Connection) -> BaseException | None:
-    """In a worker thread (a locked database may make it wait ``busy_timeout``)."""
+#: How long BEGIN waits for a lock another process holds (in a worker thread).
+BUSY_TIMEOUT_MS = 5000
+
+
+def _begin(conn: sqlite3.Connection, *, wait: bool) -> BaseException | None:
+    """BEGIN IMMEDIATE; without ``wait``, a lock held elsewhere fails it at once.
+
+    The writer connection's busy timeout is 0, so the usual BEGIN runs on the
+    loop in microseconds; only when another process holds the lock does the
+    writer retry with ``wait`` in a worker thread, where waiting blocks nothing.
+    """
     try:
-        conn.execute("BEGIN IMMEDIATE")
+        if wait:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        finally:
+            if wait:
+                conn.execute("PRAGMA busy_timeout = 0")
     except sqlite3.Error as exc:
         return exc
     return None
+
+
+def _is_busy(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and getattr(
+        exc, "sqlite_errorname", ""
+    ).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
 
 
 class _Retry(Exception):
@@ -239,6 +261,14 @@ def _ensure_incremental_vacuum(conn: sqlite3.Connection) -> bool:
 
 
 def _reclaim(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    try:
+        _reclaim_now(conn)
+    finally:
+        conn.execute("PRAGMA busy_timeout = 0")
+
+
+def _reclaim_now(conn: sqlite3.Connection) -> None:
     # executescript steps the pragma to completion (a plain execute frees one page).
     conn.executescript("PRAGMA incremental_vacuum;")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
@@ -252,7 +282,7 @@ async def _call(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) ->
 
 
 def _pragmas(synchronous: str, *, readonly: bool) -> list[str]:
-    found = ["PRAGMA busy_timeout = 5000", "PRAGMA foreign_keys = ON"]
+    found = [f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}", "PRAGMA foreign_keys = ON"]
     if readonly:
         found.append("PRAGMA query_only = ON")
     else:
@@ -280,6 +310,7 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
             conn.execute(pragma)
         _migrate(conn)
         _ensure_incremental_vacuum(conn)
+        conn.execute("PRAGMA busy_timeout = 0")  # see _begin
     except BaseException:
         conn.close()
         raise
@@ -397,7 +428,11 @@ class Store:
         one twice is safe.
         """
         for savepoints in (False, True):
-            error = await anyio.to_thread.run_sync(_begin, conn, limiter=limiter)
+            error = _begin(conn, wait=False)
+            if error is not None and _is_busy(error):
+                error = await anyio.to_thread.run_sync(
+                    partial(_begin, conn, wait=True), limiter=limiter
+                )
             if error is not None:
                 for job in batch:
                     # One error object each: raised in many tasks, a shared one chains tracebacks.
