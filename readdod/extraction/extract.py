@@ -230,6 +230,7 @@ _BLANK_LINES_RE: Final = re.compile(r"\n{3,}")
 _HTML_BLOCK_RE: Final = re.compile(r"<(?:p|br|div|h[2-6]|li)\b", re.IGNORECASE)
 _LINES_RE: Final = re.compile(r"\n\s*\n|\n")
 _ALNUM_RE: Final = re.compile(r"[^\W_]")
+_PUNCTUATION: Final = ".,;:!?\"'()[]{}«»“”‘’…-–—/"
 _CJK_RE: Final = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]"
 )
@@ -323,9 +324,14 @@ def extract_text(text: str, *, title: str | None = None, url: str | None = None)
     The text is trusted as the article: only line endings and runs of blank
     lines are normalised, so the user's paragraphs survive.
     """
-    text = _INVISIBLE_RE.sub("", text)
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    body = _BLANK_LINES_RE.sub("\n\n", "\n".join(line.rstrip() for line in lines)).strip()
+    if _has_invisible(text):
+        text = _INVISIBLE_RE.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    body = "\n".join(line.rstrip() for line in text.split("\n"))
+    if "\n\n\n" in body:
+        body = _BLANK_LINES_RE.sub("\n\n", body)
+    body = body.strip()
     if not body:
         raise ExtractionError(EMPTY_TEXT_MESSAGE, code=ErrorCode.EXTRACTION_EMPTY, retryable=False)
     clean_title = _ws(title) if title is not None else ""
@@ -355,9 +361,10 @@ def word_count(text: str) -> int:
         text, cjk = _CJK_RE.subn(" ", text)
     tokens = text.split()
     words = len(tokens)
-    # Most tokens are plain words: only the others are looked at in Python.
+    # Most tokens are plain words: only the others are looked at in Python, and of
+    # those most are words with punctuation stuck on.
     for token in filterfalse(str.isalnum, tokens):
-        if _ALNUM_RE.search(token) is None:
+        if not token.strip(_PUNCTUATION).isalnum() and _ALNUM_RE.search(token) is None:
             words -= 1
     return words + math.ceil(cjk / 2)
 
