@@ -328,14 +328,14 @@ class Orchestrator:
 
     # --- plumbing ----------------------------------------------------------
 
-    async def _commit(self, fn: Callable[[Tx, list[_Note]], T]) -> T:
+    async def _commit(self, fn: Callable[[Tx, list[_Note]], T], *, alone: bool = False) -> T:
         notes: list[_Note] = []
 
         def unit(tx: Tx) -> T:
             notes.clear()
             return fn(tx, notes)
 
-        result = await self.store.write(unit)
+        result = await self.store.write(unit, alone=alone)
         enqueued = scheduled = False
         # Per item: did this commit end with a run having made it READY?
         ready: dict[str, bool] = {}
@@ -1170,7 +1170,7 @@ class Orchestrator:
             notes.append(_Note("retention.pruned", {"dry_run": dry_run, **counts}))
             return counts
 
-        counts = await self._commit(unit)
+        counts = await self._commit(unit, alone=True)
         if not dry_run and any(counts.values()):
             await self.store.reclaim()
         return counts

@@ -194,3 +194,44 @@ async def test_a_lock_held_elsewhere_is_waited_for_off_the_event_loop(tmp_path: 
         )
     assert ticks == 20
     assert keys == ["after-lock"]
+
+
+async def test_a_unit_run_alone_runs_off_the_event_loop_in_its_own_transaction(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    go = threading.Event()
+
+    def long_unit(tx: Tx) -> str:
+        # Waits for the event loop: had it run on the loop, this would never be set.
+        assert go.wait(10), "the unit ran on the event loop"
+        tx.execute(*_item_sql("a"))
+        tx.insert_event(1, "a", None, "edit", None, None, "user")
+        return "pruned"
+
+    def failing_unit(tx: Tx) -> None:
+        tx.execute(*_item_sql("b"))
+        raise ValueError("this unit fails")
+
+    async with Store.open(tmp_path / "a.db") as store:
+        results: list[object] = []
+
+        async def run() -> None:
+            results.append(await store.write(long_unit, alone=True))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.sleep(0)
+            go.set()
+        with pytest.raises(ValueError, match="this unit fails"):
+            await store.write(failing_unit, alone=True)
+        items = await store.read(
+            lambda tx: [r[0] for r in tx.execute("SELECT id FROM items").fetchall()]
+        )
+        events = await store.read(lambda tx: [e.item_id for e in tx.events_for("a")])
+        counters = store.counters()
+    assert results == ["pruned"]
+    assert items == ["a"]
+    assert events == ["a"]
+    assert counters.units == 1

@@ -840,6 +840,7 @@ class Tx:
             "at": failed_at,
         }
         # Named parameters, so through the connection; counted as Tx.execute counts.
+        self.flush()
         c = self.conn
         self.statements += 1
         total, failed = c.execute(

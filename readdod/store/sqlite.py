@@ -79,11 +79,12 @@ class _Job(Generic[T]):
     """A unit of work (``fn(tx)`` inside the batch's transaction), or with ``raw`` a
     function of the bare connection run alone between two batches."""
 
-    __slots__ = ("done", "error", "fn", "raw", "result")
+    __slots__ = ("alone", "done", "error", "fn", "raw", "result")
 
-    def __init__(self, fn: Callable[[Any], T], *, raw: bool = False) -> None:
+    def __init__(self, fn: Callable[[Any], T], *, raw: bool = False, alone: bool = False) -> None:
         self.fn = fn
         self.raw = raw
+        self.alone = alone
         # A bare asyncio future (readdod runs on anyio's asyncio backend): a tenth
         # of an anyio.Event's cost, paid for every step of every item.
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -220,6 +221,25 @@ def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
             conn.execute("RELEASE unit")
     tx.statements += 2 + (2 * len(batch) if savepoints else 0)
     return tx
+
+
+def _run_alone(conn: sqlite3.Connection, job: _Job[Any]) -> tuple[int, bool]:
+    """In a worker thread: one long unit in a transaction of its own; (statements, committed)."""
+    error = _begin(conn, wait=True)
+    if error is not None:
+        job.error = _map_sqlite_error(error) if isinstance(error, sqlite3.Error) else error
+        return 1, False
+    tx = _run_units(conn, [job], savepoints=True)
+    if tx is None or job.error is not None:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        return 0, False
+    error, _ = _flush_and_commit(conn, tx)
+    if error is not None:
+        job.result = None
+        job.error = _map_sqlite_error(error) if isinstance(error, sqlite3.Error) else error
+        return tx.statements, False
+    return tx.statements, True
 
 
 def _read(conn: sqlite3.Connection, fn: Callable[[Tx], T]) -> tuple[T, int]:
@@ -408,8 +428,19 @@ class Store:
                         )
                     _wake(job)
                     continue
+                if job.alone:
+                    statements, committed = await anyio.to_thread.run_sync(
+                        _run_alone, conn, job, limiter=limiter
+                    )
+                    self._count(statements, committed, 1)
+                    _wake(job)
+                    continue
                 batch = [job]
-                while self._jobs and len(batch) < MAX_BATCH and not self._jobs[0].raw:
+                while (
+                    self._jobs
+                    and len(batch) < MAX_BATCH
+                    and not (self._jobs[0].raw or self._jobs[0].alone)
+                ):
                     batch.append(self._jobs.popleft())
                 try:
                     statements, committed = await self._commit_batch(conn, batch, limiter)
@@ -417,12 +448,15 @@ class Store:
                     statements, committed = 0, False
                     for j in batch:
                         j.error = InternalError(f"the database writer failed: {exc!r}")
-                self.statements += statements
-                if committed:
-                    self.commits += 1
-                    self.units += len(batch)
+                self._count(statements, committed, len(batch))
                 for j in batch:
                     _wake(j)
+
+    def _count(self, statements: int, committed: bool, units: int) -> None:
+        self.statements += statements
+        if committed:
+            self.commits += 1
+            self.units += units
 
     async def _commit_batch(
         self, conn: sqlite3.Connection, batch: list[_Job[Any]], limiter: anyio.CapacityLimiter
@@ -475,9 +509,13 @@ class Store:
             raise job.error
         return job.result  # type: ignore[return-value]
 
-    async def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run a unit of work in a transaction; returns after it is durable."""
-        return await self._submit(_Job(fn))
+    async def write(self, fn: Callable[[Tx], T], *, alone: bool = False) -> T:
+        """Run a unit of work in a transaction; returns after it is durable.
+
+        ``alone``: a long unit (a retention prune) runs in a transaction of its
+        own in a worker thread, so the event loop is not held for its length.
+        """
+        return await self._submit(_Job(fn, alone=alone))
 
     async def reclaim(self) -> None:
         """Give freed pages back to the file system (after a prune), between two commits."""
