@@ -133,7 +133,7 @@ class Tx:
         self.statements += len(rows)
         return self.conn.executemany(sql, rows)
 
-    def _query(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+    def _execute_now(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         """A statement that the rows held back cannot affect: no flush."""
         self.statements += 1
         return self.conn.execute(sql, params)
@@ -169,7 +169,7 @@ class Tx:
     # --- items -------------------------------------------------------------
 
     def item(self, item_id: str) -> ItemRow | None:
-        row = self._query(f"{_ITEM_SELECT} WHERE id = ?", (item_id,)).fetchone()
+        row = self._execute_now(f"{_ITEM_SELECT} WHERE id = ?", (item_id,)).fetchone()
         return _item(row) if row else None
 
     def item_by_capture_id(self, capture_id: str) -> ItemRow | None:
@@ -187,7 +187,7 @@ class Tx:
     def set_status(self, item_id: str, expected: str, new: str, **fields: Any) -> bool:
         """Compare-and-set an item's status; False when it was not ``expected``."""
         sets, values = _assignments({"status": new, **fields}, _ITEM_SETTABLE)
-        cur = self._query(
+        cur = self._execute_now(
             f"UPDATE items SET {sets} WHERE id = ? AND status = ?", [*values, item_id, expected]
         )
         return cur.rowcount == 1
@@ -195,7 +195,7 @@ class Tx:
     def update_fenced(self, item_id: str, owner: str, run_id: str, **fields: Any) -> bool:
         """Update an item only while ``owner`` holds its lease for ``run_id``."""
         sets, values = _assignments(fields, _ITEM_SETTABLE)
-        cur = self._query(
+        cur = self._execute_now(
             f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
             " AND lease_owner = ? AND current_run_id = ?",
             [*values, item_id, owner, run_id],
@@ -203,7 +203,7 @@ class Tx:
         return cur.rowcount == 1
 
     def holds_lease(self, item_id: str, owner: str, run_id: str) -> bool:
-        row = self._query(
+        row = self._execute_now(
             "SELECT 1 FROM items WHERE id = ? AND status = 'PROCESSING'"
             " AND lease_owner = ? AND current_run_id = ?",
             (item_id, owner, run_id),
@@ -401,7 +401,7 @@ class Tx:
         sets, values = _assignments(fields, _RUN_SETTABLE)
         if run_id in self._steps:
             self.flush()
-        self._query(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values, run_id])
+        self._execute_now(f"UPDATE runs SET {sets} WHERE run_id = ?", [*values, run_id])
 
     def set_current_step(self, run_id: str, step: str | None) -> None:
         """Record the step a run is at (held back: see :meth:`flush`)."""
@@ -410,7 +410,7 @@ class Tx:
     def run(self, run_id: str) -> RunRow | None:
         if run_id in self._steps:
             self.flush()
-        row = self._query(f"{_RUN_SELECT} WHERE run_id = ?", (run_id,)).fetchone()
+        row = self._execute_now(f"{_RUN_SELECT} WHERE run_id = ?", (run_id,)).fetchone()
         return _run(row) if row else None
 
     def runs_for(self, item_id: str) -> list[RunRow]:
@@ -452,7 +452,7 @@ class Tx:
         return int(row[0])
 
     def artifacts_of_run(self, item_id: str, run_id: str) -> dict[str, ArtifactRow]:
-        rows = self._query(
+        rows = self._execute_now(
             f"{_ARTIFACT_SELECT} WHERE item_id = ? AND run_id = ? AND created_by = 'system'",
             (item_id, run_id),
         ).fetchall()
@@ -491,7 +491,7 @@ class Tx:
         """
         if item_id in self._artifact_items:
             self.flush()
-        row = self._query(
+        row = self._execute_now(
             "SELECT (SELECT orphan_count FROM items WHERE id = ? AND status = 'PROCESSING'"
             "        AND lease_owner = ? AND current_run_id = ?),"
             " coalesce(max(version), 0), coalesce(max(created_by = 'user'), 0),"
@@ -519,7 +519,7 @@ class Tx:
 
     def latest_artifact(self, item_id: str, artifact_type: str) -> ArtifactRow | None:
         """The newest version, a user's edit winning over any system version."""
-        row = self._query(
+        row = self._execute_now(
             f"{_ARTIFACT_SELECT} WHERE item_id = ? AND artifact_type = ?"
             " ORDER BY created_by = 'user' DESC, version DESC LIMIT 1",
             (item_id, artifact_type),
