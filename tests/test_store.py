@@ -235,3 +235,48 @@ async def test_a_unit_run_alone_runs_off_the_event_loop_in_its_own_transaction(
     assert items == ["a"]
     assert events == ["a"]
     assert counters.units == 1
+
+
+async def test_queries_by_status_use_an_index_and_busy_states_leave_the_status_index_alone(
+    tmp_path: Path,
+) -> None:
+    """Recovery and the hot path change only QUEUED and PROCESSING rows, which the
+    (status, id) index leaves out; every query by status must still find an index."""
+    import sqlite3
+
+    async with Store.open(tmp_path / "q.db"):
+        pass
+
+    seen: list[tuple[str, object]] = []
+
+    class Recording(sqlite3.Connection):
+        def execute(self, sql: str, params: object = (), /) -> sqlite3.Cursor:
+            seen.append((sql, params))
+            return super().execute(sql, params)  # type: ignore[arg-type]
+
+    conn = sqlite3.connect(tmp_path / "q.db", factory=Recording)
+    tx = Tx(conn)
+    calls = {
+        "count READY": lambda: tx.count_status("READY"),
+        "count QUEUED": lambda: tx.count_status("QUEUED"),
+        "count PROCESSING": lambda: tx.count_status("PROCESSING"),
+        "list READY": lambda: tx.list_items(["READY"], None, 50, None),
+        "list failed": lambda: tx.failed_items(["FAILED_EXTRACTION", "FAILED_AI"]),
+        "ready from runs": tx.ready_from_runs,
+    }
+    plans: dict[str, str] = {}
+    for name, call in calls.items():
+        seen.clear()
+        call()
+        sql, params = seen[-1]
+        rows = sqlite3.Connection.execute(conn, "EXPLAIN QUERY PLAN " + sql, params)  # type: ignore[arg-type]
+        plans[name] = " | ".join(r[3] for r in rows)
+    index_sql = sqlite3.Connection.execute(
+        conn, "SELECT sql FROM sqlite_master WHERE name = 'items_status_id'"
+    ).fetchone()[0]
+    conn.close()
+    assert "NOT IN ('QUEUED', 'PROCESSING')" in index_sql
+    for name in ("count READY", "list READY", "list failed", "ready from runs"):
+        assert "INDEX items_status_id" in plans[name], (name, plans[name])
+    assert "INDEX items_queued" in plans["count QUEUED"], plans["count QUEUED"]
+    assert "INDEX items_processing" in plans["count PROCESSING"], plans["count PROCESSING"]

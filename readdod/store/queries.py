@@ -37,6 +37,11 @@ _ARTIFACT_SELECT = f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts"
 _EVENT_SELECT = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events"
 
 _ITEM_SETTABLE = frozenset(ITEM_COLUMNS) - {"id", "created_at"}
+
+#: The (status, id) index leaves out the busy states (migration 0008); a query on
+#: the other states repeats this condition word for word so that SQLite uses it.
+_SETTLED = "status NOT IN ('QUEUED', 'PROCESSING')"
+_BUSY = frozenset({"QUEUED", "PROCESSING"})
 _RUN_SETTABLE = frozenset(RUN_COLUMNS) - {"run_id", "item_id", "created_at"}
 _CHUNK_SETTABLE = frozenset(CHUNK_COLUMNS) - {"run_id", "step", "idx"}
 
@@ -213,7 +218,7 @@ class Tx:
     def ready_from_runs(self) -> list[str]:
         """READY items whose last move was their run's PROCESSING → READY (not yet exported)."""
         rows = self.execute(
-            "SELECT i.id FROM items i WHERE i.status = 'READY' AND"
+            f"SELECT i.id FROM items i WHERE i.status = 'READY' AND i.{_SETTLED} AND"
             " (SELECT e.from_status FROM events e WHERE e.item_id = i.id"
             "   AND e.kind = 'transition' ORDER BY e.seq DESC LIMIT 1) = 'PROCESSING'"
             " ORDER BY i.id"
@@ -282,7 +287,13 @@ class Tx:
         return [_item(r) for r in rows]
 
     def count_status(self, status: str) -> int:
-        row = self.execute("SELECT count(*) FROM items WHERE status = ?", (status,)).fetchone()
+        if status in _BUSY:
+            # A literal, so SQLite counts the state's own partial index.
+            sql = f"SELECT count(*) FROM items WHERE status = '{status}'"
+            row = self.execute(sql).fetchone()
+        else:
+            sql = f"SELECT count(*) FROM items WHERE status = ? AND {_SETTLED}"
+            row = self.execute(sql, (status,)).fetchone()
         return int(row[0])
 
     def expired_leases(self, now: int) -> list[ItemRow]:
@@ -311,6 +322,8 @@ class Tx:
         if statuses:
             where.append(f"status IN ({', '.join('?' for _ in statuses)})")
             args.extend(statuses)
+            if not _BUSY.intersection(statuses):
+                where.append(_SETTLED)
         if priority:
             where.append("priority = ?")
             args.append(priority)
@@ -337,8 +350,9 @@ class Tx:
 
     def failed_items(self, statuses: Sequence[str]) -> list[ItemRow]:
         marks = ", ".join("?" for _ in statuses)
+        settled = "" if _BUSY.intersection(statuses) else f" AND {_SETTLED}"
         rows = self.execute(
-            f"{_ITEM_SELECT} WHERE status IN ({marks}) ORDER BY id", list(statuses)
+            f"{_ITEM_SELECT} WHERE status IN ({marks}){settled} ORDER BY id", list(statuses)
         ).fetchall()
         return [_item(r) for r in rows]
 
@@ -742,7 +756,7 @@ class Tx:
     )
     _PRUNE_EVENTS = (
         "SELECT seq FROM events WHERE at < :finished AND (item_id IS NULL"
-        " OR item_id IN (SELECT id FROM items WHERE status = 'ARCHIVED'))"
+        f" OR item_id IN (SELECT id FROM items WHERE status = 'ARCHIVED' AND {_SETTLED}))"
     )
     # Old superseded versions: neither the one a person sees (a user's edit first, then
     # the newest) nor one of the item's current run; the newest :keep of them stay.
