@@ -280,3 +280,44 @@ async def test_queries_by_status_use_an_index_and_busy_states_leave_the_status_i
         assert "INDEX items_status_id" in plans[name], (name, plans[name])
     assert "INDEX items_queued" in plans["count QUEUED"], plans["count QUEUED"]
     assert "INDEX items_processing" in plans["count PROCESSING"], plans["count PROCESSING"]
+
+
+async def test_a_held_back_row_that_fails_when_written_fails_only_its_own_unit(
+    tmp_path: Path,
+) -> None:
+    """The rows are written in a worker thread after all units ran: a constraint that
+    fails there must still be traced back to the one unit that added the row."""
+    from readdod.errors import InternalError
+
+    async with Store.open(tmp_path / "w.db") as store:
+        await store.write(lambda tx: [tx.execute(*_item_sql(i)) for i in ("a", "b", "c")])
+        await store.write(lambda tx: tx.add_artifact("a", "summary", 1, "r0", "{}", "{}", 1))
+        before = store.counters()
+        errors: dict[str, BaseException] = {}
+
+        async def add(item_id: str) -> None:
+            def fn(tx: Tx) -> None:
+                tx.add_artifact(item_id, "summary", 1, "r1", "{}", "{}", 2)
+                tx.insert_event(2, item_id, "r1", "step", None, None, "system")
+
+            try:
+                await store.write(fn)
+            except InternalError as exc:
+                errors[item_id] = exc
+
+        async with anyio.create_task_group() as tg:
+            for item_id in ("b", "a", "c"):  # "a" already has version 1
+                tg.start_soon(add, item_id)
+        after = store.counters()
+        arts = await store.read(
+            lambda tx: sorted(
+                (r[0], r[1]) for r in tx.conn.execute("SELECT item_id, run_id FROM artifacts")
+            )
+        )
+        evs = await store.read(
+            lambda tx: [r[0] for r in tx.conn.execute("SELECT item_id FROM events ORDER BY seq")]
+        )
+    assert list(errors) == ["a"] and "UNIQUE" in str(errors["a"])
+    assert after.transactions - before.transactions == 1
+    assert arts == [("a", "r0"), ("b", "r1"), ("c", "r1")]
+    assert evs == ["b", "c"]
