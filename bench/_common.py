@@ -62,6 +62,11 @@ WORDS = [
 ]
 
 
+def short_text(i: int) -> str:
+    """A two-line text: items whose extraction costs next to nothing."""
+    return f"Item {i}.\n\nA short body for item {i}."
+
+
 def article(i: int, paragraphs: int = 6) -> str:
     """A deterministic, varied plain-text article of a few hundred words."""
     out = []
@@ -354,3 +359,11 @@ def store_counters(d: Daemon) -> dict[str, int] | None:
 
 if __name__ == "__main__":
     print(json.dumps(machine(), indent=2))
+
+
+def capture_paused(d: Daemon, texts: Sequence[str], **kwargs: Any) -> float:
+    """Pause the daemon, capture ``texts`` (see :func:`capture_all`); the seconds it took."""
+    d.call("pause")
+    start = time.perf_counter()
+    capture_all(d, texts, **kwargs)
+    return time.perf_counter() - start

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._common import Daemon, capture_all, report
+from bench._common import Daemon, capture_paused, report, short_text
 
 AI_STEPS = 4
 
@@ -43,10 +43,7 @@ def _level(c: int, waves: int, delay_ms: int, batch_size: int | None) -> dict[st
         )
         d.start()
         try:
-            d.call("pause")
-            t0 = time.perf_counter()
-            capture_all(d, [f"Item {i}.\n\nA short body for item {i}." for i in range(n)])
-            capture_s = time.perf_counter() - t0
+            capture_s = capture_paused(d, [short_text(i) for i in range(n)])
             idle_kb = d.rss_kb()
             peak_kb = idle_kb
             marks = {"start": c // 2, "end": n - c // 2}

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._common import Daemon, capture_all, parse_ts, report
+from bench._common import Daemon, capture_paused, parse_ts, report, short_text
 
 
 def main() -> None:
@@ -45,10 +45,7 @@ def main() -> None:
         d = Daemon(root, daemon=busy, ai={"engine": "fixed", "fixed_delay_ms": 600_000})
         d.start()
         try:
-            d.call("pause")
-            t0 = time.perf_counter()
-            capture_all(d, [f"Item {i}.\n\nA short body for item {i}." for i in range(n)])
-            capture_s = time.perf_counter() - t0
+            capture_s = capture_paused(d, [short_text(i) for i in range(n)])
             d.call("resume")
             t1 = time.perf_counter()
             d.wait_count("PROCESSING", n, timeout=3600, poll_s=0.2)

@@ -410,6 +410,23 @@ class FakeOpenAI:
             return [r for r in self.requests if r["path"].endswith("/chat/completions")]
 
 
+def ai_config(base_url: str, **overrides: Any) -> dict[str, Any]:
+    """A daemon's ``[ai]`` section for this server: quick retries, no circuit breaker."""
+    cfg: dict[str, Any] = {
+        "engine": "openai",
+        "base_url": base_url,
+        "model": "fake-small",
+        "api_key_env": "FAKE_LLM_KEY",
+        "attempts": 3,
+        "retry_initial_s": 0.01,
+        "retry_max_s": 0.02,
+        "timeout_s": 1.0,
+        "circuit_failures": 0,
+    }
+    cfg.update(overrides)
+    return cfg
+
+
 @contextmanager
 def running(**kwargs: Any) -> Iterator[FakeOpenAI]:
     fake = FakeOpenAI(**kwargs).start()

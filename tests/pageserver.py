@@ -212,6 +212,24 @@ ARTICLE_TEXT = (
 )
 
 
+def fast_fetch(**overrides: Any) -> dict[str, Any]:
+    """A daemon's ``[fetch]`` section for these servers: loopback allowed, short timeouts
+    and retries, small limits that the size and redirect cases can reach."""
+    cfg: dict[str, Any] = {
+        "allow_private": True,
+        "attempts": 3,
+        "retry_initial_s": 0.01,
+        "retry_max_s": 0.05,
+        "connect_timeout_s": 1.0,
+        "read_timeout_s": 0.3,
+        "timeout_s": 1.0,
+        "max_bytes": 262144,
+        "max_redirects": 3,
+    }
+    cfg.update(overrides)
+    return cfg
+
+
 def html_page(paragraphs: tuple[str, ...] | list[str], *, title: str, head: str = "") -> str:
     body = "".join(f"<p>{p}</p>" for p in paragraphs)
     return (

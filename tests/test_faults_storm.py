@@ -22,24 +22,21 @@ import pytest
 
 from readdod.control.client import Client
 from tests.daemon_proc import DaemonProc
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, ai_config
 from tests.invariants import check
-from tests.pageserver import ARTICLE, PageServer, drip_body, endless_body, gzip_bomb, serve
+from tests.pageserver import (
+    ARTICLE,
+    PageServer,
+    drip_body,
+    endless_body,
+    fast_fetch,
+    gzip_bomb,
+    serve,
+)
 
 COPIES = 3
 DONE = ("READY", "FAILED_EXTRACTION", "FAILED_AI")
-FETCH = {
-    "allow_private": True,
-    "attempts": 2,
-    "retry_initial_s": 0.01,
-    "retry_max_s": 0.05,
-    "connect_timeout_s": 1.0,
-    "read_timeout_s": 0.3,
-    "timeout_s": 1.0,
-    "max_bytes": 262144,
-    "max_redirects": 3,
-    "per_host_limit": 64,
-}
+FETCH = fast_fetch(attempts=2, per_host_limit=64)
 #: No automatic retry across runs: each item's first run is its last, so its end state is final.
 NO_AUTO_RETRY = {
     f"retry.{kind}": {"attempts": 0}
@@ -133,18 +130,7 @@ def test_every_item_ends_right_in_a_storm_of_faults(
         cases = _cases(srv)
         d = DaemonProc(
             tmp_path,
-            ai={
-                "engine": "openai",
-                "base_url": fake.base_url,
-                "model": "fake-small",
-                "api_key_env": "FAKE_LLM_KEY",
-                "attempts": 3,
-                "retry_initial_s": 0.01,
-                "retry_max_s": 0.02,
-                "timeout_s": 1.0,
-                "circuit_failures": 0,
-                "concurrency": 32,
-            },
+            ai=ai_config(fake.base_url, concurrency=32),
             fetch=FETCH,
             daemon={"skip_below": 0, "concurrency": 64, "batch_size": 64},
             **NO_AUTO_RETRY,

@@ -24,22 +24,13 @@ from tests.pageserver import (
     drip_body,
     encoded_page,
     endless_body,
+    fast_fetch,
     gzip_bomb,
     serve,
 )
 
 ATTEMPTS = 3
-FETCH = {
-    "allow_private": True,
-    "attempts": ATTEMPTS,
-    "retry_initial_s": 0.01,
-    "retry_max_s": 0.05,
-    "connect_timeout_s": 1.0,
-    "read_timeout_s": 0.3,
-    "timeout_s": 1.0,
-    "max_bytes": 262144,
-    "max_redirects": 3,
-}
+FETCH = fast_fetch(attempts=ATTEMPTS)
 DONE = ("READY", "FAILED_EXTRACTION", "FAILED_AI")
 
 

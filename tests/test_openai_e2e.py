@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.daemon_proc import DaemonProc
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, ai_config
 
 ARTICLE = (
     "SQLite in WAL mode lets readers and a writer work at the same time.\n\n"
@@ -36,22 +36,6 @@ SECRET = "fk-live-7f3a9c1e5b2d4086aa"
 def fake() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:
         yield server
-
-
-def ai_config(base_url: str, **overrides: Any) -> dict[str, Any]:
-    cfg: dict[str, Any] = {
-        "engine": "openai",
-        "base_url": base_url,
-        "model": "fake-small",
-        "api_key_env": "FAKE_LLM_KEY",
-        "attempts": 3,
-        "retry_initial_s": 0.01,
-        "retry_max_s": 0.02,
-        "timeout_s": 1.0,
-        "circuit_failures": 0,
-    }
-    cfg.update(overrides)
-    return cfg
 
 
 def start(

@@ -201,6 +201,17 @@ def answers(msgs: list[Any]) -> list[Any]:
     return [m for m in msgs if not (isinstance(m, dict) and "method" in m)]
 
 
+def one_answer_each(fz: Fuzzed, lines: list[str]) -> list[Any]:
+    """Send each line alone; each must get exactly one well-formed answer."""
+    got = []
+    for text in lines:
+        msgs = answers(exchange(fz.daemon, text.encode() + b"\n"))
+        assert len(msgs) == 1, text[:80]
+        check_envelope(msgs[0])
+        got.append(msgs[0])
+    return got
+
+
 def assert_serving(fz: Fuzzed) -> None:
     d = fz.daemon
     assert d.proc is not None and d.proc.poll() is None, d.stderr[-2000:]
@@ -459,11 +470,8 @@ def test_deep_nesting(fz: Fuzzed, depth: int) -> None:
         f'{{"text":"t","intent":"i","tags":{deep_list}}}}}',
     ]
     CASES["deep_nesting"] += len(lines)
-    for text in lines:
-        msgs = answers(exchange(fz.daemon, text.encode() + b"\n"))
-        assert len(msgs) == 1, text[:80]
-        check_envelope(msgs[0])
-        assert "error" in msgs[0] or isinstance(msgs[0], list)
+    for msg in one_answer_each(fz, lines):
+        assert "error" in msg or isinstance(msg, list)
     assert_serving(fz)
 
 
@@ -483,10 +491,7 @@ def test_huge_numbers(fz: Fuzzed, number: str) -> None:
         f'{{"id":"{item}","type":"score","payload":{{"match_score":{number}}}}}}}',
     ]
     CASES["huge_numbers"] += len(lines)
-    for text in lines:
-        msgs = answers(exchange(fz.daemon, text.encode() + b"\n"))
-        assert len(msgs) == 1, text[:80]
-        check_envelope(msgs[0])
+    one_answer_each(fz, lines)
     assert_serving(fz)
 
 

@@ -127,14 +127,12 @@ class Tx:
         self._steps: dict[str, str | None] = {}
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
-        if self._artifacts or self._events or self._steps:
-            self.flush()
+        self._flush_held()
         self.statements += 1
         return self.conn.execute(sql, params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> sqlite3.Cursor:
-        if self._artifacts or self._events or self._steps:
-            self.flush()
+        self._flush_held()
         self.statements += len(rows)
         return self.conn.executemany(sql, rows)
 
@@ -142,6 +140,10 @@ class Tx:
         """A statement that the rows held back cannot affect: no flush."""
         self.statements += 1
         return self.conn.execute(sql, params)
+
+    def _flush_held(self) -> None:
+        if self._artifacts or self._events or self._steps:
+            self.flush()
 
     def flush(self) -> None:
         """Write the rows held back, in the order they were added (a table at a time)."""
@@ -854,7 +856,7 @@ class Tx:
             "at": failed_at,
         }
         # Named parameters, so through the connection; counted as Tx.execute counts.
-        self.flush()
+        self._flush_held()
         c = self.conn
         self.statements += 1
         total, failed = c.execute(

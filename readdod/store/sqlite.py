@@ -110,7 +110,10 @@ _CANNOT_WRITE = frozenset(
 )
 
 
-def _map_sqlite_error(exc: sqlite3.Error) -> Exception:
+def _store_error(exc: BaseException) -> BaseException:
+    """What a caller is told of ``exc``: a SQLite error as a store error, anything else as is."""
+    if not isinstance(exc, sqlite3.Error):
+        return exc
     text = str(exc)
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
         return StoreBusy("the database is locked by another process; try again in a moment")
@@ -210,11 +213,11 @@ def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
                 for other in batch:
                     other.result = None
                 raise _Retry from exc
-            job.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
+            job.error = _store_error(exc)
             if not conn.in_transaction:
                 # SQLite rolled the whole batch back (disk full, I/O error): nothing committed.
                 for other in batch:
-                    other.error = _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
+                    other.error = _store_error(exc)
                 return None
             conn.execute("ROLLBACK TO unit")
         if savepoints:
@@ -227,7 +230,7 @@ def _run_alone(conn: sqlite3.Connection, job: _Job[Any]) -> tuple[int, bool]:
     """In a worker thread: one long unit in a transaction of its own; (statements, committed)."""
     error = _begin(conn, wait=True)
     if error is not None:
-        job.error = _map_sqlite_error(error) if isinstance(error, sqlite3.Error) else error
+        job.error = _store_error(error)
         return 1, False
     tx = _run_units(conn, [job], savepoints=True)
     if tx is None or job.error is not None:
@@ -237,7 +240,7 @@ def _run_alone(conn: sqlite3.Connection, job: _Job[Any]) -> tuple[int, bool]:
     error, _ = _flush_and_commit(conn, tx)
     if error is not None:
         job.result = None
-        job.error = _map_sqlite_error(error) if isinstance(error, sqlite3.Error) else error
+        job.error = _store_error(error)
         return tx.statements, False
     return tx.statements, True
 
@@ -423,9 +426,7 @@ class Store:
                     try:
                         job.result = await anyio.to_thread.run_sync(job.fn, conn, limiter=limiter)
                     except Exception as exc:
-                        job.error = (
-                            _map_sqlite_error(exc) if isinstance(exc, sqlite3.Error) else exc
-                        )
+                        job.error = _store_error(exc)
                     _wake(job)
                     continue
                 if job.alone:
@@ -478,7 +479,7 @@ class Store:
             if error is not None:
                 for job in batch:
                     # One error object each: raised in many tasks, a shared one chains tracebacks.
-                    job.error = _map_sqlite_error(error)  # type: ignore[arg-type]
+                    job.error = _store_error(error)
                 return 1, False
             try:
                 tx = _run_units(conn, batch, savepoints=savepoints)
@@ -495,7 +496,7 @@ class Store:
                 continue  # a held-back row failed: find its unit with savepoints
             for job in batch:
                 job.result = None
-                job.error = _map_sqlite_error(error) if isinstance(error, sqlite3.Error) else error
+                job.error = _store_error(error)
             return tx.statements, False
         return 0, False  # pragma: no cover - the savepoint attempt always returns
 
@@ -527,7 +528,7 @@ class Store:
             result: T
             result, statements = await _call(self._reader, _read, fn)
         except sqlite3.Error as exc:
-            raise _map_sqlite_error(exc) from exc
+            raise _store_error(exc) from exc
         self.reads += 1
         self.read_statements += statements
         return result
