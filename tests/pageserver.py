@@ -212,6 +212,18 @@ ARTICLE_TEXT = (
 )
 
 
+def add_hostile_pages(srv: PageServer) -> None:
+    """Pages that fight the fetcher: a reset, a head or body that never comes, an
+    endless body, a 16 MiB gzip bomb, a redirect loop."""
+    srv.route("/reset", lambda ex: ex.reset())
+    srv.route("/slow-head", lambda ex: None if ex.wait(5) else ex.send(ARTICLE))
+    srv.route("/slow-body", drip_body)
+    srv.route("/endless", endless_body)
+    srv.page("/bomb", gzip_bomb(16 << 20), headers={"Content-Encoding": "gzip"})
+    srv.redirect("/loop-a", "/loop-b")
+    srv.redirect("/loop-b", "/loop-a")
+
+
 def fast_fetch(**overrides: Any) -> dict[str, Any]:
     """A daemon's ``[fetch]`` section for these servers: loopback allowed, short timeouts
     and retries, small limits that the size and redirect cases can reach."""

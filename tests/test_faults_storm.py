@@ -27,10 +27,8 @@ from tests.invariants import check
 from tests.pageserver import (
     ARTICLE,
     PageServer,
-    drip_body,
-    endless_body,
+    add_hostile_pages,
     fast_fetch,
-    gzip_bomb,
     serve,
 )
 
@@ -56,13 +54,7 @@ class Case:
 
 def _cases(srv: PageServer) -> list[Case]:
     srv.page("/article", ARTICLE)
-    srv.route("/reset", lambda ex: ex.reset())
-    srv.route("/slow-head", lambda ex: None if ex.wait(5) else ex.send(ARTICLE))
-    srv.route("/slow-body", drip_body)
-    srv.route("/endless", endless_body)
-    srv.page("/bomb", gzip_bomb(16 << 20), headers={"Content-Encoding": "gzip"})
-    srv.redirect("/loop-a", "/loop-b")
-    srv.redirect("/loop-b", "/loop-a")
+    add_hostile_pages(srv)
     srv.page("/error", "<p>oops</p>", status=500)
     fetch_failed = "EXTRACTION_FETCH_FAILED"
     pages = [

@@ -21,11 +21,9 @@ from tests.pageserver import (
     ARTICLE_TEXT,
     ENCODED,
     PageServer,
-    drip_body,
+    add_hostile_pages,
     encoded_page,
-    endless_body,
     fast_fetch,
-    gzip_bomb,
     serve,
 )
 
@@ -55,13 +53,7 @@ def _site(srv: PageServer) -> list[Case]:
     srv.page("/gone", "<p>gone</p>", status=410)
     srv.page("/error", "<p>oops</p>", status=500)
     srv.page("/limited", "<p>slow down</p>", status=429, headers={"Retry-After": "0"})
-    srv.route("/slow-head", lambda ex: None if ex.wait(5) else ex.send(ARTICLE))
-    srv.route("/slow-body", drip_body)
-    srv.route("/endless", endless_body)
-    srv.page("/bomb", gzip_bomb(16 << 20), headers={"Content-Encoding": "gzip"})
-    srv.redirect("/loop-a", "/loop-b")
-    srv.redirect("/loop-b", "/loop-a")
-    srv.route("/reset", lambda ex: ex.reset())
+    add_hostile_pages(srv)
     srv.page("/untyped", ARTICLE, content_type=None)
     srv.page("/photo", b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, content_type="image/png")
     srv.page("/liar", b"%PDF-1.7\x00\x00", content_type="text/html")
