@@ -110,12 +110,22 @@ _CANNOT_WRITE = frozenset(
 )
 
 
+def _is_busy(exc: BaseException) -> bool:
+    """Whether another connection holds a lock ``exc`` needed."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    text = str(exc)
+    return getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or (
+        "locked" in text or "busy" in text
+    )
+
+
 def _store_error(exc: BaseException) -> BaseException:
     """What a caller is told of ``exc``: a SQLite error as a store error, anything else as is."""
     if not isinstance(exc, sqlite3.Error):
         return exc
     text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+    if _is_busy(exc):
         return StoreBusy("the database is locked by another process; try again in a moment")
     if getattr(exc, "sqlite_errorname", None) in _CANNOT_WRITE:
         return StoreWriteFailed(
@@ -155,12 +165,6 @@ def _begin(conn: sqlite3.Connection, *, wait: bool) -> BaseException | None:
     except sqlite3.Error as exc:
         return exc
     return None
-
-
-def _is_busy(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and getattr(
-        exc, "sqlite_errorname", ""
-    ).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
 
 
 class _Retry(Exception):
