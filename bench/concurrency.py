@@ -107,6 +107,10 @@ def main() -> None:
     ap.add_argument("--delay-ms", type=int, default=1000, help="ai.fixed_delay_ms")
     ap.add_argument("--batch-size", type=int, default=None, help="default: min(C, 1000)")
     args = ap.parse_args()
+    if args.waves < 2:
+        ap.error("--waves must be 2 or more: the steady state is measured between two waves")
+    if min(args.levels) < 2:
+        ap.error("--levels must be 2 or more items in flight")
     runs = []
     for c in args.levels:
         run = _level(c, args.waves, args.delay_ms, args.batch_size)
