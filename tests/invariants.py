@@ -31,6 +31,9 @@ The promises (DESIGN §2-§4):
 - the event log explains every item's status: replaying its status events
   from the capture, each allowed by :mod:`readdod.states`, ends in the
   status the item has; an export it says shipped an item is recorded;
+- the full-text index holds, for every item and nothing else, its title,
+  url and intent and the text of the extraction a person sees (their edit
+  first, else the newest version), as a rebuild from the tables would;
 - optionally, the crash-loop limit (``max_orphanings``).
 """
 
@@ -93,6 +96,7 @@ def check(
             " WHERE item_id IS NOT NULL ORDER BY seq"
         ).fetchall()
         exports = conn.execute("SELECT * FROM exports ORDER BY created_at").fetchall()
+        search = _search_index(conn)
     finally:
         conn.close()
 
@@ -103,10 +107,40 @@ def check(
     out += _artifact_sets(items, runs, arts)
     out += _events(items, events)
     out += _shipped_exports(events, exports)
+    out += search
     if max_orphanings is not None:
         out += _orphan_limit(events, max_orphanings)
     if export_dir is not None:
         out += _exports(items, exports, Path(export_dir))
+    return out
+
+
+def _search_index(conn: sqlite3.Connection) -> list[str]:
+    """Rows of the full-text index that differ from a rebuild from the tables."""
+    indexed = {
+        r[0]: tuple(r[1:])
+        for r in conn.execute("SELECT rowid, title, url, intent, body FROM items_fts")
+    }
+    expected = {
+        r[0]: (r[1], tuple(r[2:]))
+        for r in conn.execute(
+            "SELECT i.rowid, i.id, coalesce(i.title, ''), coalesce(i.url, ''), i.intent_text,"
+            " coalesce((SELECT json_extract(a.payload, '$.text') FROM artifacts a"
+            "           WHERE a.item_id = i.id AND a.artifact_type = 'extraction'"
+            "           ORDER BY a.created_by = 'user' DESC, a.version DESC LIMIT 1), '')"
+            " FROM items i"
+        )
+    }
+    out = [
+        f"item {iid}: the search index holds {indexed.get(rowid)!r}, not {want!r}"
+        for rowid, (iid, want) in expected.items()
+        if indexed.get(rowid) != want
+    ]
+    out += [
+        f"the search index holds row {rowid} of no item: {row!r}"
+        for rowid, row in indexed.items()
+        if rowid not in expected
+    ]
     return out
 
 

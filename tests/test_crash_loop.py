@@ -232,6 +232,7 @@ def test_a_regenerate_may_reuse_the_extraction_but_needs_one(hand: Hand) -> None
     hand.conn.execute("UPDATE items SET current_run_id = 'R3' WHERE id = 'I1'")
     assert hand.check() == []
     hand.conn.execute("DELETE FROM artifacts WHERE item_id = 'I1' AND artifact_type = 'extraction'")
+    hand.conn.execute("UPDATE items_fts SET body = '' WHERE rowid = 1")  # indexed as it now is
     one(hand.check(), "I1", "no extraction and none to reuse")
 
 
@@ -243,6 +244,14 @@ def test_a_step_committed_twice_for_one_run(hand: Hand) -> None:
         "UPDATE artifacts SET meta = '{\"run_id\": \"R9\"}' WHERE item_id = 'I1' AND version = 2"
     )
     assert any("says run R9" in v for v in hand.check())
+
+
+def test_a_search_index_out_of_step(hand: Hand) -> None:
+    hand.conn.execute("UPDATE items_fts SET body = 'stale' WHERE rowid = 1")
+    one(hand.check(), "I1", "search index holds", "stale")
+    hand.conn.execute("DROP TRIGGER items_fts_delete")  # the store's guard, gone
+    hand.conn.execute("DELETE FROM items WHERE id = 'I1'")
+    assert any("row 1 of no item" in v for v in hand.check())
 
 
 def test_exports_that_do_not_match_the_disk(hand: Hand) -> None:
