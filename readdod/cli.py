@@ -214,18 +214,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config=str(path) if path else None,
         overrides=overrides,
     )
-    anyio.run(daemon.serve, cfg, backend="asyncio", backend_options=_loop_options())
+    anyio.run(daemon.serve, cfg, backend="asyncio")
     return EXIT_OK
-
-
-def _loop_options() -> dict[str, Any]:
-    """uvloop when it is installed: its loop runs readdod's many small callbacks and
-    futures for less CPU than the stock one (``bench.throughput``: about a tenth more)."""
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return {}
-    return {"use_uvloop": True}
 
 
 def cmd_capture(args: argparse.Namespace, client: Client) -> int:
