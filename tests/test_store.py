@@ -285,8 +285,8 @@ async def test_queries_by_status_use_an_index_and_busy_states_leave_the_status_i
 async def test_a_held_back_row_that_fails_when_written_fails_only_its_own_unit(
     tmp_path: Path,
 ) -> None:
-    """The rows are written in a worker thread after all units ran: a constraint that
-    fails there must still be traced back to the one unit that added the row."""
+    """The rows are written after all units ran: a constraint that fails there must
+    still be traced back to the one unit that added the row."""
     from readdod.errors import InternalError
 
     async with Store.open(tmp_path / "w.db") as store:

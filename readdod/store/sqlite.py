@@ -7,12 +7,12 @@ writer task: whatever is waiting when it wakes runs as one transaction,
 caller's ``await store.write(...)`` returns only after its commit, so an
 acknowledged request is durable.
 
-The units run on the event loop itself and only ``BEGIN`` (which may wait
-for a lock) and ``COMMIT`` (which waits for the disk) go to a worker
-thread. A writer thread running the units would have to win the GIL back
-from the busy loop after every statement; measured, those waits cost three
-times the statements themselves. While a commit syncs, the loop goes on
-running actors, which queue the next batch.
+The units, and the rows they held back, are written on the event loop
+itself; only ``BEGIN`` when it must wait for a lock and ``COMMIT`` (which
+waits for the disk) go to a worker thread. A thread writing rows would have
+to win the GIL back from the busy loop after every statement; measured,
+those waits cost more than the statements themselves. While a commit
+syncs, the loop goes on with whatever else is ready.
 
 Reads go through aiosqlite's thread, a whole read function per hop via its
 private ``_execute`` (the one place readdod reaches past aiosqlite's public
@@ -171,17 +171,12 @@ class _Retry(Exception):
     """A unit failed in a batch run without savepoints: run it again with them."""
 
 
-def _flush_and_commit(conn: sqlite3.Connection, tx: Tx) -> tuple[BaseException | None, bool]:
-    """In a worker thread: the held-back rows, then the fsync; (error, while flushing).
+def _commit(conn: sqlite3.Connection) -> BaseException | None:
+    """In a worker thread: COMMIT, the fsync that makes a batch durable; its error, if any.
 
-    The rows held back are written by a few long set-based statements
-    (full-text indexing among them) that run here, beside the loop, instead
-    of on it. Any error rolls the transaction back.
+    Any error rolls the transaction back.
     """
-    flushing = True
     try:
-        tx.flush()
-        flushing = False
         conn.execute("COMMIT")
     except Exception as exc:
         if conn.in_transaction:
@@ -189,12 +184,12 @@ def _flush_and_commit(conn: sqlite3.Connection, tx: Tx) -> tuple[BaseException |
                 conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
-        return exc, flushing
-    return None, False
+        return exc
+    return None
 
 
 def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> Tx | None:
-    """The batch's units inside the open transaction; the Tx that holds their last rows.
+    """The batch's units inside the open transaction, then the rows they held back.
 
     Without savepoints, a failing unit rolls the transaction back and raises
     :class:`_Retry`. With them, only that unit's writes are undone; None when
@@ -207,11 +202,12 @@ def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
             conn.execute("SAVEPOINT unit")
         try:
             job.result = job.fn(tx)
-            if savepoints:
+            if savepoints or job is batch[-1]:
                 tx.flush()
         except Exception as exc:
             tx.discard()
             if not savepoints:
+                # A unit, or a row held back by any unit, failed: find which with savepoints.
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 for other in batch:
@@ -241,7 +237,7 @@ def _run_alone(conn: sqlite3.Connection, job: _Job[Any]) -> tuple[int, bool]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         return 0, False
-    error, _ = _flush_and_commit(conn, tx)
+    error = _commit(conn)
     if error is not None:
         job.result = None
         job.error = _store_error(error)
@@ -410,10 +406,9 @@ class Store:
     async def _write_loop(self) -> None:
         """Take whatever work is waiting, commit it as one batch, repeat.
 
-        The units run here, on the event loop, and only BEGIN and COMMIT go
-        to a worker thread: a writer thread would have to win the GIL back
-        from the busy loop after every statement, and that wait cost more
-        than the statements.
+        The units and their held-back rows run here, on the event loop, and
+        only a waiting BEGIN and the COMMIT go to a worker thread (see the
+        module's docstring).
         """
         conn = self._writer
         limiter = anyio.CapacityLimiter(1)
@@ -491,13 +486,9 @@ class Store:
                 continue
             if tx is None:
                 return 0, False
-            error, flushing = await anyio.to_thread.run_sync(
-                _flush_and_commit, conn, tx, limiter=limiter
-            )
+            error = await anyio.to_thread.run_sync(_commit, conn, limiter=limiter)
             if error is None:
                 return tx.statements, True
-            if flushing and not savepoints:
-                continue  # a held-back row failed: find its unit with savepoints
             for job in batch:
                 job.result = None
                 job.error = _store_error(error)
