@@ -202,7 +202,7 @@ def _toml_value(value: Any) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from readdod import daemon
+    from readdod import collector, daemon
     from readdod import logging as rlog
 
     cfg, path, overrides = config.load_with_overrides(args.config)
@@ -214,6 +214,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config=str(path) if path else None,
         overrides=overrides,
     )
+    collector.tune()
     anyio.run(daemon.serve, cfg, backend="asyncio")
     return EXIT_OK
 
@@ -695,6 +696,10 @@ def cmd_stats(args: argparse.Namespace, client: Client) -> int:
             f" {store['statements']} statements; {store['reads']} reads"
             f" ({store['read_statements']} statements) since the daemon started"
         )
+    if gc := res.get("collector"):
+        runs = ", ".join(str(n) for n in gc["collections"])
+        limits = ", ".join(str(n) for n in gc["thresholds"])
+        print(f"garbage collections: {runs} (youngest first; thresholds {limits})")
     return EXIT_OK
 
 

@@ -11,6 +11,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from readdod.collector import Collector
 from readdod.config import DaemonConfig
 from readdod.store.rows import StoreCounters
 
@@ -207,6 +208,8 @@ class Stats(msgspec.Struct, kw_only=True):
     tokens: Tokens
     #: The store's work since the daemon started; None outside a daemon.
     store: StoreCounters | None = None
+    #: The garbage collector's settings and collections so far.
+    collector: Collector | None = None
 
 
 def percentile(values: list[float], q: float) -> float:

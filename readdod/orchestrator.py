@@ -18,8 +18,8 @@ from typing import Annotated, Any, Final, Protocol, TypeVar
 import anyio
 import msgspec
 
+from readdod import collector, faults, ids, retry_policy, rubric, states, urls
 from readdod import export as exporting
-from readdod import faults, ids, retry_policy, rubric, states, urls
 from readdod import health as hc
 from readdod.backup import BackupResult, backup_database
 from readdod.clock import Clock, iso
@@ -1146,6 +1146,7 @@ class Orchestrator:
 
         stats = await self.store.read(read)
         stats.store = self.store.counters()
+        stats.collector = collector.counters()
         return stats
 
     async def prune(

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from readdod import collector
 from readdod.clock import ManualClock
 from readdod.config import DaemonConfig
 from readdod.errors import StepError
@@ -248,9 +249,13 @@ def test_health_exit_codes_and_stats_from_the_cli(tmp_path: Path, page_server: s
         assert 0 < store["transactions"] <= store["units"] < store["statements"]
         again = json.loads(_cli(d, "stats", "--json").stdout)["store"]
         assert again["reads"] > store["reads"]  # the first `stats` read the store
+        # The daemon's own collector settings (readdod/collector.py), not CPython's defaults.
+        gc = got["collector"]
+        assert gc["thresholds"] == list(collector.THRESHOLDS) != [700, 10, 10]
+        assert len(gc["collections"]) == 3 and gc["frozen"] > 1000
         human = _cli(d, "stats")
         assert human.returncode == 0 and "items: 2" in human.stdout
-        assert "store:" in human.stdout
+        assert "store:" in human.stdout and "garbage collections:" in human.stdout
         assert d.stop() == 0
     finally:
         d.close()
