@@ -17,7 +17,7 @@ the ``fixed`` engine with no delay, so what is measured is readdod itself.
    run's items/s is listed.
 3. Floor: plain sqlite3 (WAL, synchronous=FULL, the daemon's own schema and
    triggers) writing the same rows a processed item gets in the daemon's
-   database of the median run (the claim, per step the artifact, the item
+   database of the median run (the claim, per step the item, the artifact
    and run updates and the step event, then READY), read back from that
    database: once with one
    transaction per item (the baseline: ratio = ours / this) and once with
@@ -137,15 +137,17 @@ def _item_writes(rp: _Replay, it: dict[str, Any]) -> list[list[tuple[str, tuple[
         nxt = STEPS[i + 1] if i + 1 < len(STEPS) else "gate"
         groups.append(
             [
-                (
-                    "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
-                    " payload, meta, created_at) VALUES (?, ?, 1, 'system', ?, ?, ?, ?)",
-                    (iid, step, rid, art["payload"], art["meta"], now),
-                ),
+                # The daemon's order: the item (a title, a score) first, then the
+                # artifact, whose trigger indexes the title with the extracted text.
                 (
                     f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
                     " AND lease_owner = ? AND current_run_id = ?",
                     (*fields.values(), iid, run["worker_id"], rid),
+                ),
+                (
+                    "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
+                    " payload, meta, created_at) VALUES (?, ?, 1, 'system', ?, ?, ?, ?)",
+                    (iid, step, rid, art["payload"], art["meta"], now),
                 ),
                 ("UPDATE runs SET current_step = ? WHERE run_id = ?", (nxt, rid)),
                 (ev, (now, iid, rid, "step", None, None, "system", step_events[i]["detail"])),
