@@ -121,7 +121,8 @@ class Tx:
         #: Statement executions through this Tx (an executemany counts each row).
         self.statements = 0
         self._artifacts: list[tuple[str, str, int, str, str, str, int, str]] = []
-        self._artifact_items: set[str] = set()
+        #: The held artifact rows of each item, so that reading one item's is not a scan.
+        self._artifact_items: dict[str, list[tuple[str, str, int, str, str, str, int, str]]] = {}
         self._events: list[tuple[Any, ...]] = []
         self._steps: dict[str, str | None] = {}
 
@@ -478,8 +479,6 @@ class Tx:
         return found
 
     def _held_artifacts(self, item_id: str) -> list[ArtifactRow]:
-        if item_id not in self._artifact_items:
-            return []
         return [
             ArtifactRow(
                 item_id=row[0],
@@ -491,8 +490,7 @@ class Tx:
                 created_at=row[6],
                 created_by=row[7],
             )
-            for row in self._artifacts
-            if row[0] == item_id
+            for row in self._artifact_items.get(item_id, ())
         ]
 
     def step_slot(
@@ -527,10 +525,9 @@ class Tx:
         now: int,
     ) -> None:
         """Add a system artifact at the version :meth:`step_slot` found for it (held back)."""
-        self._artifacts.append(
-            (item_id, artifact_type, version, run_id, payload, meta, now, "system")
-        )
-        self._artifact_items.add(item_id)
+        row = (item_id, artifact_type, version, run_id, payload, meta, now, "system")
+        self._artifacts.append(row)
+        self._artifact_items.setdefault(item_id, []).append(row)
 
     def latest_artifact(self, item_id: str, artifact_type: str) -> ArtifactRow | None:
         """The newest version, a user's edit winning over any system version."""
