@@ -696,9 +696,9 @@ def cmd_stats(args: argparse.Namespace, client: Client) -> int:
             f" {store['statements']} statements; {store['reads']} reads"
             f" ({store['read_statements']} statements) since the daemon started"
         )
-    if gc := res.get("collector"):
-        runs = ", ".join(str(n) for n in gc["collections"])
-        limits = ", ".join(str(n) for n in gc["thresholds"])
+    if coll := res.get("collector"):
+        runs = ", ".join(str(n) for n in coll["collections"])
+        limits = ", ".join(str(n) for n in coll["thresholds"])
         print(f"garbage collections: {runs} (youngest first; thresholds {limits})")
     return EXIT_OK
 

@@ -40,7 +40,8 @@ class Collector(msgspec.Struct, kw_only=True):
 
 
 def tune() -> None:
-    """Set the daemon's thresholds; call once, after start-up, before serving."""
+    """Set the daemon's thresholds; call once, when the process is set up (modules
+    imported, configuration read) and before the daemon starts."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*THRESHOLDS)

@@ -109,11 +109,12 @@ class Tx:
 
     Appends on the hot path (step artifacts, events, a run's current step)
     are held back and written by one set-based statement per table
-    (:meth:`flush`), not one per row: a batch's 256 artifacts cost one
-    trip into SQLite instead of 256. Every other statement flushes first, so whatever a unit reads
-    sees all that was written before it, in order; the few reads on the hot
-    path that are scoped to one item or run flush only when that item or
-    run has rows held back (or, for artifacts, see them without a flush).
+    (:meth:`flush`), not one per row: a batch's 256 artifacts cost one trip
+    into SQLite instead of 256. Every other statement flushes first, so
+    whatever a unit reads sees all that was written before it, in order;
+    the few reads on the hot path that are scoped to one item or run flush
+    only when that item or run has rows held back (or, for artifacts, see
+    them without a flush).
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
