@@ -66,13 +66,9 @@ def _json_rows(rows: Sequence[Sequence[Any]]) -> str:
     return _JSON.encode(rows).decode()
 
 
-def _from_json(table: str, columns: Sequence[str]) -> tuple[str, str]:
-    """One row's INSERT, and the same for a JSON array of rows (one statement for all)."""
+def _insert(table: str, columns: Sequence[str]) -> str:
     cols = ", ".join(columns)
-    one = f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' for _ in columns)})"
-    picks = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
-    many = f"INSERT INTO {table} ({cols}) SELECT {picks} FROM json_each(?) ORDER BY key"
-    return one, many
+    return f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' for _ in columns)})"
 
 
 _JSON = msgspec.json.Encoder()
@@ -86,8 +82,8 @@ _ARTIFACT_FIELDS = (
     "created_at",
     "created_by",
 )
-_ARTIFACT_INSERT = _from_json("artifacts", _ARTIFACT_FIELDS)
-_EVENT_INSERT = _from_json(
+_ARTIFACT_INSERT = _insert("artifacts", _ARTIFACT_FIELDS)
+_EVENT_INSERT = _insert(
     "events",
     ("at", "item_id", "run_id", "kind", "from_status", "to_status", "trigger", "detail"),
 )
@@ -108,9 +104,9 @@ class Tx:
     """Named queries over one connection, inside the store's transaction.
 
     Appends on the hot path (step artifacts, events, a run's current step)
-    are held back and written by one set-based statement per table
-    (:meth:`flush`), not one per row: a batch's 256 artifacts cost one trip
-    into SQLite instead of 256. Every other statement flushes first, so
+    are held back and written a table at a time (:meth:`flush`): a batch's
+    256 artifacts cost one trip into SQLite (an executemany) instead of
+    256. Every other statement flushes first, so
     whatever a unit reads sees all that was written before it, in order;
     the few reads on the hot path that are scoped to one item or run flush
     only when that item or run has rows held back (or, for artifacts, see
@@ -167,12 +163,11 @@ class Tx:
         self._events.clear()
         self._steps.clear()
 
-    def _insert_rows(self, sql: tuple[str, str], rows: Sequence[Sequence[Any]]) -> None:
-        self.statements += 1
-        if len(rows) == 1:
-            self.conn.execute(sql[0], rows[0])
-        else:
-            self.conn.execute(sql[1], (_json_rows(rows),))
+    def _insert_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        # executemany, not one INSERT … SELECT FROM json_each: SQLite parsing the rows
+        # back out of JSON (payloads of a few KB) cost more than binding them.
+        self.statements += len(rows)
+        self.conn.executemany(sql, rows)
 
     # --- items -------------------------------------------------------------
 

@@ -14,6 +14,15 @@ to win the GIL back from the busy loop after every statement; measured,
 those waits cost more than the statements themselves. While a commit
 syncs, the loop goes on with whatever else is ready.
 
+With ``synchronous = FULL`` (the default) on a WAL database, the writer
+runs SQLite at ``NORMAL`` and syncs the write-ahead log itself, in a thread
+of its own, after each COMMIT; the batch's callers are answered only once
+that sync is done, so every acknowledged write is on disk as with ``FULL``,
+but the next batch is written while the disk syncs the last. ``NORMAL``
+still syncs around checkpoints, so a power loss cannot corrupt the file;
+it can only lose batches nobody was told about. One window differs: a read
+may see a batch a moment before it is on disk.
+
 Reads go through aiosqlite's thread, a whole read function per hop via its
 private ``_execute`` (the one place readdod reaches past aiosqlite's public
 API), on one snapshot.
@@ -26,6 +35,7 @@ status and lease) so a late commit is harmless.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -188,6 +198,18 @@ def _commit(conn: sqlite3.Connection) -> BaseException | None:
     return None
 
 
+def _sync_file(path: Path) -> None:
+    """In a worker thread: fsync ``path`` (the write-ahead log), whoever wrote it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return  # no log: SQLite checkpointed and removed it, syncing the database file
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> Tx | None:
     """The batch's units inside the open transaction, then the rows they held back.
 
@@ -224,6 +246,32 @@ def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
             conn.execute("RELEASE unit")
     tx.statements += 2 + (2 * len(batch) if savepoints else 0)
     return tx
+
+
+def _write_batch(conn: sqlite3.Connection, batch: list[_Job[Any]]) -> tuple[int, bool]:
+    """In a worker thread: what :meth:`Store._commit_batch` does, start to COMMIT."""
+    for savepoints in (False, True):
+        error = _begin(conn, wait=False)
+        if error is not None and _is_busy(error):
+            error = _begin(conn, wait=True)
+        if error is not None:
+            for job in batch:
+                job.error = _store_error(error)
+            return 1, False
+        try:
+            tx = _run_units(conn, batch, savepoints=savepoints)
+        except _Retry:
+            continue
+        if tx is None:
+            return 0, False
+        error = _commit(conn)
+        if error is None:
+            return tx.statements, True
+        for job in batch:
+            job.result = None
+            job.error = _store_error(error)
+        return tx.statements, False
+    return 0, False  # pragma: no cover - the savepoint attempt always returns
 
 
 def _run_alone(conn: sqlite3.Connection, job: _Job[Any]) -> tuple[int, bool]:
@@ -333,8 +381,9 @@ async def _connect_reader(path: Path, synchronous: str) -> aiosqlite.Connection:
     return conn
 
 
-def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
-    """The writing connection; used by one thread at a time (the loop, or a commit's worker)."""
+def _open_writer(path: Path, synchronous: str) -> tuple[sqlite3.Connection, Path | None]:
+    """The writing connection, used by one thread at a time (the loop, or a commit's
+    worker); and the log file the store syncs itself, if it does (see the module's doc)."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         for pragma in _pragmas(synchronous, readonly=False):
@@ -342,10 +391,15 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
         _migrate(conn)
         _ensure_incremental_vacuum(conn)
         conn.execute("PRAGMA busy_timeout = 0")  # see _begin
+        wal = None
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if synchronous == "FULL" and str(mode).lower() == "wal":
+            conn.execute("PRAGMA synchronous = NORMAL")
+            wal = path.with_name(path.name + "-wal")
     except BaseException:
         conn.close()
         raise
-    return conn
+    return conn, wal
 
 
 class Store:
@@ -356,6 +410,9 @@ class Store:
         path: Path,
         reader: aiosqlite.Connection,
         writer: sqlite3.Connection,
+        wal: Path | None = None,
+        *,
+        units_in_thread: bool = False,
     ) -> None:
         self.path = path
         self._reader = reader
@@ -363,6 +420,14 @@ class Store:
         self._jobs: deque[_Job[Any]] = deque()
         self._wake = anyio.Event()
         self._closed = False
+        #: The write-ahead log this store syncs itself; None: SQLite syncs at COMMIT.
+        self._wal = wal
+        #: Jobs whose batch is written, waiting for the sync that makes it durable.
+        self._unsynced: list[_Job[Any]] = []
+        self._sync_wake = anyio.Event()
+        self._writing = True
+        #: Run whole batches in a worker thread, leaving the event loop free (see open).
+        self._units_in_thread = units_in_thread
         #: Cumulative counters since open, for ``stats`` and the benchmarks.
         self.commits = 0
         self.units = 0
@@ -372,7 +437,17 @@ class Store:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, path: Path, *, synchronous: str = "FULL") -> AsyncIterator[Store]:
+    async def open(
+        cls, path: Path, *, synchronous: str = "FULL", units_in_thread: bool = False
+    ) -> AsyncIterator[Store]:
+        """Open (and migrate) the database for the life of the block.
+
+        ``units_in_thread``: write whole batches, units and all, in a worker
+        thread. Right where little else runs on the event loop (the store
+        process): the loop then answers calls and hands out synced results
+        while a batch is written. Wrong on a busy loop, where the thread would
+        wait for the GIL after every statement.
+        """
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise ConfigError(
                 f"SQLite {sqlite3.sqlite_version} is too old; readdod needs 3.35 or newer"
@@ -383,16 +458,18 @@ class Store:
                 " `list --query` needs; use a Python whose sqlite3 module includes it"
             )
         path.parent.mkdir(parents=True, exist_ok=True)
-        writer = await anyio.to_thread.run_sync(_open_writer, path, synchronous)
+        writer, wal = await anyio.to_thread.run_sync(_open_writer, path, synchronous)
         try:
             reader = await _connect_reader(path, synchronous)
         except BaseException:
             writer.close()
             raise
-        store = cls(path, reader, writer)
+        store = cls(path, reader, writer, wal, units_in_thread=units_in_thread)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(store._write_loop)
+                if wal is not None:
+                    tg.start_soon(store._sync_loop, wal)
                 try:
                     yield store
                 finally:
@@ -410,6 +487,13 @@ class Store:
         only a waiting BEGIN and the COMMIT go to a worker thread (see the
         module's docstring).
         """
+        try:
+            await self._write_batches()
+        finally:
+            self._writing = False
+            self._sync_wake.set()
+
+    async def _write_batches(self) -> None:
         conn = self._writer
         limiter = anyio.CapacityLimiter(1)
         while True:
@@ -426,14 +510,14 @@ class Store:
                         job.result = await anyio.to_thread.run_sync(job.fn, conn, limiter=limiter)
                     except Exception as exc:
                         job.error = _store_error(exc)
-                    _wake(job)
+                    self._done([job])
                     continue
                 if job.alone:
                     statements, committed = await anyio.to_thread.run_sync(
                         _run_alone, conn, job, limiter=limiter
                     )
                     self._count(statements, committed, 1)
-                    _wake(job)
+                    self._done([job])
                     continue
                 batch = [job]
                 while (
@@ -449,8 +533,46 @@ class Store:
                     for j in batch:
                         j.error = InternalError(f"the database writer failed: {exc!r}")
                 self._count(statements, committed, len(batch))
-                for j in batch:
-                    _wake(j)
+                self._done(batch)
+
+    def _done(self, jobs: list[_Job[Any]]) -> None:
+        """Answer ``jobs`` now, or once the log is synced when the store syncs it."""
+        if self._wal is None:
+            for job in jobs:
+                _wake(job)
+            return
+        self._unsynced.extend(jobs)
+        self._sync_wake.set()
+
+    async def _sync_loop(self, wal: Path) -> None:
+        """Sync the log after each written batch (those written meanwhile share the next sync).
+
+        A failed sync stops the store: what was written may not be on disk,
+        and nobody is told it is.
+        """
+        limiter = anyio.CapacityLimiter(1)
+        while True:
+            if not self._unsynced:
+                if not self._writing:
+                    return
+                self._sync_wake = anyio.Event()
+                await self._sync_wake.wait()
+                continue
+            jobs, self._unsynced = self._unsynced, []
+            with anyio.CancelScope(shield=True):
+                try:
+                    await anyio.to_thread.run_sync(_sync_file, wal, limiter=limiter)
+                except OSError as exc:
+                    for job in jobs:
+                        job.result = None
+                        job.error = StoreWriteFailed(
+                            f"the database's log could not be synced to disk ({exc}); readdod"
+                            " stops rather than answer for writes that may be lost"
+                        )
+                        _wake(job)
+                    raise StoreWriteFailed(f"syncing {wal} failed: {exc}") from exc
+            for job in jobs:
+                _wake(job)
 
     def _count(self, statements: int, committed: bool, units: int) -> None:
         self.statements += statements
@@ -469,6 +591,8 @@ class Store:
         lose their writes. Units are functions of the database alone, so running
         one twice is safe.
         """
+        if self._units_in_thread:
+            return await anyio.to_thread.run_sync(_write_batch, conn, batch, limiter=limiter)
         for savepoints in (False, True):
             error = _begin(conn, wait=False)
             if error is not None and _is_busy(error):
@@ -495,11 +619,20 @@ class Store:
             return tx.statements, False
         return 0, False  # pragma: no cover - the savepoint attempt always returns
 
-    async def _submit(self, job: _Job[T]) -> T:
+    def submit(self, fn: Callable[[Tx], T]) -> _Job[T]:
+        """Queue a unit of work without waiting: its ``done`` future resolves after its batch."""
+        job = _Job(fn)
+        self._queue(job)
+        return job
+
+    def _queue(self, job: _Job[T]) -> None:
         if self._closed:
             raise StoreClosed("readdod is shutting down; try again when it is back")
         self._jobs.append(job)
         self._wake.set()
+
+    async def _submit(self, job: _Job[T]) -> T:
+        self._queue(job)
         await job.done
         if job.error is not None:
             raise job.error
