@@ -8,7 +8,6 @@ import json
 import os
 import sys
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +202,7 @@ def _toml_value(value: Any) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from readdod import collector, daemon, store_process
+    from readdod import collector, daemon
     from readdod import logging as rlog
 
     cfg, path, overrides = config.load_with_overrides(args.config)
@@ -216,8 +215,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         overrides=overrides,
     )
     collector.tune()
-    child = store_process.fork(cfg) if cfg.daemon.store_process else None
-    anyio.run(partial(daemon.serve, cfg, store_process=child), backend="asyncio")
+    anyio.run(daemon.serve, cfg, backend="asyncio")
     return EXIT_OK
 
 

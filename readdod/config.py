@@ -37,8 +37,6 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     lease_ttl_s: Seconds = 30.0
     claim_interval_s: Seconds = 5.0
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
-    #: Run the orchestrator and its database writes in a second process (a second core).
-    store_process: bool = True
     # Health thresholds (Cecelia §7): degraded from the first limit, unhealthy past the second.
     health_success_rate_degraded: Ratio = 0.95
     health_success_rate_unhealthy: Ratio = 0.80

@@ -25,12 +25,12 @@ from readdod.control.security import prepare_socket_dir, secure_socket_file
 from readdod.control.server import ControlServer
 from readdod.engines import make_engine
 from readdod.errors import ConfigError, InstanceLocked
+from readdod.export.writer import Exporter
 from readdod.extraction.fetch import make_client
 from readdod.logging import get_logger
 from readdod.orchestrator import Orchestrator
 from readdod.pipeline import Pipeline
 from readdod.store import Store
-from readdod.store_process import RemoteOrchestrator, StoreProcess
 from readdod.supervisor import Supervisor, worker_id
 
 log = get_logger("readdod.daemon")
@@ -91,33 +91,12 @@ def _activated_socket(fd: int) -> socket.socket:
     return sock
 
 
-@contextlib.asynccontextmanager
-async def _orchestrator(
-    cfg: Config, db: Path, clock: Clock, store_process: StoreProcess | None
-) -> AsyncIterator[Orchestrator]:
-    if store_process is not None:
-        async with RemoteOrchestrator.open(
-            store_process, db, clock, auto_process=cfg.daemon.auto_process
-        ) as remote:
-            yield remote
-        return
-    async with Store.open(db, synchronous=cfg.daemon.synchronous) as store:
-        yield Orchestrator.from_config(cfg, store, clock)
-
-
 async def serve(
     cfg: Config,
     *,
     clock: Clock | None = None,
-    store_process: StoreProcess | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the daemon until a signal stops it.
-
-    ``store_process``: the child :func:`readdod.store_process.fork` started
-    before the event loop; the database and the orchestrator's work are then
-    its, and this process keeps the actors, the socket and the logs.
-    """
     clock = clock or SystemClock()
     data = config.data_dir(cfg)
     data.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -133,7 +112,20 @@ async def serve(
             if activated is None:
                 prepare_socket_dir(sock_path.parent, cfg.control.group)
                 _claim_socket_path(sock_path)
-            async with _orchestrator(cfg, db, clock, store_process) as orch:
+            async with Store.open(db, synchronous=cfg.daemon.synchronous) as store:
+                orch = Orchestrator(
+                    store,
+                    clock,
+                    auto_process=cfg.daemon.auto_process,
+                    max_orphanings=cfg.daemon.max_orphanings,
+                    retry=cfg.retry,
+                    skip_below=cfg.daemon.skip_below,
+                    exporter=Exporter(
+                        config.export_dir(cfg),
+                        pattern=cfg.export.filename,
+                        default_format=cfg.export.format,
+                    ),
+                )
                 t0 = time.perf_counter()
                 requeued, failed = await orch.recover(owner)
                 log.info(

@@ -90,18 +90,6 @@ class ReaddodError(Exception):
     def error_code(self) -> str:
         return self.code.value
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # By state, not through __init__ (whose keywords differ by type): the store
-        # process hands errors back to the daemon whole.
-        return (_restore, (type(self), self.args, self.__dict__))
-
-
-def _restore(cls: type[ReaddodError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
-    error = cls.__new__(cls)
-    error.args = args
-    error.__dict__.update(state)
-    return error
-
 
 # --- errors answered to clients -------------------------------------------
 

@@ -18,12 +18,12 @@ from typing import Annotated, Any, Final, Protocol, TypeVar
 import anyio
 import msgspec
 
-from readdod import collector, config, faults, ids, retry_policy, rubric, states, urls
+from readdod import collector, faults, ids, retry_policy, rubric, states, urls
 from readdod import export as exporting
 from readdod import health as hc
 from readdod.backup import BackupResult, backup_database
 from readdod.clock import Clock, iso
-from readdod.config import Config, RetryConfig
+from readdod.config import RetryConfig
 from readdod.errors import (
     ErrorCode,
     ExportError,
@@ -289,42 +289,6 @@ def _export_doc(plan: _ExportPlan, now: int) -> exporting.ExportDoc:
     )
 
 
-class Notes:
-    """What a commit tells the rest of the daemon: log lines, ``watch`` events, wake-ups."""
-
-    def __init__(self, bus: EventBus) -> None:
-        self.bus = bus
-        self.enqueued: list[Callable[[], None]] = []
-        self.retry_scheduled: list[Callable[[], None]] = []
-        self.ready: list[Callable[[str], None]] = []
-
-    def deliver(self, notes: Sequence[_Note]) -> None:
-        """Log and publish one commit's notes, then call whoever waits for what it did."""
-        enqueued = scheduled = False
-        # Per item: did this commit end with a run having made it READY?
-        ready: dict[str, bool] = {}
-        for note in notes:
-            log.info(note.event, **note.fields)
-            self.bus.publish(note.event, **note.fields)
-            to = note.fields.get("to")
-            enqueued = enqueued or to == S.QUEUED or note.event == "daemon.resumed"
-            scheduled = scheduled or note.event == "retry.scheduled"
-            if note.event == "item.transition":
-                ready[note.fields["item_id"]] = (
-                    note.fields.get("from") == S.PROCESSING and to == S.READY
-                )
-        if enqueued:
-            for callback in self.enqueued:
-                callback()
-        if scheduled:
-            for callback in self.retry_scheduled:
-                callback()
-        for item_id, made_ready in ready.items():
-            if made_ready:
-                for on_ready in self.ready:
-                    on_ready(item_id)
-
-
 class Orchestrator:
     """The single source of truth for item state."""
 
@@ -345,64 +309,24 @@ class Orchestrator:
         self.max_orphanings = max_orphanings
         self.retry = retry or RetryConfig()
         self.skip_below = skip_below
+        self._listeners: list[Callable[[], None]] = []
+        self._retry_listeners: list[Callable[[], None]] = []
         self.exporter = exporter or Exporter()
-        self.notes = Notes(EventBus(clock))
+        self._ready_listeners: list[Callable[[str], None]] = []
         #: Committed events for ``watch`` subscribers (published after each commit).
-        self.bus = self.notes.bus
+        self.bus = EventBus(clock)
         #: Set by the supervisor: a capture arriving while it has room starts at once.
         self.dispatcher: Dispatcher | None = None
-        #: Where a commit's notes go: logged and published here, or (in a store
-        #: process) handed back to the daemon with the call's answer.
-        self.deliver: Callable[[list[_Note]], None] = self.notes.deliver
-
-    @classmethod
-    def from_config(cls, cfg: Config, store: Store, clock: Clock) -> Orchestrator:
-        return cls(
-            store,
-            clock,
-            auto_process=cfg.daemon.auto_process,
-            max_orphanings=cfg.daemon.max_orphanings,
-            retry=cfg.retry,
-            skip_below=cfg.daemon.skip_below,
-            exporter=Exporter(
-                config.export_dir(cfg),
-                pattern=cfg.export.filename,
-                default_format=cfg.export.format,
-            ),
-        )
 
     def on_enqueue(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after any commit that made an item QUEUED."""
-        self.notes.enqueued.append(callback)
+        self._listeners.append(callback)
 
     def on_retry_scheduled(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after any commit that scheduled an automatic retry."""
-        self.notes.retry_scheduled.append(callback)
+        self._retry_listeners.append(callback)
 
     # --- plumbing ----------------------------------------------------------
-
-    def commit_soon(
-        self,
-        fn: Callable[[Tx, list[_Note]], T],
-        then: Callable[[T | None, BaseException | None, list[_Note]], None],
-    ) -> None:
-        """Queue ``fn`` and call ``then(result, error, notes)`` once its batch is done.
-
-        What :meth:`_commit` does without a task to wait in: the store process
-        answers its hottest call (:meth:`put_artifact`) this way.
-        """
-        notes: list[_Note] = []
-
-        def unit(tx: Tx) -> T:
-            notes.clear()
-            return fn(tx, notes)
-
-        try:
-            job = self.store.submit(unit)
-        except Exception as exc:
-            then(None, exc, notes)
-            return
-        job.done.add_done_callback(lambda _: then(job.result, job.error, notes))
 
     async def _commit(self, fn: Callable[[Tx, list[_Note]], T], *, alone: bool = False) -> T:
         notes: list[_Note] = []
@@ -412,7 +336,29 @@ class Orchestrator:
             return fn(tx, notes)
 
         result = await self.store.write(unit, alone=alone)
-        self.deliver(notes)
+        enqueued = scheduled = False
+        # Per item: did this commit end with a run having made it READY?
+        ready: dict[str, bool] = {}
+        for note in notes:
+            log.info(note.event, **note.fields)
+            self.bus.publish(note.event, **note.fields)
+            to = note.fields.get("to")
+            enqueued = enqueued or to == S.QUEUED or note.event == "daemon.resumed"
+            scheduled = scheduled or note.event == "retry.scheduled"
+            if note.event == "item.transition":
+                ready[note.fields["item_id"]] = (
+                    note.fields.get("from") == S.PROCESSING and to == S.READY
+                )
+        if enqueued:
+            for callback in self._listeners:
+                callback()
+        if scheduled:
+            for callback in self._retry_listeners:
+                callback()
+        for item_id, made_ready in ready.items():
+            if made_ready:
+                for on_ready in self._ready_listeners:
+                    on_ready(item_id)
         return result
 
     def _row(self, tx: Tx, item_id: str) -> ItemRow:
@@ -529,25 +475,6 @@ class Orchestrator:
     # --- user side ---------------------------------------------------------
 
     async def capture(self, req: CaptureRequest) -> tuple[Item, bool]:
-        dispatcher = self.dispatcher if self.auto_process else None
-        slot = dispatcher is not None and dispatcher.reserve()
-        claimed: Claimed | None = None
-        try:
-            item, created, claimed = await self.capture_for(
-                req,
-                dispatcher.owner if slot and dispatcher else None,
-                dispatcher.lease_ttl_ms if slot and dispatcher else 0,
-            )
-        finally:
-            if slot and dispatcher is not None:
-                dispatcher.settle(claimed)
-        return item, created
-
-    async def capture_for(
-        self, req: CaptureRequest, owner: str | None, lease_ttl_ms: int
-    ) -> tuple[Item, bool, Claimed | None]:
-        """Capture; with ``owner``, a slot the dispatcher reserved: the item may be claimed
-        in the same transaction, for ``lease_ttl_ms``, and is then returned to start at once."""
         intent = req.intent.strip()
         if not intent:
             raise ValidationFailed("intent is required: say why you saved this, in a few words")
@@ -566,7 +493,9 @@ class Orchestrator:
         tags = sorted({t.strip() for t in req.tags if t.strip()})
         source_type = "text" if req.text else "html" if req.html else "url"
         digest = _capture_hash(req)
-        slot_owner = owner if self.auto_process else None
+
+        dispatcher = self.dispatcher if self.auto_process else None
+        slot = dispatcher is not None and dispatcher.reserve()
 
         def unit(tx: Tx, notes: list[_Note]) -> tuple[ItemRow, bool, Claimed | None]:
             if req.capture_id:
@@ -619,7 +548,7 @@ class Orchestrator:
             )
             run_id = None
             # Claimed here when the supervisor has room and nothing older waits.
-            owner = slot_owner
+            owner = dispatcher.owner if slot and dispatcher else None
             if owner is not None and tx.queue_due(now):
                 owner = None
             if self.auto_process:
@@ -629,12 +558,12 @@ class Orchestrator:
                 assert states.allowed(S.QUEUED, S.PROCESSING, Trigger.SYSTEM)
                 run_id = ids.ulid(now)
                 row = msgspec.structs.replace(row, status=S.QUEUED, current_run_id=run_id)
-                if owner is not None:
+                if owner is not None and dispatcher is not None:
                     row = msgspec.structs.replace(
                         row,
                         status=S.PROCESSING,
                         lease_owner=owner,
-                        lease_expires_at=now + lease_ttl_ms,
+                        lease_expires_at=now + dispatcher.lease_ttl_ms,
                     )
             tx.insert_item(row)
             if run_id is not None:
@@ -673,8 +602,13 @@ class Orchestrator:
             )
             return row, True, claimed
 
-        row, created, claimed = await self._commit(unit)
-        return item_view(row), created, claimed
+        claimed: Claimed | None = None
+        try:
+            row, created, claimed = await self._commit(unit)
+        finally:
+            if slot and dispatcher is not None:
+                dispatcher.settle(claimed)
+        return item_view(row), created
 
     async def process(
         self,
@@ -872,7 +806,7 @@ class Orchestrator:
 
     def on_ready(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(item_id)`` after a run's commit made an item READY."""
-        self.notes.ready.append(callback)
+        self._ready_listeners.append(callback)
 
     def _check_exportable(self, row: ItemRow, trigger: Trigger) -> None:
         src = Status(row.status)
@@ -1624,32 +1558,6 @@ class Orchestrator:
     ) -> int | None:
         """Commit one step's artifact for the lease's run; None if the lease is gone.
 
-        See :meth:`put_artifact_unit`.
-        """
-        unit = self.put_artifact_unit(
-            lease,
-            step,
-            payload,
-            meta,
-            item_fields=item_fields,
-            duration_ms=duration_ms,
-            finish=finish,
-        )
-        return await self._commit(unit)
-
-    def put_artifact_unit(
-        self,
-        lease: Lease,
-        step: str,
-        payload: bytes,
-        meta: ArtifactMeta,
-        *,
-        item_fields: dict[str, Any] | None = None,
-        duration_ms: float | None = None,
-        finish: bool = False,
-    ) -> Callable[[Tx, list[_Note]], int | None]:
-        """The unit of work of :meth:`put_artifact` (the store process queues it without a task).
-
         ``duration_ms`` (the step's own time) goes into the step event for
         ``stats`` and the ``step.finished`` line. ``finish`` also runs the
         READY gate in the same transaction: the last step and the run's
@@ -1747,7 +1655,7 @@ class Orchestrator:
                 self._finish_run(tx, notes, row, lease.run_id, now)
             return version
 
-        return unit
+        return await self._commit(unit)
 
     async def note_retry(
         self, lease: Lease, step: str, attempt: int, error: StepError, delay_s: float

@@ -226,11 +226,8 @@ def _sig_ignored(pid: int, signum: int) -> bool:
 
 
 def _set_fsize(pid: int, limit: int) -> None:
-    """The soft limit only (lifting it again needs no privilege), for the daemon's
-    processes: it and its store process, which writes the exports."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    for each in [pid, *map(int, children)]:
-        resource.prlimit(each, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+    """The soft limit only (lifting it again needs no privilege)."""
+    resource.prlimit(pid, resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
 
 
 def _error(d: DaemonProc, method: str, params: dict[str, Any]) -> RpcError:

@@ -8,11 +8,11 @@ caller's ``await store.write(...)`` returns only after its commit, so an
 acknowledged request is durable.
 
 The units, and the rows they held back, are written on the event loop
-itself; only ``BEGIN`` when it must wait for a lock and ``COMMIT`` (which
-waits for the disk) go to a worker thread. A thread writing rows would have
-to win the GIL back from the busy loop after every statement; measured,
-those waits cost more than the statements themselves. While a commit
-syncs, the loop goes on with whatever else is ready.
+itself; only ``BEGIN`` when it must wait for a lock, ``COMMIT`` and the
+sync go to worker threads. A thread writing rows would have to win the GIL
+back from the busy loop after every statement; measured, those waits cost
+more than the statements themselves. While a commit is written and synced,
+the loop goes on with whatever else is ready.
 
 With ``synchronous = FULL`` (the default) on a WAL database, the writer
 runs SQLite at ``NORMAL`` and syncs the write-ahead log itself, in a thread
@@ -248,32 +248,6 @@ def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
     return tx
 
 
-def _write_batch(conn: sqlite3.Connection, batch: list[_Job[Any]]) -> tuple[int, bool]:
-    """In a worker thread: what :meth:`Store._commit_batch` does, start to COMMIT."""
-    for savepoints in (False, True):
-        error = _begin(conn, wait=False)
-        if error is not None and _is_busy(error):
-            error = _begin(conn, wait=True)
-        if error is not None:
-            for job in batch:
-                job.error = _store_error(error)
-            return 1, False
-        try:
-            tx = _run_units(conn, batch, savepoints=savepoints)
-        except _Retry:
-            continue
-        if tx is None:
-            return 0, False
-        error = _commit(conn)
-        if error is None:
-            return tx.statements, True
-        for job in batch:
-            job.result = None
-            job.error = _store_error(error)
-        return tx.statements, False
-    return 0, False  # pragma: no cover - the savepoint attempt always returns
-
-
 def _run_alone(conn: sqlite3.Connection, job: _Job[Any]) -> tuple[int, bool]:
     """In a worker thread: one long unit in a transaction of its own; (statements, committed)."""
     error = _begin(conn, wait=True)
@@ -411,8 +385,6 @@ class Store:
         reader: aiosqlite.Connection,
         writer: sqlite3.Connection,
         wal: Path | None = None,
-        *,
-        units_in_thread: bool = False,
     ) -> None:
         self.path = path
         self._reader = reader
@@ -426,8 +398,6 @@ class Store:
         self._unsynced: list[_Job[Any]] = []
         self._sync_wake = anyio.Event()
         self._writing = True
-        #: Run whole batches in a worker thread, leaving the event loop free (see open).
-        self._units_in_thread = units_in_thread
         #: Cumulative counters since open, for ``stats`` and the benchmarks.
         self.commits = 0
         self.units = 0
@@ -437,17 +407,7 @@ class Store:
 
     @classmethod
     @asynccontextmanager
-    async def open(
-        cls, path: Path, *, synchronous: str = "FULL", units_in_thread: bool = False
-    ) -> AsyncIterator[Store]:
-        """Open (and migrate) the database for the life of the block.
-
-        ``units_in_thread``: write whole batches, units and all, in a worker
-        thread. Right where little else runs on the event loop (the store
-        process): the loop then answers calls and hands out synced results
-        while a batch is written. Wrong on a busy loop, where the thread would
-        wait for the GIL after every statement.
-        """
+    async def open(cls, path: Path, *, synchronous: str = "FULL") -> AsyncIterator[Store]:
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise ConfigError(
                 f"SQLite {sqlite3.sqlite_version} is too old; readdod needs 3.35 or newer"
@@ -464,7 +424,7 @@ class Store:
         except BaseException:
             writer.close()
             raise
-        store = cls(path, reader, writer, wal, units_in_thread=units_in_thread)
+        store = cls(path, reader, writer, wal)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(store._write_loop)
@@ -485,7 +445,8 @@ class Store:
 
         The units and their held-back rows run here, on the event loop, and
         only a waiting BEGIN and the COMMIT go to a worker thread (see the
-        module's docstring).
+        module's docstring); the log's sync, when the store does it, to
+        another (:meth:`_sync_loop`).
         """
         try:
             await self._write_batches()
@@ -591,8 +552,6 @@ class Store:
         lose their writes. Units are functions of the database alone, so running
         one twice is safe.
         """
-        if self._units_in_thread:
-            return await anyio.to_thread.run_sync(_write_batch, conn, batch, limiter=limiter)
         for savepoints in (False, True):
             error = _begin(conn, wait=False)
             if error is not None and _is_busy(error):
@@ -619,20 +578,11 @@ class Store:
             return tx.statements, False
         return 0, False  # pragma: no cover - the savepoint attempt always returns
 
-    def submit(self, fn: Callable[[Tx], T]) -> _Job[T]:
-        """Queue a unit of work without waiting: its ``done`` future resolves after its batch."""
-        job = _Job(fn)
-        self._queue(job)
-        return job
-
-    def _queue(self, job: _Job[T]) -> None:
+    async def _submit(self, job: _Job[T]) -> T:
         if self._closed:
             raise StoreClosed("readdod is shutting down; try again when it is back")
         self._jobs.append(job)
         self._wake.set()
-
-    async def _submit(self, job: _Job[T]) -> T:
-        self._queue(job)
         await job.done
         if job.error is not None:
             raise job.error
