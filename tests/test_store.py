@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import anyio
@@ -322,44 +321,3 @@ async def test_a_held_back_row_that_fails_when_written_fails_only_its_own_unit(
     assert after.transactions - before.transactions == 1
     assert arts == [("a", "r0"), ("b", "r1"), ("c", "r1")]
     assert evs == ["b", "c"]
-
-
-async def test_an_answer_comes_after_the_log_is_synced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """synchronous = FULL: SQLite runs at NORMAL and the store fsyncs the log itself,
-    after the COMMIT and before any caller of the batch hears of it."""
-    seen: list[str] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        real_fsync(fd)
-        seen.append(f"fsync {os.fstat(fd).st_ino}")
-
-    def unit(tx: Tx) -> None:
-        tx.execute("INSERT INTO settings (key, value) VALUES ('k', '1')")
-        seen.append("unit")
-
-    db = tmp_path / "w.db"
-    async with Store.open(db, synchronous="FULL") as store:
-        monkeypatch.setattr(os, "fsync", fsync)
-        await store.write(unit)  # type: ignore[arg-type]
-        seen.append("answered")
-        wal = db.with_name("w.db-wal").stat().st_ino
-    assert seen.index("unit") < seen.index(f"fsync {wal}") < seen.index("answered")
-
-
-async def test_other_levels_leave_syncing_to_sqlite(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    synced: list[int] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        real_fsync(fd)
-        synced.append(fd)
-
-    async with Store.open(tmp_path / "n.db", synchronous="OFF") as store:
-        monkeypatch.setattr(os, "fsync", fsync)
-        await store.write(_set("k"))  # type: ignore[arg-type]
-    assert synced == []

@@ -8,20 +8,11 @@ caller's ``await store.write(...)`` returns only after its commit, so an
 acknowledged request is durable.
 
 The units, and the rows they held back, are written on the event loop
-itself; only ``BEGIN`` when it must wait for a lock, ``COMMIT`` and the
-sync go to worker threads. A thread writing rows would have to win the GIL
-back from the busy loop after every statement; measured, those waits cost
-more than the statements themselves. While a commit is written and synced,
-the loop goes on with whatever else is ready.
-
-With ``synchronous = FULL`` (the default) on a WAL database, the writer
-runs SQLite at ``NORMAL`` and syncs the write-ahead log itself, in a thread
-of its own, after each COMMIT; the batch's callers are answered only once
-that sync is done, so every acknowledged write is on disk as with ``FULL``,
-but the next batch is written while the disk syncs the last. ``NORMAL``
-still syncs around checkpoints, so a power loss cannot corrupt the file;
-it can only lose batches nobody was told about. One window differs: a read
-may see a batch a moment before it is on disk.
+itself; only ``BEGIN`` when it must wait for a lock and ``COMMIT`` (which
+waits for the disk) go to a worker thread. A thread writing rows would have
+to win the GIL back from the busy loop after every statement; measured,
+those waits cost more than the statements themselves. While a commit
+syncs, the loop goes on with whatever else is ready.
 
 Reads go through aiosqlite's thread, a whole read function per hop via its
 private ``_execute`` (the one place readdod reaches past aiosqlite's public
@@ -35,7 +26,6 @@ status and lease) so a late commit is harmless.
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -198,18 +188,6 @@ def _commit(conn: sqlite3.Connection) -> BaseException | None:
     return None
 
 
-def _sync_file(path: Path) -> None:
-    """In a worker thread: fsync ``path`` (the write-ahead log), whoever wrote it."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return  # no log: SQLite checkpointed and removed it, syncing the database file
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> Tx | None:
     """The batch's units inside the open transaction, then the rows they held back.
 
@@ -355,9 +333,8 @@ async def _connect_reader(path: Path, synchronous: str) -> aiosqlite.Connection:
     return conn
 
 
-def _open_writer(path: Path, synchronous: str) -> tuple[sqlite3.Connection, Path | None]:
-    """The writing connection, used by one thread at a time (the loop, or a commit's
-    worker); and the log file the store syncs itself, if it does (see the module's doc)."""
+def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
+    """The writing connection; used by one thread at a time (the loop, or a commit's worker)."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         for pragma in _pragmas(synchronous, readonly=False):
@@ -365,15 +342,10 @@ def _open_writer(path: Path, synchronous: str) -> tuple[sqlite3.Connection, Path
         _migrate(conn)
         _ensure_incremental_vacuum(conn)
         conn.execute("PRAGMA busy_timeout = 0")  # see _begin
-        wal = None
-        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-        if synchronous == "FULL" and str(mode).lower() == "wal":
-            conn.execute("PRAGMA synchronous = NORMAL")
-            wal = path.with_name(path.name + "-wal")
     except BaseException:
         conn.close()
         raise
-    return conn, wal
+    return conn
 
 
 class Store:
@@ -384,7 +356,6 @@ class Store:
         path: Path,
         reader: aiosqlite.Connection,
         writer: sqlite3.Connection,
-        wal: Path | None = None,
     ) -> None:
         self.path = path
         self._reader = reader
@@ -392,12 +363,6 @@ class Store:
         self._jobs: deque[_Job[Any]] = deque()
         self._wake = anyio.Event()
         self._closed = False
-        #: The write-ahead log this store syncs itself; None: SQLite syncs at COMMIT.
-        self._wal = wal
-        #: Jobs whose batch is written, waiting for the sync that makes it durable.
-        self._unsynced: list[_Job[Any]] = []
-        self._sync_wake = anyio.Event()
-        self._writing = True
         #: Cumulative counters since open, for ``stats`` and the benchmarks.
         self.commits = 0
         self.units = 0
@@ -418,18 +383,16 @@ class Store:
                 " `list --query` needs; use a Python whose sqlite3 module includes it"
             )
         path.parent.mkdir(parents=True, exist_ok=True)
-        writer, wal = await anyio.to_thread.run_sync(_open_writer, path, synchronous)
+        writer = await anyio.to_thread.run_sync(_open_writer, path, synchronous)
         try:
             reader = await _connect_reader(path, synchronous)
         except BaseException:
             writer.close()
             raise
-        store = cls(path, reader, writer, wal)
+        store = cls(path, reader, writer)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(store._write_loop)
-                if wal is not None:
-                    tg.start_soon(store._sync_loop, wal)
                 try:
                     yield store
                 finally:
@@ -445,16 +408,8 @@ class Store:
 
         The units and their held-back rows run here, on the event loop, and
         only a waiting BEGIN and the COMMIT go to a worker thread (see the
-        module's docstring); the log's sync, when the store does it, to
-        another (:meth:`_sync_loop`).
+        module's docstring).
         """
-        try:
-            await self._write_batches()
-        finally:
-            self._writing = False
-            self._sync_wake.set()
-
-    async def _write_batches(self) -> None:
         conn = self._writer
         limiter = anyio.CapacityLimiter(1)
         while True:
@@ -471,14 +426,14 @@ class Store:
                         job.result = await anyio.to_thread.run_sync(job.fn, conn, limiter=limiter)
                     except Exception as exc:
                         job.error = _store_error(exc)
-                    self._done([job])
+                    _wake(job)
                     continue
                 if job.alone:
                     statements, committed = await anyio.to_thread.run_sync(
                         _run_alone, conn, job, limiter=limiter
                     )
                     self._count(statements, committed, 1)
-                    self._done([job])
+                    _wake(job)
                     continue
                 batch = [job]
                 while (
@@ -494,46 +449,8 @@ class Store:
                     for j in batch:
                         j.error = InternalError(f"the database writer failed: {exc!r}")
                 self._count(statements, committed, len(batch))
-                self._done(batch)
-
-    def _done(self, jobs: list[_Job[Any]]) -> None:
-        """Answer ``jobs`` now, or once the log is synced when the store syncs it."""
-        if self._wal is None:
-            for job in jobs:
-                _wake(job)
-            return
-        self._unsynced.extend(jobs)
-        self._sync_wake.set()
-
-    async def _sync_loop(self, wal: Path) -> None:
-        """Sync the log after each written batch (those written meanwhile share the next sync).
-
-        A failed sync stops the store: what was written may not be on disk,
-        and nobody is told it is.
-        """
-        limiter = anyio.CapacityLimiter(1)
-        while True:
-            if not self._unsynced:
-                if not self._writing:
-                    return
-                self._sync_wake = anyio.Event()
-                await self._sync_wake.wait()
-                continue
-            jobs, self._unsynced = self._unsynced, []
-            with anyio.CancelScope(shield=True):
-                try:
-                    await anyio.to_thread.run_sync(_sync_file, wal, limiter=limiter)
-                except OSError as exc:
-                    for job in jobs:
-                        job.result = None
-                        job.error = StoreWriteFailed(
-                            f"the database's log could not be synced to disk ({exc}); readdod"
-                            " stops rather than answer for writes that may be lost"
-                        )
-                        _wake(job)
-                    raise StoreWriteFailed(f"syncing {wal} failed: {exc}") from exc
-            for job in jobs:
-                _wake(job)
+                for j in batch:
+                    _wake(j)
 
     def _count(self, statements: int, committed: bool, units: int) -> None:
         self.statements += statements
