@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -9,6 +10,7 @@ import pytest
 
 from readdod.store import Store, StoreClosed
 from readdod.store.queries import Tx
+from readdod.store.sqlite import CHECKPOINT_EVERY
 
 pytestmark = pytest.mark.anyio
 
@@ -321,3 +323,23 @@ async def test_a_held_back_row_that_fails_when_written_fails_only_its_own_unit(
     assert after.transactions - before.transactions == 1
     assert arts == [("a", "r0"), ("b", "r1"), ("c", "r1")]
     assert evs == ["b", "c"]
+
+
+async def test_the_log_is_checkpointed_beside_the_writer_not_inside_its_commits(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "k.db"
+    async with Store.open(db) as store:
+        for i in range(CHECKPOINT_EVERY):
+            await store.write(_set(f"k{i}"))  # type: ignore[arg-type]
+        with anyio.fail_after(10):
+            await store.wait_checkpoints(1)
+        autocheckpoint = store._writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        # The database file alone (immutable: SQLite reads no log) already holds the rows.
+        main = sqlite3.connect(f"file:{db}?immutable=1", uri=True)
+        try:
+            keys = {r[0] for r in main.execute("SELECT key FROM settings")}
+        finally:
+            main.close()
+    assert keys >= {f"k{i}" for i in range(CHECKPOINT_EVERY)}
+    assert autocheckpoint == 0

@@ -14,6 +14,13 @@ to win the GIL back from the busy loop after every statement; measured,
 those waits cost more than the statements themselves. While a commit
 syncs, the loop goes on with whatever else is ready.
 
+The writer never checkpoints (its ``wal_autocheckpoint`` is off): a
+checkpoint inside a COMMIT, copying the log into the database file and
+syncing both, made every few batches (and the 100,000-orphan recovery)
+wait for it. A third connection copies the log with PASSIVE checkpoints,
+which neither wait for nor block the writer, in a thread of its own after
+every few commits.
+
 Reads go through aiosqlite's thread, a whole read function per hop via its
 private ``_execute`` (the one place readdod reaches past aiosqlite's public
 API), on one snapshot.
@@ -188,6 +195,31 @@ def _commit(conn: sqlite3.Connection) -> BaseException | None:
     return None
 
 
+#: Commits between two checkpoints: about SQLite's own 1,000 pages of log at the batch sizes
+#: the daemon writes under load; a big unit (a recovery) is followed by one at once.
+CHECKPOINT_EVERY = 4
+
+
+def _checkpoint(conn: sqlite3.Connection) -> None:
+    """In a worker thread: copy what the log holds into the database file, waiting for no one.
+
+    PASSIVE returns busy rather than failing when a reader or the writer is in
+    the way; what it could not copy, the next one does.
+    """
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
+def _open_checkpointer(path: Path, synchronous: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> Tx | None:
     """The batch's units inside the open transaction, then the rows they held back.
 
@@ -342,6 +374,7 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
         _migrate(conn)
         _ensure_incremental_vacuum(conn)
         conn.execute("PRAGMA busy_timeout = 0")  # see _begin
+        conn.execute("PRAGMA wal_autocheckpoint = 0")  # see the module's docstring
     except BaseException:
         conn.close()
         raise
@@ -363,6 +396,13 @@ class Store:
         self._jobs: deque[_Job[Any]] = deque()
         self._wake = anyio.Event()
         self._closed = False
+        self._writing = True
+        #: Commits since the last checkpoint began; set to start one.
+        self._uncheckpointed = 0
+        self._checkpoint_wake = anyio.Event()
+        self._checkpoint_done = anyio.Event()
+        #: Checkpoints run since open.
+        self.checkpoints = 0
         #: Cumulative counters since open, for ``stats`` and the benchmarks.
         self.commits = 0
         self.units = 0
@@ -385,14 +425,21 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         writer = await anyio.to_thread.run_sync(_open_writer, path, synchronous)
         try:
+            checkpointer = _open_checkpointer(path, synchronous)
+        except BaseException:
+            writer.close()
+            raise
+        try:
             reader = await _connect_reader(path, synchronous)
         except BaseException:
+            checkpointer.close()
             writer.close()
             raise
         store = cls(path, reader, writer)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(store._write_loop)
+                tg.start_soon(store._checkpoint_loop, checkpointer)
                 try:
                     yield store
                 finally:
@@ -401,6 +448,7 @@ class Store:
         finally:
             with anyio.CancelScope(shield=True):
                 await reader.close()
+            checkpointer.close()
             writer.close()
 
     async def _write_loop(self) -> None:
@@ -410,6 +458,13 @@ class Store:
         only a waiting BEGIN and the COMMIT go to a worker thread (see the
         module's docstring).
         """
+        try:
+            await self._write_batches()
+        finally:
+            self._writing = False
+            self._checkpoint_wake.set()
+
+    async def _write_batches(self) -> None:
         conn = self._writer
         limiter = anyio.CapacityLimiter(1)
         while True:
@@ -457,6 +512,32 @@ class Store:
         if committed:
             self.commits += 1
             self.units += units
+            self._uncheckpointed += 1
+            if self._uncheckpointed >= CHECKPOINT_EVERY or statements > 10_000:
+                self._checkpoint_wake.set()
+
+    async def _checkpoint_loop(self, conn: sqlite3.Connection) -> None:
+        """Checkpoint when told to, one at a time, until the writer stops."""
+        limiter = anyio.CapacityLimiter(1)
+        while self._writing:
+            await self._checkpoint_wake.wait()
+            self._checkpoint_wake = anyio.Event()
+            if not self._writing:
+                return
+            self._uncheckpointed = 0
+            with anyio.CancelScope(shield=True):
+                try:
+                    await anyio.to_thread.run_sync(_checkpoint, conn, limiter=limiter)
+                except sqlite3.Error:
+                    pass  # the log is copied by the next one; until then it only grows
+            self.checkpoints += 1
+            self._checkpoint_done.set()
+            self._checkpoint_done = anyio.Event()
+
+    async def wait_checkpoints(self, count: int) -> None:
+        """Return once ``count`` checkpoints have run since open (for tests and benchmarks)."""
+        while self.checkpoints < count:
+            await self._checkpoint_done.wait()
 
     async def _commit_batch(
         self, conn: sqlite3.Connection, batch: list[_Job[Any]], limiter: anyio.CapacityLimiter
