@@ -14,12 +14,16 @@ to win the GIL back from the busy loop after every statement; measured,
 those waits cost more than the statements themselves. While a commit
 syncs, the loop goes on with whatever else is ready.
 
-The writer never checkpoints (its ``wal_autocheckpoint`` is off): a
-checkpoint inside a COMMIT, copying the log into the database file and
-syncing both, made every few batches (and the 100,000-orphan recovery)
-wait for it. A third connection copies the log with PASSIVE checkpoints,
-which neither wait for nor block the writer, in a thread of its own after
-every few commits.
+The log is copied into the database file beside the writer, not inside
+its commits: a checkpoint inside a COMMIT, copying the log and syncing both
+files, made every few batches (and the 100,000-orphan recovery) wait for
+it. A third connection copies the log with PASSIVE checkpoints, which
+neither wait for nor block the writer, in a thread of its own after every
+few commits. Only the writer can start the log over, and only after a
+checkpoint that copied all of it, which one running beside a busy writer
+rarely manages; so the writer still checkpoints itself, but only once the
+log passes :data:`WAL_PAGES_MAX` pages, and by then the other connection
+has copied nearly all of it. ``journal_size_limit`` then cuts the file back.
 
 Reads go through aiosqlite's thread, a whole read function per hop via its
 private ``_execute`` (the one place readdod reaches past aiosqlite's public
@@ -198,6 +202,9 @@ def _commit(conn: sqlite3.Connection) -> BaseException | None:
 #: Commits between two checkpoints: about SQLite's own 1,000 pages of log at the batch sizes
 #: the daemon writes under load; a big unit (a recovery) is followed by one at once.
 CHECKPOINT_EVERY = 4
+#: The writer's own checkpoint threshold (its ``wal_autocheckpoint``): the log is started
+#: over past this many pages (128 MB at 4 KB), more than a 100,000-orphan recovery writes (76).
+WAL_PAGES_MAX = 32_768
 
 
 def _checkpoint(conn: sqlite3.Connection) -> None:
@@ -374,7 +381,9 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
         _migrate(conn)
         _ensure_incremental_vacuum(conn)
         conn.execute("PRAGMA busy_timeout = 0")  # see _begin
-        conn.execute("PRAGMA wal_autocheckpoint = 0")  # see the module's docstring
+        # See the module's docstring.
+        conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES_MAX}")
+        conn.execute(f"PRAGMA journal_size_limit = {WAL_PAGES_MAX * 4096}")
     except BaseException:
         conn.close()
         raise
