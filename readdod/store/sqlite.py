@@ -50,10 +50,12 @@ import aiosqlite
 import anyio
 
 from readdod.errors import ConfigError, InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
+from readdod.logging import get_logger
 from readdod.store.queries import Tx
 from readdod.store.rows import StoreCounters
 
 T = TypeVar("T")
+log = get_logger("readdod.store")
 
 MIN_SQLITE = (3, 35, 0)  # RETURNING
 MAX_BATCH = 512
@@ -537,8 +539,16 @@ class Store:
             with anyio.CancelScope(shield=True):
                 try:
                     await anyio.to_thread.run_sync(_checkpoint, conn, limiter=limiter)
-                except sqlite3.Error:
-                    pass  # the log is copied by the next one; until then it only grows
+                except sqlite3.Error as exc:
+                    # The next one copies what this one could not; only the log grows
+                    # meanwhile. Running into the writer's own checkpoint is no news.
+                    if not _is_busy(exc):
+                        log.warning(
+                            "store.checkpoint_failed",
+                            error=str(exc),
+                            hint="the next checkpoint tries again; until one succeeds the"
+                            " database's log file keeps growing",
+                        )
             self.checkpoints += 1
             self._checkpoint_done.set()
             self._checkpoint_done = anyio.Event()
