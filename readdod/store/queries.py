@@ -105,12 +105,11 @@ class Tx:
 
     Appends on the hot path (step artifacts, events, a run's current step)
     are held back and written a table at a time (:meth:`flush`): a batch's
-    256 artifacts cost one trip into SQLite (an executemany) instead of
-    256. Every other statement flushes first, so
-    whatever a unit reads sees all that was written before it, in order;
-    the few reads on the hot path that are scoped to one item or run flush
-    only when that item or run has rows held back (or, for artifacts, see
-    them without a flush).
+    256 artifacts cost one trip into SQLite (an executemany) instead of 256.
+    Every other statement flushes first, so whatever a unit reads sees all
+    that was written before it, in order; the few reads on the hot path that
+    are scoped to one item or run flush only when that item or run has rows
+    held back (or, for artifacts, see them without a flush).
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -202,7 +202,7 @@ def _commit(conn: sqlite3.Connection) -> BaseException | None:
 
 
 #: Commits between two checkpoints: about SQLite's own 1,000 pages of log at the batch sizes
-#: the daemon writes under load; a big unit (a recovery) is followed by one at once.
+#: the daemon writes under load.
 CHECKPOINT_EVERY = 4
 #: The writer's own checkpoint threshold (its ``wal_autocheckpoint``): the log is started
 #: over past this many pages (128 MB at 4 KB), more than a 100,000-orphan recovery writes (76).
@@ -385,7 +385,8 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
         conn.execute("PRAGMA busy_timeout = 0")  # see _begin
         # See the module's docstring.
         conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES_MAX}")
-        conn.execute(f"PRAGMA journal_size_limit = {WAL_PAGES_MAX * 4096}")
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.execute(f"PRAGMA journal_size_limit = {WAL_PAGES_MAX * page}")
     except BaseException:
         conn.close()
         raise
@@ -436,7 +437,7 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         writer = await anyio.to_thread.run_sync(_open_writer, path, synchronous)
         try:
-            checkpointer = _open_checkpointer(path, synchronous)
+            checkpointer = await anyio.to_thread.run_sync(_open_checkpointer, path, synchronous)
         except BaseException:
             writer.close()
             raise
@@ -524,7 +525,7 @@ class Store:
             self.commits += 1
             self.units += units
             self._uncheckpointed += 1
-            if self._uncheckpointed >= CHECKPOINT_EVERY or statements > 10_000:
+            if self._uncheckpointed >= CHECKPOINT_EVERY:
                 self._checkpoint_wake.set()
 
     async def _checkpoint_loop(self, conn: sqlite3.Connection) -> None:
