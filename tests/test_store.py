@@ -129,6 +129,73 @@ async def test_held_back_rows_are_seen_by_the_unit_and_written_byte_for_byte(
     ]
 
 
+async def test_rows_held_to_the_end_of_the_batch_are_written_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    """The rows no unit read back are written by the commit thread in one statement
+    (as JSON): text, escapes, integers and NULLs come out as they went in."""
+    payload = '{"text":"quote \\" and \\\\ back, nul \\u0000, \u2028, ünïcödé 日本語 🙂\\nline"}'
+    big = 2**62 + 7
+
+    def unit(tx: Tx) -> None:
+        tx.add_artifact("i1", "extraction", 1, "r1", payload, '{"m":1}', big)
+        tx.set_current_step("r1", "card")
+        tx.insert_event(big, "i1", None, "step", None, "READY", "system", payload)
+
+    async with Store.open(tmp_path / "t.db") as store:
+        await store.write(
+            lambda tx: [
+                tx.execute(*_item_sql("i1")),
+                tx.execute(
+                    "INSERT INTO runs (run_id, item_id, mode, status, created_at)"
+                    " VALUES ('r1', 'i1', 'PROCESS', 'running', 1)"
+                ),
+            ]
+        )
+        await store.write(unit)
+        art = await store.read(
+            lambda tx: tx.conn.execute(
+                "SELECT payload, meta, typeof(version), version, created_at, created_by"
+                " FROM artifacts"
+            ).fetchall()
+        )
+        ev = await store.read(
+            lambda tx: tx.conn.execute(
+                "SELECT at, item_id, run_id, typeof(run_id), from_status, to_status, detail"
+                " FROM events"
+            ).fetchall()
+        )
+        step = await store.read(lambda tx: tx.run("r1"))
+    assert art == [(payload, '{"m":1}', "integer", 1, big, "system")]
+    assert ev == [(big, "i1", None, "null", None, "READY", payload)]
+    assert step is not None and step.current_step == "card"
+
+
+async def test_a_held_row_json_cannot_carry_fails_only_its_own_unit(tmp_path: Path) -> None:
+    async with Store.open(tmp_path / "u.db") as store:
+        await store.write(lambda tx: [tx.execute(*_item_sql(i)) for i in ("a", "b")])
+        outcome: dict[str, object] = {}
+
+        async def add(item_id: str, payload: str) -> None:
+            try:
+                await store.write(
+                    lambda tx: tx.add_artifact(item_id, "summary", 1, "r", payload, "{}", 1)
+                )
+            except Exception as exc:
+                outcome[item_id] = exc
+            else:
+                outcome[item_id] = "ok"
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(add, "a", '{"x":"\udc80"}')  # a lone surrogate: not UTF-8
+            tg.start_soon(add, "b", "{}")
+        arts = await store.read(
+            lambda tx: [r[0] for r in tx.conn.execute("SELECT item_id FROM artifacts")]
+        )
+    assert outcome["b"] == "ok" and isinstance(outcome["a"], UnicodeEncodeError)
+    assert arts == ["b"]
+
+
 async def test_a_failing_unit_loses_only_its_own_held_back_rows(tmp_path: Path) -> None:
     async with Store.open(tmp_path / "f.db") as store:
         await store.write(lambda tx: [tx.execute(*_item_sql(i)) for i in ("a", "b", "c")])

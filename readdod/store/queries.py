@@ -82,15 +82,34 @@ _ARTIFACT_FIELDS = (
     "created_at",
     "created_by",
 )
+_EVENT_FIELDS = ("at", "item_id", "run_id", "kind", "from_status", "to_status", "trigger", "detail")
 _ARTIFACT_INSERT = _insert("artifacts", _ARTIFACT_FIELDS)
-_EVENT_INSERT = _insert(
-    "events",
-    ("at", "item_id", "run_id", "kind", "from_status", "to_status", "trigger", "detail"),
-)
+_EVENT_INSERT = _insert("events", _EVENT_FIELDS)
 _RUN_STEPS_UPDATE = (
     "UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each(?) j"
     " WHERE runs.run_id = json_extract(j.value, '$[0]')"
 )
+
+
+def _json_picks(columns: Sequence[str]) -> str:
+    return ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
+
+
+#: Per writing connection: a view whose INSERT writes a batch's held-back rows (as JSON
+#: arrays: artifacts, events, run steps) in one statement, so the thread running it
+#: wins the GIL back once, not once per table (see :mod:`readdod.store.sqlite`).
+HELD_SCHEMA = f"""
+CREATE TEMP VIEW IF NOT EXISTS held_rows (artifacts, events, steps) AS SELECT NULL, NULL, NULL;
+CREATE TEMP TRIGGER IF NOT EXISTS held_rows_insert INSTEAD OF INSERT ON held_rows BEGIN
+    INSERT INTO artifacts ({", ".join(_ARTIFACT_FIELDS)})
+    SELECT {_json_picks(_ARTIFACT_FIELDS)} FROM json_each(new.artifacts) ORDER BY key;
+    UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each(new.steps) j
+     WHERE runs.run_id = json_extract(j.value, '$[0]');
+    INSERT INTO events ({", ".join(_EVENT_FIELDS)})
+    SELECT {_json_picks(_EVENT_FIELDS)} FROM json_each(new.events) ORDER BY key;
+END;
+"""
+HELD_INSERT = "INSERT INTO held_rows (artifacts, events, steps) VALUES (?, ?, ?)"
 
 
 def _assignments(fields: dict[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
@@ -154,6 +173,21 @@ class Tx:
             self.conn.execute(_RUN_STEPS_UPDATE, (_json_rows(list(steps.items())),))
         if events:
             self._insert_rows(_EVENT_INSERT, events)
+
+    def take_held(self) -> tuple[str, str, str] | None:
+        """The rows held back as JSON for :data:`HELD_INSERT`, forgotten here; None if none.
+
+        Encoding happens on the caller's thread, so the statement that writes
+        them can run in another without the GIL.
+        """
+        if not (self._artifacts or self._events or self._steps):
+            return None
+        artifacts, self._artifacts = self._artifacts, []
+        self._artifact_items.clear()
+        events, self._events = self._events, []
+        steps, self._steps = self._steps, {}
+        self.statements += len(artifacts) + len(events) + (1 if steps else 0)
+        return _json_rows(artifacts), _json_rows(events), _json_rows(list(steps.items()))
 
     def discard(self) -> None:
         """Forget the rows held back (their unit failed and is rolled back)."""
@@ -231,7 +265,8 @@ class Tx:
 
     def claim(self, owner: str, limit: int, lease_until: int, now: int) -> list[ItemRow]:
         """Take up to ``limit`` due QUEUED items, P0 first then oldest."""
-        rows = self.execute(
+        # Only items rows: nothing held back (artifacts, events, run steps) bears on it.
+        rows = self._execute_now(
             "UPDATE items SET status = 'PROCESSING', lease_owner = ?, lease_expires_at = ?,"
             " updated_at = ?"
             " WHERE id IN (SELECT id FROM items WHERE status = 'QUEUED' AND next_attempt_at <= ?"
@@ -251,7 +286,7 @@ class Tx:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            rows = self.execute(
+            rows = self._execute_now(
                 f"UPDATE items SET lease_expires_at = ? WHERE lease_owner = ?"
                 f" AND status = 'PROCESSING' AND id IN ({marks}) RETURNING id",
                 [until, owner, *chunk],
@@ -264,8 +299,10 @@ class Tx:
         out: dict[str, RunRow] = {}
         for start in range(0, len(run_ids), 500):
             chunk = run_ids[start : start + 500]
+            if any(run_id in self._steps for run_id in chunk):
+                self.flush()  # the rows returned must show the step held back
             marks = ", ".join("?" for _ in chunk)
-            rows = self.execute(
+            rows = self._execute_now(
                 "UPDATE runs SET status = 'running', attempts = attempts + 1, worker_id = ?,"
                 f" started_at = coalesce(started_at, ?) WHERE run_id IN ({marks})"
                 f" RETURNING {', '.join(RUN_COLUMNS)}",

@@ -7,12 +7,18 @@ writer task: whatever is waiting when it wakes runs as one transaction,
 caller's ``await store.write(...)`` returns only after its commit, so an
 acknowledged request is durable.
 
-The units, and the rows they held back, are written on the event loop
-itself; only ``BEGIN`` when it must wait for a lock and ``COMMIT`` (which
-waits for the disk) go to a worker thread. A thread writing rows would have
-to win the GIL back from the busy loop after every statement; measured,
-those waits cost more than the statements themselves. While a commit
-syncs, the loop goes on with whatever else is ready.
+The units run on the event loop itself. What they only append (step
+artifacts, events, a run's current step) is held back (see
+:class:`~readdod.store.queries.Tx`) and written, with ``COMMIT``, by a
+commit thread of the store's own: one statement for all of a batch's rows
+(an ``INSERT`` into a view whose trigger unpacks them from JSON), so the
+full-text indexing of extracted text, the heaviest part, runs there without
+the GIL, beside the loop. A thread writing row by row would have to win
+the GIL back from the busy loop after every row; this one needs it three
+times a batch. A thread of its own, not ``anyio.to_thread``: that first
+yields to the loop, and the commit would wait behind every ready task.
+While a batch commits, the loop goes on with whatever else is ready (with
+thousands of items in flight, the actors whose steps are not in it).
 
 The log is copied into the database file beside the writer, not inside
 its commits: a checkpoint inside a COMMIT, copying the log and syncing both
@@ -37,6 +43,7 @@ status and lease) so a late commit is harmless.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -51,7 +58,7 @@ import anyio
 
 from readdod.errors import ConfigError, InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
-from readdod.store.queries import Tx
+from readdod.store.queries import HELD_INSERT, HELD_SCHEMA, Tx
 from readdod.store.rows import StoreCounters
 
 T = TypeVar("T")
@@ -184,12 +191,22 @@ class _Retry(Exception):
     """A unit failed in a batch run without savepoints: run it again with them."""
 
 
-def _commit(conn: sqlite3.Connection) -> BaseException | None:
-    """In a worker thread: COMMIT, the fsync that makes a batch durable; its error, if any.
+def _commit(
+    conn: sqlite3.Connection, held: tuple[str, str, str] | None = None
+) -> BaseException | None:
+    """In the commit thread: the rows held back, then COMMIT, the fsync that makes a batch
+    durable; the error, if any (:class:`_Retry` when a held row failed).
 
     Any error rolls the transaction back.
     """
     try:
+        if held is not None:
+            try:
+                conn.execute(HELD_INSERT, held)
+            except sqlite3.Error:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                return _Retry()
         conn.execute("COMMIT")
     except Exception as exc:
         if conn.in_transaction:
@@ -243,7 +260,7 @@ def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
             conn.execute("SAVEPOINT unit")
         try:
             job.result = job.fn(tx)
-            if savepoints or job is batch[-1]:
+            if savepoints:
                 tx.flush()
         except Exception as exc:
             tx.discard()
@@ -383,6 +400,7 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
         _migrate(conn)
         _ensure_incremental_vacuum(conn)
         conn.execute("PRAGMA busy_timeout = 0")  # see _begin
+        conn.executescript(HELD_SCHEMA)
         # See the module's docstring.
         conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES_MAX}")
         page = conn.execute("PRAGMA page_size").fetchone()[0]
@@ -406,6 +424,7 @@ class Store:
         self._reader = reader
         self._writer = writer
         self._jobs: deque[_Job[Any]] = deque()
+        self._committer = concurrent.futures.ThreadPoolExecutor(1, "readdod-commit")
         self._wake = anyio.Event()
         self._closed = False
         self._writing = True
@@ -460,14 +479,15 @@ class Store:
         finally:
             with anyio.CancelScope(shield=True):
                 await reader.close()
+            store._committer.shutdown()
             checkpointer.close()
             writer.close()
 
     async def _write_loop(self) -> None:
         """Take whatever work is waiting, commit it as one batch, repeat.
 
-        The units and their held-back rows run here, on the event loop, and
-        only a waiting BEGIN and the COMMIT go to a worker thread (see the
+        The units run here, on the event loop; a waiting BEGIN goes to a worker
+        thread, the held-back rows and the COMMIT to the commit thread (see the
         module's docstring).
         """
         try:
@@ -587,9 +607,16 @@ class Store:
                 continue
             if tx is None:
                 return 0, False
-            error = await anyio.to_thread.run_sync(_commit, conn, limiter=limiter)
+            try:
+                held = None if savepoints else tx.take_held()
+            except Exception:  # a held row JSON cannot carry: find its unit with savepoints
+                conn.execute("ROLLBACK")
+                continue
+            error = await asyncio.wrap_future(self._committer.submit(_commit, conn, held))
             if error is None:
                 return tx.statements, True
+            if isinstance(error, _Retry):
+                continue
             for job in batch:
                 job.result = None
                 job.error = _store_error(error)
