@@ -34,9 +34,18 @@ class ManualClock:
         self._now += ms
 
 
+#: The last second :func:`iso` formatted, and its text (most calls fall in the same one).
+_second: tuple[int, str] = (0, "1970-01-01T00:00:00")
+
+
 def iso(ms: int | None) -> str | None:
     """RFC 3339 UTC with milliseconds, or None."""
+    global _second
     if ms is None:
         return None
-    stamp = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    whole, milli = divmod(ms, 1000)
+    second = _second
+    if second[0] != whole:
+        stamp = dt.datetime.fromtimestamp(whole, tz=dt.UTC).isoformat(timespec="seconds")
+        second = _second = (whole, stamp[:-6])
+    return f"{second[1]}.{milli:03d}Z"

@@ -495,3 +495,42 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def test_a_line_is_what_the_configured_processor_renders() -> None:
+    """Loggers skip structlog's generic chain and call the renderer's steps themselves:
+    the line must be the one the processor makes, fields, order, scrubbing and all."""
+    out = StringIO()
+    fields: dict[str, Any] = {
+        "url": "https://bob:hunter2@example.test/x?api_key=abc",
+        "token": "t0k3n",
+        "count": 3,
+        "ratio": 1.5,
+        "gone": None,
+        "nested": {"password": "p", "list": ["Bearer abcdef", 2]},
+        "error": ValueError("failed with sk-abcdefghijklmnop"),
+    }
+    with rlog.redirected("info", out):
+        log = rlog.get_logger("readdod.test").bind(item_id="01ABC", run_id="01RUN")
+        log.debug("item.captured", count=1)  # below the level: dropped
+        log.info("item.captured", **fields)
+        log.warning("item.captured", level="spoofed", ts="spoofed")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    expected = json.loads(
+        rlog._render(
+            None,
+            "info",
+            {
+                "logger_name": "readdod.test",
+                "item_id": "01ABC",
+                "run_id": "01RUN",
+                **fields,
+                "event": "item.captured",
+            },
+        )
+    )
+    assert len(lines) == 2
+    assert lines[0].pop("ts") and expected.pop("ts")
+    assert list(lines[0].items()) == list(expected.items())
+    assert "hunter2" not in str(lines) and "t0k3n" not in str(lines) and "sk-abc" not in str(lines)
+    assert lines[1]["level"] == "warning" and lines[1]["ts"] != "spoofed"
