@@ -85,10 +85,17 @@ _ARTIFACT_FIELDS = (
 _EVENT_FIELDS = ("at", "item_id", "run_id", "kind", "from_status", "to_status", "trigger", "detail")
 _ARTIFACT_INSERT = _insert("artifacts", _ARTIFACT_FIELDS)
 _EVENT_INSERT = _insert("events", _EVENT_FIELDS)
-_RUN_STEPS_UPDATE = (
-    "UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each(?) j"
-    " WHERE runs.run_id = json_extract(j.value, '$[0]')"
-)
+
+
+def _run_steps_update(steps: str) -> str:
+    """Set each run's current step from ``steps``, a JSON array of [run_id, step]."""
+    return (
+        f"UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each({steps}) j"
+        " WHERE runs.run_id = json_extract(j.value, '$[0]')"
+    )
+
+
+_RUN_STEPS_UPDATE = _run_steps_update("?")
 
 
 def _json_picks(columns: Sequence[str]) -> str:
@@ -103,8 +110,7 @@ CREATE TEMP VIEW IF NOT EXISTS held_rows (artifacts, events, steps) AS SELECT NU
 CREATE TEMP TRIGGER IF NOT EXISTS held_rows_insert INSTEAD OF INSERT ON held_rows BEGIN
     INSERT INTO artifacts ({", ".join(_ARTIFACT_FIELDS)})
     SELECT {_json_picks(_ARTIFACT_FIELDS)} FROM json_each(new.artifacts) ORDER BY key;
-    UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each(new.steps) j
-     WHERE runs.run_id = json_extract(j.value, '$[0]');
+    {_run_steps_update("new.steps")};
     INSERT INTO events ({", ".join(_EVENT_FIELDS)})
     SELECT {_json_picks(_EVENT_FIELDS)} FROM json_each(new.events) ORDER BY key;
 END;
@@ -123,12 +129,17 @@ class Tx:
     """Named queries over one connection, inside the store's transaction.
 
     Appends on the hot path (step artifacts, events, a run's current step)
-    are held back and written a table at a time (:meth:`flush`): a batch's
-    256 artifacts cost one trip into SQLite (an executemany) instead of 256.
-    Every other statement flushes first, so whatever a unit reads sees all
-    that was written before it, in order; the few reads on the hot path that
-    are scoped to one item or run flush only when that item or run has rows
-    held back (or, for artifacts, see them without a flush).
+    are held back. What is still held when the batch's units are done goes
+    to the commit thread as JSON (:meth:`take_held`, written there by one
+    statement, :data:`HELD_INSERT`); a statement that could see them flushes
+    them first (:meth:`flush`, a table at a time), so whatever a unit reads
+    sees all that was written before it, in order. The few reads on the hot
+    path that are scoped to one item or run flush only when that item or run
+    has rows held back (or, for artifacts, see them without a flush).
+
+    Rows are held only from readdod's own values: ids, names from fixed sets,
+    and JSON that msgspec wrote, which never holds a raw NUL (SQLite's JSON
+    functions would cut a string there).
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -247,7 +247,8 @@ def _open_checkpointer(path: Path, synchronous: str) -> sqlite3.Connection:
 
 
 def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> Tx | None:
-    """The batch's units inside the open transaction, then the rows they held back.
+    """The batch's units inside the open transaction; the Tx still holding the rows
+    they held back (with savepoints, each unit's are written after it).
 
     Without savepoints, a failing unit rolls the transaction back and raises
     :class:`_Retry`. With them, only that unit's writes are undone; None when
