@@ -63,6 +63,10 @@ async def test_counters_count_commits_units_and_statements(tmp_path: Path) -> No
     assert counters.statements == 300 + 2 * counters.transactions
 
 
+async def _rows(store: Store, sql: str) -> list[tuple[object, ...]]:
+    return await store.read(lambda tx: tx.conn.execute(sql).fetchall())
+
+
 def _item_sql(item_id: str) -> tuple[str, tuple[str]]:
     return (
         "INSERT INTO items (id, source_type, intent_text, status, created_at, updated_at)"
@@ -100,16 +104,14 @@ async def test_held_back_rows_are_seen_by_the_unit_and_written_byte_for_byte(
 
     async with Store.open(tmp_path / "h.db") as store:
         await store.write(unit)
-        rows = await store.read(
-            lambda tx: tx.conn.execute(
-                "SELECT item_id, version, typeof(version), run_id, payload, created_at"
-                " FROM artifacts ORDER BY item_id"
-            ).fetchall()
+        rows = await _rows(
+            store,
+            "SELECT item_id, version, typeof(version), run_id, payload, created_at"
+            " FROM artifacts ORDER BY item_id",
         )
-        events = await store.read(
-            lambda tx: tx.conn.execute(
-                "SELECT at, item_id, run_id, kind, detail FROM events ORDER BY seq"
-            ).fetchall()
+        events = await _rows(
+            store,
+            "SELECT at, item_id, run_id, kind, detail FROM events ORDER BY seq",
         )
     of_run = seen["of_run"]
     assert isinstance(of_run, dict) and of_run["extraction"].payload == payload
@@ -153,17 +155,14 @@ async def test_rows_held_to_the_end_of_the_batch_are_written_byte_for_byte(
             ]
         )
         await store.write(unit)
-        art = await store.read(
-            lambda tx: tx.conn.execute(
-                "SELECT payload, meta, typeof(version), version, created_at, created_by"
-                " FROM artifacts"
-            ).fetchall()
+        art = await _rows(
+            store,
+            "SELECT payload, meta, typeof(version), version, created_at, created_by FROM artifacts",
         )
-        ev = await store.read(
-            lambda tx: tx.conn.execute(
-                "SELECT at, item_id, run_id, typeof(run_id), from_status, to_status, detail"
-                " FROM events"
-            ).fetchall()
+        ev = await _rows(
+            store,
+            "SELECT at, item_id, run_id, typeof(run_id), from_status, to_status, detail"
+            " FROM events",
         )
         step = await store.read(lambda tx: tx.run("r1"))
     assert art == [(payload, '{"m":1}', "integer", 1, big, "system")]
