@@ -248,18 +248,31 @@ def _render(_: Any, method: str, event: MutableMapping[str, Any]) -> str:
     cached loggers; ``configure`` only swaps the state it reads. That keeps a
     log line at a few microseconds, which the hot path pays a dozen times per item.
     """
-    if _LEVELS.get(method, logging.INFO) < _State.level:
+    if not _enabled(method):
         raise structlog.DropEvent
-    event["level"] = "error" if method == "exception" else method
-    event["ts"] = _timestamp()
     if "exc_info" in event:
         event = _format_exc_info(None, method, event)
-    scrub(None, method, event)
     if _State.console is not None:
+        _stamp(method, event)
         return _State.console(None, method, event)
-    ordered = {"ts": event.pop("ts"), "level": event.pop("level"), "event": event.pop("event")}
-    ordered.update(event)
-    return _encoder.encode(ordered).decode()
+    return _json_line(method, {"ts": "", "level": "", "event": event.pop("event"), **event})
+
+
+def _enabled(method: str) -> bool:
+    return _LEVELS.get(method, logging.INFO) >= _State.level
+
+
+def _stamp(method: str, event: MutableMapping[str, Any]) -> None:
+    """Set the line's level and time (whatever the caller passed as those) and scrub it."""
+    event["level"] = "error" if method == "exception" else method
+    event["ts"] = _timestamp()
+    scrub(None, method, event)
+
+
+def _json_line(method: str, line: dict[str, Any]) -> str:
+    """``line``, whose first keys are ts, level and event, stamped, scrubbed and encoded."""
+    _stamp(method, line)
+    return _encoder.encode(line).decode()
 
 
 _second: list[Any] = [-1, ""]
@@ -308,17 +321,14 @@ class _BoundLogger(structlog.make_filtering_bound_logger(logging.DEBUG)):  # typ
             or "exc_info" in event_kw
         ):
             return super()._proxy_to_logger(method_name, event, **event_kw)
-        if _LEVELS.get(method_name, logging.INFO) < _State.level:
+        if not _enabled(method_name):
             return None
-        line = {"ts": "", "level": "", "event": event}
-        line.update(self._context)
-        line.update(event_kw)
-        line["ts"] = _timestamp()
-        line["level"] = "error" if method_name == "exception" else method_name
-        scrub(None, method_name, line)
+        line = _json_line(
+            method_name, {"ts": "", "level": "", "event": event, **self._context, **event_kw}
+        )
         sink = _sink
         if sink is not None:
-            sink.emit(_encoder.encode(line).decode() + "\n")
+            sink.emit(line + "\n")
         return None
 
 

@@ -171,19 +171,30 @@ class Tx:
         if self._artifacts or self._events or self._steps:
             self.flush()
 
-    def flush(self) -> None:
-        """Write the rows held back, in the order they were added (a table at a time)."""
+    def _take(self) -> tuple[list[Any], list[Any], list[tuple[str, str | None]]]:
+        """The rows held back (artifacts, events, run steps), forgotten here and counted
+        as written."""
         artifacts, self._artifacts = self._artifacts, []
         self._artifact_items.clear()
         events, self._events = self._events, []
         steps, self._steps = self._steps, {}
+        self.statements += len(artifacts) + len(events) + (1 if steps else 0)
+        return artifacts, events, list(steps.items())
+
+    def flush(self) -> None:
+        """Write the rows held back, in the order they were added (a table at a time).
+
+        On the loop, executemany rather than one INSERT … SELECT FROM json_each:
+        SQLite parsing KB payloads back out of JSON costs more than binding them
+        (the commit thread's :meth:`take_held` pays that parse beside the loop).
+        """
+        artifacts, events, steps = self._take()
         if artifacts:
-            self._insert_rows(_ARTIFACT_INSERT, artifacts)
+            self.conn.executemany(_ARTIFACT_INSERT, artifacts)
         if steps:
-            self.statements += 1
-            self.conn.execute(_RUN_STEPS_UPDATE, (_json_rows(list(steps.items())),))
+            self.conn.execute(_RUN_STEPS_UPDATE, (_json_rows(steps),))
         if events:
-            self._insert_rows(_EVENT_INSERT, events)
+            self.conn.executemany(_EVENT_INSERT, events)
 
     def take_held(self) -> tuple[str, str, str] | None:
         """The rows held back as JSON for :data:`HELD_INSERT`, forgotten here; None if none.
@@ -193,12 +204,8 @@ class Tx:
         """
         if not (self._artifacts or self._events or self._steps):
             return None
-        artifacts, self._artifacts = self._artifacts, []
-        self._artifact_items.clear()
-        events, self._events = self._events, []
-        steps, self._steps = self._steps, {}
-        self.statements += len(artifacts) + len(events) + (1 if steps else 0)
-        return _json_rows(artifacts), _json_rows(events), _json_rows(list(steps.items()))
+        artifacts, events, steps = self._take()
+        return _json_rows(artifacts), _json_rows(events), _json_rows(steps)
 
     def discard(self) -> None:
         """Forget the rows held back (their unit failed and is rolled back)."""
@@ -206,12 +213,6 @@ class Tx:
         self._artifact_items.clear()
         self._events.clear()
         self._steps.clear()
-
-    def _insert_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        # executemany, not one INSERT … SELECT FROM json_each: SQLite parsing the rows
-        # back out of JSON (payloads of a few KB) cost more than binding them.
-        self.statements += len(rows)
-        self.conn.executemany(sql, rows)
 
     # --- items -------------------------------------------------------------
 
