@@ -1,0 +1,132 @@
+"""Upgrading a database written by an older readdod: nothing is lost, and the
+triggers of the new schema behave as the old ones did."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from readdod.errors import InternalError
+from readdod.store import Store
+from readdod.store.queries import Tx
+from readdod.store.sqlite import SCHEMA_VERSION
+
+pytestmark = pytest.mark.anyio
+
+_KEY = "artifacts.item_id, artifacts.artifact_type, artifacts.{}"
+
+_ARTIFACTS = [
+    # item, type, version, by, run, payload, meta, created_at
+    ("a", "extraction", 1, "system", "ra", '{"text":"old words about herons"}', "{}", 5),
+    ("a", "extraction", 2, "user", None, '{"text":"edited words about kestrels"}', "{}", 7),
+    ("a", "summary", 1, "system", "ra", '{"summary":"s \\u0000 \u2028 🙂"}', '{"m":1}', 6),
+    ("b", "extraction", 1, "system", "rb", '{"text":"plain words about otters"}', "{}", 3),
+]
+
+
+def _old_database(path: Path, version: int) -> None:
+    """A database at schema ``version``, by the migrations of the time, with items
+    whose extracted text (one of them edited by a person) is indexed."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    folder = resources.files("readdod.store") / "migrations"
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql") and int(entry.name.split("_", 1)[0]) <= version:
+            conn.executescript(f"BEGIN;\n{entry.read_text('utf-8')}\nCOMMIT;")
+    conn.execute(f"PRAGMA user_version = {version}")
+    for item in ("a", "b"):
+        conn.execute(
+            "INSERT INTO items (id, source_type, title, intent_text, status, created_at,"
+            " updated_at) VALUES (?, 'text', ?, 'read later', 'READY', 1, 1)",
+            (item, f"title {item}"),
+        )
+    conn.executemany(
+        "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id, payload,"
+        " meta, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        _ARTIFACTS,
+    )
+    conn.close()
+
+
+def _search(tx: Tx, words: str) -> list[str]:
+    return [
+        r[0]
+        for r in tx.execute(
+            "SELECT i.id FROM items_fts JOIN items i ON i.rowid = items_fts.rowid"
+            " WHERE items_fts MATCH ? ORDER BY i.id",
+            (words,),
+        )
+    ]
+
+
+async def test_artifacts_survive_the_move_to_a_rowid_table_and_stay_indexed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    _old_database(path, 9)
+    async with Store.open(path) as store:
+        rows = await store.read(
+            lambda tx: tx.execute(
+                "SELECT item_id, artifact_type, version, created_by, run_id, payload, meta,"
+                " created_at FROM artifacts ORDER BY item_id, artifact_type, version"
+            ).fetchall()
+        )
+        assert rows == sorted(_ARTIFACTS)
+        version = await store.read(lambda tx: tx.execute("PRAGMA user_version").fetchone()[0])
+        assert version == SCHEMA_VERSION
+        table = await store.read(
+            lambda tx: tx.execute(
+                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'artifacts'"
+            ).fetchone()[0]
+        )
+        assert "WITHOUT ROWID" not in table.upper()
+
+        # The index kept what it had: a person's edit wins over the system's text.
+        assert await store.read(lambda tx: _search(tx, "kestrels")) == ["a"]
+        assert await store.read(lambda tx: _search(tx, "otters")) == ["b"]
+
+        # The trigger came along: a new system extraction reindexes an unedited item only.
+        def extract(tx: Tx) -> None:
+            for item, words in (("a", "sparrows"), ("b", "beavers")):
+                tx.execute(
+                    "INSERT INTO artifacts (item_id, artifact_type, version, created_by,"
+                    " run_id, payload, meta, created_at) VALUES (?, 'extraction', 3,"
+                    " 'system', ?, ?, '{}', 9)",
+                    (item, f"r2{item}", f'{{"text":"new words about {words}"}}'),
+                )
+
+        await store.write(extract)
+        assert await store.read(lambda tx: _search(tx, "beavers")) == ["b"]
+        assert await store.read(lambda tx: _search(tx, "otters")) == []
+        assert await store.read(lambda tx: _search(tx, "sparrows")) == []
+        assert await store.read(lambda tx: _search(tx, "kestrels")) == ["a"]
+
+        # One system artifact per run and step, and versions unique, as before.
+        def again(tx: Tx) -> None:
+            tx.execute(
+                "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
+                " payload, meta, created_at) VALUES ('b', 'extraction', 4, 'system', 'r2b',"
+                " '{}', '{}', 10)"
+            )
+
+        with pytest.raises(
+            InternalError,
+            match=re.escape("UNIQUE constraint failed: " + _KEY.format("run_id")),
+        ):
+            await store.write(again)
+
+        def same_version(tx: Tx) -> None:
+            tx.execute(
+                "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
+                " payload, meta, created_at) VALUES ('b', 'summary', 1, 'user', NULL,"
+                " '{}', '{}', 10), ('b', 'summary', 1, 'user', NULL, '{}', '{}', 11)"
+            )
+
+        with pytest.raises(
+            InternalError,
+            match=re.escape("UNIQUE constraint failed: " + _KEY.format("version")),
+        ):
+            await store.write(same_version)
