@@ -9,6 +9,7 @@ thread switch instead of one per statement.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -102,20 +103,26 @@ def _json_picks(columns: Sequence[str]) -> str:
     return ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
 
 
-#: Per writing connection: a view whose INSERT writes a batch's held-back rows (as JSON
-#: arrays: artifacts, events, run steps) in one statement, so the thread running it
-#: wins the GIL back once, not once per table (see :mod:`readdod.store.sqlite`).
-HELD_SCHEMA = f"""
-CREATE TEMP VIEW IF NOT EXISTS held_rows (artifacts, events, steps) AS SELECT NULL, NULL, NULL;
-CREATE TEMP TRIGGER IF NOT EXISTS held_rows_insert INSTEAD OF INSERT ON held_rows BEGIN
-    INSERT INTO artifacts ({", ".join(_ARTIFACT_FIELDS)})
-    SELECT {_json_picks(_ARTIFACT_FIELDS)} FROM json_each(new.artifacts) ORDER BY key;
-    {_run_steps_update("new.steps")};
-    INSERT INTO events ({", ".join(_EVENT_FIELDS)})
-    SELECT {_json_picks(_EVENT_FIELDS)} FROM json_each(new.events) ORDER BY key;
-END;
-"""
-HELD_INSERT = "INSERT INTO held_rows (artifacts, events, steps) VALUES (?, ?, ?)"
+#: Rows per multi-row INSERT of held-back rows: 8 columns each stays well under
+#: SQLite's 32,766 bound parameters.
+HELD_ROWS_PER_STATEMENT = 1024
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_values(table: str, columns: tuple[str, ...], rows: int) -> str:
+    """One INSERT of ``rows`` rows: the values are bound, none parsed out of JSON."""
+    row = f"({', '.join('?' * len(columns))})"
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * rows)}"
+
+
+def _held_statements(
+    table: str, columns: tuple[str, ...], rows: Sequence[Sequence[Any]]
+) -> list[tuple[str, list[Any]]]:
+    out = []
+    for start in range(0, len(rows), HELD_ROWS_PER_STATEMENT):
+        chunk = rows[start : start + HELD_ROWS_PER_STATEMENT]
+        out.append((_insert_values(table, columns, len(chunk)), [v for row in chunk for v in row]))
+    return out
 
 
 def _assignments(fields: dict[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
@@ -130,16 +137,15 @@ class Tx:
 
     Appends on the hot path (step artifacts, events, a run's current step)
     are held back. What is still held when the batch's units are done goes
-    to the commit thread as JSON (:meth:`take_held`, written there by one
-    statement, :data:`HELD_INSERT`); a statement that could see them flushes
-    them first (:meth:`flush`, a table at a time), so whatever a unit reads
-    sees all that was written before it, in order. The few reads on the hot
-    path that are scoped to one item or run flush only when that item or run
-    has rows held back (or, for artifacts, see them without a flush).
+    to the commit thread as a few multi-row statements (:meth:`take_held`);
+    a statement that could see them flushes them first (:meth:`flush`, a
+    table at a time), so whatever a unit reads sees all that was written
+    before it, in order. The few reads on the hot path that are scoped to one
+    item or run flush only when that item or run has rows held back (or, for
+    artifacts, see them without a flush).
 
-    Rows are held only from readdod's own values: ids, names from fixed sets,
-    and JSON that msgspec wrote, which never holds a raw NUL (SQLite's JSON
-    functions would cut a string there).
+    Held rows are readdod's own values: ids, names from fixed sets, and JSON
+    that msgspec wrote.
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -184,9 +190,8 @@ class Tx:
     def flush(self) -> None:
         """Write the rows held back, in the order they were added (a table at a time).
 
-        On the loop, executemany rather than one INSERT … SELECT FROM json_each:
-        SQLite parsing KB payloads back out of JSON costs more than binding them
-        (the commit thread's :meth:`take_held` pays that parse beside the loop).
+        On the loop, executemany: a multi-row INSERT costs a prepare per shape
+        of batch, which only pays off beside the loop (:meth:`take_held`).
         """
         artifacts, events, steps = self._take()
         if artifacts:
@@ -196,16 +201,20 @@ class Tx:
         if events:
             self.conn.executemany(_EVENT_INSERT, events)
 
-    def take_held(self) -> tuple[str, str, str] | None:
-        """The rows held back as JSON for :data:`HELD_INSERT`, forgotten here; None if none.
+    def take_held(self) -> list[tuple[str, list[Any]]]:
+        """The rows held back as statements for the commit thread, forgotten here.
 
-        Encoding happens on the caller's thread, so the statement that writes
-        them can run in another without the GIL.
+        A multi-row INSERT per table (a run-step UPDATE from a small JSON
+        array): the thread that runs them wins the GIL back once per table,
+        not once per row as with executemany, and SQLite reads the kilobyte
+        payloads as bound values rather than parsing them back out of JSON.
         """
-        if not (self._artifacts or self._events or self._steps):
-            return None
         artifacts, events, steps = self._take()
-        return _json_rows(artifacts), _json_rows(events), _json_rows(steps)
+        held = _held_statements("artifacts", _ARTIFACT_FIELDS, artifacts)
+        if steps:
+            held.append((_RUN_STEPS_UPDATE, [_json_rows(steps)]))
+        held += _held_statements("events", _EVENT_FIELDS, events)
+        return held
 
     def discard(self) -> None:
         """Forget the rows held back (their unit failed and is rolled back)."""

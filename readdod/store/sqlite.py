@@ -10,13 +10,13 @@ acknowledged request is durable.
 The units run on the event loop itself. What they only append (step
 artifacts, events, a run's current step) is held back (see
 :class:`~readdod.store.queries.Tx`) and written, with ``COMMIT``, by a
-commit thread of the store's own: one statement for all of a batch's rows
-(an ``INSERT`` into a view whose trigger unpacks them from JSON), so the
-full-text indexing of extracted text, the heaviest part, runs there without
-the GIL, beside the loop. A thread writing row by row would have to win
-the GIL back from the busy loop after every row; this one needs it three
-times a batch. A thread of its own, not ``anyio.to_thread``: that first
-yields to the loop, and the commit would wait behind every ready task.
+commit thread of the store's own: one multi-row ``INSERT`` per table, the
+values bound, so the full-text indexing of extracted text, the heaviest
+part, runs there without the GIL, beside the loop. A thread writing row by
+row (executemany) would have to win the GIL back from the busy loop after
+every row; this one needs it a few times a batch. A thread of its own, not
+``anyio.to_thread``: that first yields to the loop, and the commit would
+wait behind every ready task.
 While a batch commits, the loop goes on with whatever else is ready (with
 thousands of items in flight, the actors whose steps are not in it).
 
@@ -46,7 +46,7 @@ import asyncio
 import concurrent.futures
 import sqlite3
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from importlib import resources
@@ -58,7 +58,7 @@ import anyio
 
 from readdod.errors import ConfigError, InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
-from readdod.store.queries import HELD_INSERT, HELD_SCHEMA, Tx
+from readdod.store.queries import Tx
 from readdod.store.rows import StoreCounters
 
 T = TypeVar("T")
@@ -192,7 +192,7 @@ class _Retry(Exception):
 
 
 def _commit(
-    conn: sqlite3.Connection, held: tuple[str, str, str] | None = None
+    conn: sqlite3.Connection, held: Sequence[tuple[str, Sequence[Any]]] = ()
 ) -> BaseException | None:
     """In the commit thread: the rows held back, then COMMIT, the fsync that makes a batch
     durable; the error, if any (:class:`_Retry` when a held row failed).
@@ -200,13 +200,13 @@ def _commit(
     Any error rolls the transaction back.
     """
     try:
-        if held is not None:
-            try:
-                conn.execute(HELD_INSERT, held)
-            except sqlite3.Error:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                return _Retry()
+        try:
+            for sql, params in held:
+                conn.execute(sql, params)
+        except Exception:  # a constraint, or text SQLite cannot take (a lone surrogate)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            return _Retry()
         conn.execute("COMMIT")
     except Exception as exc:
         if conn.in_transaction:
@@ -401,7 +401,6 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
         _migrate(conn)
         _ensure_incremental_vacuum(conn)
         conn.execute("PRAGMA busy_timeout = 0")  # see _begin
-        conn.executescript(HELD_SCHEMA)
         # See the module's docstring.
         conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES_MAX}")
         page = conn.execute("PRAGMA page_size").fetchone()[0]
@@ -608,11 +607,7 @@ class Store:
                 continue
             if tx is None:
                 return 0, False
-            try:
-                held = None if savepoints else tx.take_held()
-            except Exception:  # a held row JSON cannot carry: find its unit with savepoints
-                conn.execute("ROLLBACK")
-                continue
+            held = [] if savepoints else tx.take_held()
             error = await asyncio.wrap_future(self._committer.submit(_commit, conn, held))
             if error is None:
                 return tx.statements, True
