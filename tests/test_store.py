@@ -134,8 +134,8 @@ async def test_held_back_rows_are_seen_by_the_unit_and_written_byte_for_byte(
 async def test_rows_held_to_the_end_of_the_batch_are_written_byte_for_byte(
     tmp_path: Path,
 ) -> None:
-    """The rows no unit read back are written by the commit thread in one statement
-    (as JSON): text, escapes, integers and NULLs come out as they went in."""
+    """The rows no unit read back are written by the commit thread (a multi-row INSERT
+    per table): text, escapes, integers and NULLs come out as they went in."""
     payload = '{"text":"quote \\" and \\\\ back, nul \\u0000, \u2028, ünïcödé 日本語 🙂\\nline"}'
     big = 2**62 + 7
 
@@ -170,7 +170,7 @@ async def test_rows_held_to_the_end_of_the_batch_are_written_byte_for_byte(
     assert step is not None and step.current_step == "card"
 
 
-async def test_a_held_row_json_cannot_carry_fails_only_its_own_unit(tmp_path: Path) -> None:
+async def test_a_held_row_sqlite_cannot_take_fails_only_its_own_unit(tmp_path: Path) -> None:
     async with Store.open(tmp_path / "u.db") as store:
         await store.write(lambda tx: [tx.execute(*_item_sql(i)) for i in ("a", "b")])
         outcome: dict[str, object] = {}
