@@ -103,25 +103,39 @@ def _json_picks(columns: Sequence[str]) -> str:
     return ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
 
 
-#: Rows per multi-row INSERT of held-back rows: 8 columns each stays well under
+#: Most rows per multi-row INSERT of held-back rows: 9 values each stays well under
 #: SQLite's 32,766 bound parameters.
 HELD_ROWS_PER_STATEMENT = 1024
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=32)
 def _insert_values(table: str, columns: tuple[str, ...], rows: int) -> str:
-    """One INSERT of ``rows`` rows: the values are bound, none parsed out of JSON."""
-    row = f"({', '.join('?' * len(columns))})"
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * rows)}"
+    """One INSERT of up to ``rows`` rows, the values bound. Each row starts with a
+    mark: 1 for a row to write, NULL for padding (see :func:`_held_statements`)."""
+    row = f"({', '.join('?' * (len(columns) + 1))})"
+    picks = ", ".join(f"column{i + 2}" for i in range(len(columns)))
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)})"
+        f" SELECT {picks} FROM (VALUES {', '.join([row] * rows)}) WHERE column1 IS NOT NULL"
+    )
 
 
 def _held_statements(
     table: str, columns: tuple[str, ...], rows: Sequence[Sequence[Any]]
 ) -> list[tuple[str, list[Any]]]:
+    """``rows`` as multi-row INSERTs, each padded to a power of two rows.
+
+    SQLite's connection caches each distinct statement it prepares; a shape
+    per batch size would fill that cache with large programs. Padding keeps
+    it to a dozen shapes per table, for at most twice the bound values.
+    """
     out = []
     for start in range(0, len(rows), HELD_ROWS_PER_STATEMENT):
         chunk = rows[start : start + HELD_ROWS_PER_STATEMENT]
-        out.append((_insert_values(table, columns, len(chunk)), [v for row in chunk for v in row]))
+        shape = 1 << (len(chunk) - 1).bit_length()
+        values = [v for row in chunk for v in (1, *row)]
+        values += [None] * ((shape - len(chunk)) * (len(columns) + 1))
+        out.append((_insert_values(table, columns, shape), values))
     return out
 
 
