@@ -28,6 +28,9 @@ _ARTIFACTS = [
 ]
 
 
+_SOURCES = [("a", "<p>herons \u0000 🙂</p>" * 400, None), ("b", None, "otters " * 900)]
+
+
 def _old_database(path: Path, version: int) -> None:
     """A database at schema ``version``, by the migrations of the time, with items
     whose extracted text (one of them edited by a person) is indexed."""
@@ -43,6 +46,7 @@ def _old_database(path: Path, version: int) -> None:
             " updated_at) VALUES (?, 'text', ?, 'read later', 'READY', 1, 1)",
             (item, f"title {item}"),
         )
+    conn.executemany("INSERT INTO item_sources (item_id, html, text) VALUES (?, ?, ?)", _SOURCES)
     conn.executemany(
         "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id, payload,"
         " meta, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -62,7 +66,7 @@ def _search(tx: Tx, words: str) -> list[str]:
     ]
 
 
-async def test_artifacts_survive_the_move_to_a_rowid_table_and_stay_indexed(
+async def test_artifacts_and_sources_survive_the_move_to_rowid_tables_and_stay_indexed(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "old.db"
@@ -75,14 +79,18 @@ async def test_artifacts_survive_the_move_to_a_rowid_table_and_stay_indexed(
             ).fetchall()
         )
         assert rows == sorted(_ARTIFACTS)
+        sources = await store.read(lambda tx: [(i, *tx.source(i)) for i in ("a", "b")])
+        assert sources == _SOURCES
         version = await store.read(lambda tx: tx.execute("PRAGMA user_version").fetchone()[0])
         assert version == SCHEMA_VERSION
-        table = await store.read(
+        tables = await store.read(
             lambda tx: tx.execute(
-                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'artifacts'"
-            ).fetchone()[0]
+                "SELECT name, sql FROM sqlite_schema WHERE type = 'table'"
+                " AND name IN ('artifacts', 'item_sources')"
+            ).fetchall()
         )
-        assert "WITHOUT ROWID" not in table.upper()
+        assert len(tables) == 2
+        assert not [name for name, sql in tables if "WITHOUT ROWID" in sql.upper()]
 
         # The index kept what it had: a person's edit wins over the system's text.
         assert await store.read(lambda tx: _search(tx, "kestrels")) == ["a"]

@@ -1,9 +1,9 @@
--- Artifacts hold kilobytes of JSON each (an extraction about 6 KB). In a
--- WITHOUT ROWID table every row lives in the primary key's b-tree, where
--- SQLite keeps under 1 KB of a row on its page and chains the rest through
--- overflow pages, so a leaf holds a handful of rows and each insert moves and
--- rebalances whole rows. As a rowid table, rows are appended in the order
--- they are written, and the key (item, type, version) is a small index.
+-- Artifacts hold kilobytes of JSON each (an extraction about 6 KB), sources
+-- the page or text handed in. In a WITHOUT ROWID table every row lives in the
+-- primary key's b-tree, where SQLite keeps under 1 KB of a row on its page
+-- and chains the rest through overflow pages, so a leaf holds a handful of
+-- rows and each insert moves and rebalances whole rows. As rowid tables, rows
+-- are appended in the order they are written, and the keys are small indexes.
 CREATE TABLE artifacts_by_rowid (
     item_id       TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
     artifact_type TEXT NOT NULL,
@@ -34,3 +34,12 @@ BEGIN
       FROM items i
      WHERE i.id = new.item_id AND items_fts.rowid = i.rowid;
 END;
+
+CREATE TABLE item_sources_by_rowid (
+    item_id TEXT PRIMARY KEY REFERENCES items (id) ON DELETE CASCADE,
+    html    TEXT,
+    text    TEXT
+);
+INSERT INTO item_sources_by_rowid SELECT item_id, html, text FROM item_sources ORDER BY item_id;
+DROP TABLE item_sources;
+ALTER TABLE item_sources_by_rowid RENAME TO item_sources;
