@@ -462,7 +462,8 @@ class Tx:
         for start in range(0, len(item_ids), 500):
             chunk = item_ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            rows = self.execute(
+            # Sources are never held back: no flush.
+            rows = self._execute_now(
                 f"SELECT item_id, html, text FROM item_sources WHERE item_id IN ({marks})"
                 " AND length(coalesce(html, '')) + length(coalesce(text, '')) <= ?",
                 [*chunk, max_chars],
