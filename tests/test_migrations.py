@@ -113,28 +113,16 @@ async def test_artifacts_and_sources_survive_the_move_to_rowid_tables_and_stay_i
         assert await store.read(lambda tx: _search(tx, "kestrels")) == ["a"]
 
         # One system artifact per run and step, and versions unique, as before.
-        def again(tx: Tx) -> None:
-            tx.execute(
+        refused = [
+            ("run_id", "('b', 'extraction', 4, 'system', 'r2b', '{}', '{}', 10)"),
+            ("version", "('b', 'summary', 1, 'user', NULL, '{}', '{}', 10)," * 2),
+        ]
+        for key, values in refused:
+            sql = (
                 "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
-                " payload, meta, created_at) VALUES ('b', 'extraction', 4, 'system', 'r2b',"
-                " '{}', '{}', 10)"
+                f" payload, meta, created_at) VALUES {values.rstrip(',')}"
             )
-
-        with pytest.raises(
-            InternalError,
-            match=re.escape("UNIQUE constraint failed: " + _KEY.format("run_id")),
-        ):
-            await store.write(again)
-
-        def same_version(tx: Tx) -> None:
-            tx.execute(
-                "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
-                " payload, meta, created_at) VALUES ('b', 'summary', 1, 'user', NULL,"
-                " '{}', '{}', 10), ('b', 'summary', 1, 'user', NULL, '{}', '{}', 11)"
-            )
-
-        with pytest.raises(
-            InternalError,
-            match=re.escape("UNIQUE constraint failed: " + _KEY.format("version")),
-        ):
-            await store.write(same_version)
+            with pytest.raises(
+                InternalError, match=re.escape("UNIQUE constraint failed: " + _KEY.format(key))
+            ):
+                await store.write(lambda tx, sql=sql: tx.execute(sql))  # type: ignore[misc]
