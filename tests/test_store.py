@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from readdod.store import Store, StoreClosed
-from readdod.store.queries import Tx
+from readdod.store.queries import HELD_ROWS_PER_STATEMENT, Tx
 from readdod.store.sqlite import CHECKPOINT_EVERY, WAL_PAGES_MAX
 
 pytestmark = pytest.mark.anyio
@@ -168,6 +168,27 @@ async def test_rows_held_to_the_end_of_the_batch_are_written_byte_for_byte(
     assert art == [(payload, '{"m":1}', "integer", 1, big, "system")]
     assert ev == [(big, "i1", None, "null", None, "READY", payload)]
     assert step is not None and step.current_step == "card"
+
+
+async def test_more_held_rows_than_one_statement_takes_are_all_written_in_order(
+    tmp_path: Path,
+) -> None:
+    """Past HELD_ROWS_PER_STATEMENT rows a table's held rows take several INSERTs, each
+    padded to a power of two rows; every row arrives once, in the order it was held."""
+    count = 2 * HELD_ROWS_PER_STATEMENT + 3
+
+    def unit(tx: Tx) -> None:
+        for n in range(count):
+            tx.add_artifact("i1", "summary", n + 1, f"r{n}", f'{{"n":{n}}}', "{}", n)
+            tx.insert_event(n, "i1", None, "step", None, None, "system", f'{{"n":{n}}}')
+
+    async with Store.open(tmp_path / "many.db") as store:
+        await store.write(lambda tx: tx.execute(*_item_sql("i1")))
+        await store.write(unit)
+        arts = await _rows(store, "SELECT version, payload FROM artifacts ORDER BY rowid")
+        events = await _rows(store, "SELECT at, detail FROM events ORDER BY seq")
+    assert arts == [(n + 1, f'{{"n":{n}}}') for n in range(count)]
+    assert events == [(n, f'{{"n":{n}}}') for n in range(count)]
 
 
 async def test_a_held_row_sqlite_cannot_take_fails_only_its_own_unit(tmp_path: Path) -> None:
