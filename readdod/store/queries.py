@@ -99,10 +99,6 @@ def _run_steps_update(steps: str) -> str:
 _RUN_STEPS_UPDATE = _run_steps_update("?")
 
 
-def _json_picks(columns: Sequence[str]) -> str:
-    return ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(columns)))
-
-
 #: Most rows per multi-row INSERT of held-back rows: 9 values each stays well under
 #: SQLite's 32,766 bound parameters.
 HELD_ROWS_PER_STATEMENT = 1024
