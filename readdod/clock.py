@@ -34,18 +34,27 @@ class ManualClock:
         self._now += ms
 
 
-#: The last second :func:`iso` formatted, and its text (most calls fall in the same one).
+#: The last second :func:`utc_second` formatted, and its text.
 _second: tuple[int, str] = (0, "1970-01-01T00:00:00")
+
+
+def utc_second(whole: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` (UTC) of a Unix time in seconds.
+
+    The last second's text is kept: timestamps come many to a second (each
+    log line, each event), and formatting a date is most of their cost.
+    """
+    global _second
+    second = _second
+    if second[0] != whole:
+        text = dt.datetime.fromtimestamp(whole, tz=dt.UTC).isoformat(timespec="seconds")
+        second = _second = (whole, text[:-6])
+    return second[1]
 
 
 def iso(ms: int | None) -> str | None:
     """RFC 3339 UTC with milliseconds, or None."""
-    global _second
     if ms is None:
         return None
     whole, milli = divmod(ms, 1000)
-    second = _second
-    if second[0] != whole:
-        stamp = dt.datetime.fromtimestamp(whole, tz=dt.UTC).isoformat(timespec="seconds")
-        second = _second = (whole, stamp[:-6])
-    return f"{second[1]}.{milli:03d}Z"
+    return f"{utc_second(whole)}.{milli:03d}Z"

@@ -18,6 +18,8 @@ from typing import Any, TextIO
 import msgspec
 import structlog
 
+from readdod.clock import utc_second
+
 _encoder = msgspec.json.Encoder()
 REDACTED = "[redacted]"
 
@@ -275,16 +277,11 @@ def _json_line(method: str, line: dict[str, Any]) -> str:
     return _encoder.encode(line).decode()
 
 
-_second: list[Any] = [-1, ""]
-
-
 def _timestamp() -> str:
-    """RFC 3339 UTC with microseconds; the date part is formatted once a second."""
+    """RFC 3339 UTC with microseconds."""
     now = time.time()
     whole = int(now)
-    if whole != _second[0]:
-        _second[0], _second[1] = whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
-    return f"{_second[1]}.{int((now - whole) * 1_000_000):06d}Z"
+    return f"{utc_second(whole)}.{int((now - whole) * 1_000_000):06d}Z"
 
 
 class _SinkLogger:
