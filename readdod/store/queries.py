@@ -88,15 +88,11 @@ _ARTIFACT_INSERT = _insert("artifacts", _ARTIFACT_FIELDS)
 _EVENT_INSERT = _insert("events", _EVENT_FIELDS)
 
 
-def _run_steps_update(steps: str) -> str:
-    """Set each run's current step from ``steps``, a JSON array of [run_id, step]."""
-    return (
-        f"UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each({steps}) j"
-        " WHERE runs.run_id = json_extract(j.value, '$[0]')"
-    )
-
-
-_RUN_STEPS_UPDATE = _run_steps_update("?")
+#: Set each run's current step from one parameter, a JSON array of [run_id, step].
+_RUN_STEPS_UPDATE = (
+    "UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each(?) j"
+    " WHERE runs.run_id = json_extract(j.value, '$[0]')"
+)
 
 
 #: Most rows per multi-row INSERT of held-back rows: 9 values each stays well under
