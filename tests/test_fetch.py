@@ -495,6 +495,37 @@ async def test_per_host_limit_holds_requests_back(server: PageServer) -> None:
     assert c.slots.in_use("127.0.0.1") == 0
 
 
+async def test_waiting_for_a_host_slot_does_not_count_against_the_fetch_deadline(
+    server: PageServer,
+) -> None:
+    """Captures of one site queue for its slots; only the server's own time is timed."""
+    release = threading.Event()
+
+    def held(ex: Exchange) -> None:
+        release.wait(10)
+        ex.send(ARTICLE)
+
+    held_url = server.route("/held", held)
+    quick_url = server.page("/quick", ARTICLE)
+    deadline = 0.2
+    pages = []
+    async with client(per_host_limit=1) as c, anyio.create_task_group() as tg:
+
+        async def quick() -> None:
+            pages.append(await fetch(quick_url, client=c, timeout_s=deadline))
+
+        tg.start_soon(functools.partial(fetch, held_url, client=c, timeout_s=10))
+        await anyio.to_thread.run_sync(server.wait_active, "/held", 1)
+        tg.start_soon(quick)
+        with anyio.fail_after(5):
+            while c.slots.waiting("127.0.0.1") < 1:
+                await anyio.sleep(0.005)
+        # The queued fetch outlives its own deadline in the queue, then is served.
+        await anyio.sleep(deadline * 2)
+        release.set()
+    assert [p.status for p in pages] == [200] and server.hits("/quick") == 1
+
+
 # --- the address guard -------------------------------------------------------------------------
 
 

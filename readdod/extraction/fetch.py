@@ -25,7 +25,9 @@ The limits, and why they are enforced here rather than left to httpx:
 from __future__ import annotations
 
 import codecs
+import contextvars
 import functools
+import math
 import re
 import ssl
 import zlib
@@ -247,15 +249,21 @@ async def fetch(
 
     ``timeout_s`` is a deadline for the whole fetch, so a server dripping one
     byte a second cannot hold a worker; connect and read timeouts bound each
-    network operation inside it.
+    network operation inside it. Time spent queued for one of the host's
+    ``fetch.per_host_limit`` slots is not counted: it is readdod's own queue,
+    not the server being slow.
     """
     cfg = client.config
     limit = max_bytes if max_bytes is not None else cfg.max_bytes
     hops = max_redirects if max_redirects is not None else cfg.max_redirects
     deadline = timeout_s if timeout_s is not None else cfg.timeout_s
     try:
-        with anyio.fail_after(deadline):
-            return await _fetch(url, client, limit, hops, _timeouts(cfg, deadline))
+        with anyio.fail_after(deadline) as scope:
+            token = _DEADLINE.set(scope)
+            try:
+                return await _fetch(url, client, limit, hops, _timeouts(cfg, deadline))
+            finally:
+                _DEADLINE.reset(token)
     except TimeoutError as exc:
         raise ExtractionError(
             f"Fetching {url} took longer than {deadline:g} seconds (fetch.timeout_s);"
@@ -395,6 +403,12 @@ def _timeouts(cfg: FetchConfig, deadline: float) -> httpx.Timeout:
     )
 
 
+#: The running fetch's whole-fetch deadline, paused while it queues for a host slot.
+_DEADLINE: contextvars.ContextVar[anyio.CancelScope | None] = contextvars.ContextVar(
+    "readdod_fetch_deadline", default=None
+)
+
+
 @dataclass
 class _Slot:
     limiter: anyio.CapacityLimiter
@@ -478,7 +492,7 @@ class _Transport(httpx.AsyncHTTPTransport):
         self.slots = _HostSlots(cfg.per_host_limit)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        release = await self.slots.acquire(request.url.host.lower())
+        release = await self._queue_for_slot(request.url.host.lower())
         try:
             response = await super().handle_async_request(request)
         except BaseException:
@@ -492,6 +506,22 @@ class _Transport(httpx.AsyncHTTPTransport):
             stream=_ReleasingStream(stream, release),
             extensions=response.extensions,
         )
+
+    async def _queue_for_slot(self, host: str) -> Callable[[], None]:
+        """Take a slot for ``host`` with the fetch's deadline stopped while in the queue.
+
+        Many captures of one site would otherwise time out in line behind each
+        other and be retried as if the server were slow.
+        """
+        scope = _DEADLINE.get()
+        if scope is None or math.isinf(scope.deadline):
+            return await self.slots.acquire(host)
+        left = scope.deadline - anyio.current_time()
+        scope.deadline = math.inf
+        try:
+            return await self.slots.acquire(host)
+        finally:
+            scope.deadline = anyio.current_time() + left
 
 
 # --- one fetch ------------------------------------------------------------------
