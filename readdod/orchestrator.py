@@ -1389,10 +1389,7 @@ class Orchestrator:
     # --- supervisor side ---------------------------------------------------
 
     def _run_passes_gate(self, tx: Tx, item_id: str, run_id: str) -> bool:
-        arts = tx.artifacts_of_run(item_id, run_id)
-        code, _ = rubric.gate(
-            run_id, {k: (a.run_id, a.payload) for k, a in arts.items() if k in AI_STEPS}
-        )
+        code, _ = rubric.gate(run_id, tx.run_payloads(item_id, run_id, AI_STEPS))
         return code is None
 
     def _complete_run(self, tx: Tx, row: ItemRow) -> str | None:
@@ -1855,8 +1852,7 @@ class Orchestrator:
         self, tx: Tx, notes: list[_Note], row: ItemRow, run_id: str, now: int
     ) -> ItemRow:
         """Gate a run whose steps are all done: READY (maybe auto-archived) or FAILED_AI."""
-        arts = tx.artifacts_of_run(row.id, run_id)
-        code, problems = rubric.gate(run_id, {k: (a.run_id, a.payload) for k, a in arts.items()})
+        code, problems = rubric.gate(run_id, tx.run_payloads(row.id, run_id, AI_STEPS))
         if code is not None:
             return self._fail(
                 tx,

@@ -95,6 +95,7 @@ async def test_held_back_rows_are_seen_by_the_unit_and_written_byte_for_byte(
         tx.insert_event(8, None, None, "lease", None, None, "system")
         # Reads scoped to one item see what is held back without writing it yet.
         seen["of_run"] = tx.artifacts_of_run("i1", "r1")
+        seen["payloads"] = tx.run_payloads("i1", "r1", ("extraction", "summary"))
         seen["latest"] = tx.latest_artifact("i2", "summary")
         seen["held"] = tx.conn.execute("SELECT count(*) FROM artifacts").fetchone()[0]
         # Any other statement writes them first, in order.
@@ -113,8 +114,11 @@ async def test_held_back_rows_are_seen_by_the_unit_and_written_byte_for_byte(
             store,
             "SELECT at, item_id, run_id, kind, detail FROM events ORDER BY seq",
         )
+        written = await store.read(lambda tx: tx.run_payloads("i1", "r1", ("extraction",)))
     of_run = seen["of_run"]
     assert isinstance(of_run, dict) and of_run["extraction"].payload == payload
+    # The gate's read: held or written, only the run's own artifacts of the types asked.
+    assert seen["payloads"] == written == {"extraction": ("r1", payload)}
     latest = seen["latest"]
     assert latest is not None and latest.version == 3  # type: ignore[attr-defined]
     assert seen["held"] == 0

@@ -538,6 +538,26 @@ class Tx:
                 found[art.artifact_type] = art
         return found
 
+    def run_payloads(
+        self, item_id: str, run_id: str, types: Sequence[str]
+    ) -> dict[str, tuple[str | None, str]]:
+        """``{type: (run_id, payload)}`` of the run's system artifacts of ``types``.
+
+        What the READY gate reads: only the columns it judges, so the run's
+        extraction (kilobytes of text) is neither read nor copied.
+        """
+        marks = ", ".join("?" for _ in types)
+        rows = self._execute_now(
+            "SELECT artifact_type, run_id, payload FROM artifacts WHERE item_id = ?"
+            f" AND run_id = ? AND created_by = 'system' AND artifact_type IN ({marks})",
+            (item_id, run_id, *types),
+        ).fetchall()
+        found: dict[str, tuple[str | None, str]] = {r[0]: (r[1], r[2]) for r in rows}
+        for row in self._artifact_items.get(item_id, ()):
+            if row[3] == run_id and row[1] in types:
+                found[row[1]] = (row[3], row[4])
+        return found
+
     def _held_artifacts(self, item_id: str) -> list[ArtifactRow]:
         return [
             ArtifactRow(
