@@ -22,6 +22,13 @@ from readdod.control.client import Client
 
 LogLine = dict[str, Any]
 
+#: Config sections with no automatic retry across runs: each item's first run is its
+#: last, so its end state is final (a rate limit's Retry-After would queue it again at once).
+NO_AUTO_RETRY: dict[str, dict[str, Any]] = {
+    f"retry.{kind}": {"attempts": 0}
+    for kind in ("network", "timeout", "rate_limit", "provider", "schema")
+}
+
 
 def _limit_files(n: int | None, max_file_size: int | None = None) -> None:
     import resource

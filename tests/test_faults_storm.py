@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from readdod.control.client import Client
-from tests.daemon_proc import DaemonProc
+from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.fake_openai import FakeOpenAI, ai_config
 from tests.invariants import check
 from tests.pageserver import (
@@ -35,11 +35,6 @@ from tests.pageserver import (
 COPIES = 3
 DONE = ("READY", "FAILED_EXTRACTION", "FAILED_AI")
 FETCH = fast_fetch(attempts=2, per_host_limit=64)
-#: No automatic retry across runs: each item's first run is its last, so its end state is final.
-NO_AUTO_RETRY = {
-    f"retry.{kind}": {"attempts": 0}
-    for kind in ("network", "timeout", "rate_limit", "provider", "schema")
-}
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon_proc import DaemonProc
+from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.fake_openai import FakeOpenAI, ai_config
 
 ARTICLE = (
@@ -36,14 +36,6 @@ SECRET = "fk-live-7f3a9c1e5b2d4086aa"
 def fake() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:
         yield server
-
-
-#: No automatic retry across runs (a rate limit's Retry-After would queue an item again
-#: at once, a provider error after 30 s): each item's first outcome is its last.
-NO_AUTO_RETRY: dict[str, dict[str, Any]] = {
-    f"retry.{kind}": {"attempts": 0}
-    for kind in ("network", "timeout", "rate_limit", "provider", "schema")
-}
 
 
 def start(
