@@ -328,6 +328,28 @@ class _BoundLogger(structlog.make_filtering_bound_logger(logging.DEBUG)):  # typ
             sink.emit(line + "\n")
         return None
 
+    def info(self, event: str, *args: Any, **kw: Any) -> Any:
+        """The hot path's level in one call: a dozen lines per item pay for each call saved."""
+        procs = self._processors
+        if (
+            args
+            or len(procs) != 1
+            or procs[0] is not _render
+            or _State.console is not None
+            or "exc_info" in kw
+        ):
+            return super().info(event, *args, **kw)
+        if _State.level > logging.INFO:
+            return None
+        line = {"ts": "", "level": "", "event": event, **self._context, **kw}
+        line["level"] = "info"
+        line["ts"] = _timestamp()
+        scrub(None, "info", line)
+        sink = _sink
+        if sink is not None:
+            sink.emit(_encoder.encode(line).decode() + "\n")
+        return None
+
 
 structlog.configure(
     processors=[_render],

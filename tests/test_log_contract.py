@@ -515,6 +515,12 @@ def test_a_line_is_what_the_configured_processor_renders() -> None:
         log.debug("item.captured", count=1)  # below the level: dropped
         log.info("item.captured", **fields)
         log.warning("item.captured", level="spoofed", ts="spoofed")
+        log.info("item.captured", level="spoofed", ts="spoofed")
+    quiet = StringIO()
+    with rlog.redirected("warning", quiet):
+        log.info("item.captured")  # below the level: dropped
+        log.warning("item.captured")
+    assert [json.loads(line)["level"] for line in quiet.getvalue().splitlines()] == ["warning"]
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     expected = json.loads(
         rlog._render(
@@ -529,8 +535,9 @@ def test_a_line_is_what_the_configured_processor_renders() -> None:
             },
         )
     )
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].pop("ts") and expected.pop("ts")
     assert list(lines[0].items()) == list(expected.items())
     assert "hunter2" not in str(lines) and "t0k3n" not in str(lines) and "sk-abc" not in str(lines)
     assert lines[1]["level"] == "warning" and lines[1]["ts"] != "spoofed"
+    assert lines[2]["level"] == "info" and lines[2]["ts"] != "spoofed"
