@@ -11,7 +11,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -299,37 +299,24 @@ def _sink_logger(*_: Any) -> _SinkLogger:
     return _SinkLogger()
 
 
-class _BoundLogger(structlog.make_filtering_bound_logger(logging.DEBUG)):  # type: ignore[misc]
-    """structlog's filtering logger, calling :func:`_render`'s steps itself.
+_FilteringLogger: Any = structlog.make_filtering_bound_logger(logging.DEBUG)
 
-    The generic chain (copy the context, merge the fields, run the
-    processors, check what came back, look up the output method) was a third
-    of a line's cost, and the hot path logs a dozen lines per item. Whenever
-    the processors are not readdod's own (``structlog.testing.capture_logs``
-    swaps them), or for console output and exceptions, the generic chain runs.
+
+def _direct(name: str) -> Callable[..., Any]:
+    """A level method that renders its line itself while readdod's renderer is the chain.
+
+    structlog's generic chain (the level method, the proxy, copying the
+    context, running the processors, checking what came back, looking up the
+    output method) was half of a line's cost, and the hot path logs a dozen
+    lines per item. Whenever the processors are not readdod's own
+    (``structlog.testing.capture_logs`` swaps them), for console output,
+    exceptions and %-arguments, the generic chain runs; it ends in
+    :func:`_render`, so the line is the same.
     """
+    number = _LEVELS[name]
+    generic = getattr(_FilteringLogger, name)
 
-    def _proxy_to_logger(self, method_name: str, event: str | None = None, **event_kw: Any) -> Any:
-        procs = self._processors
-        if (
-            len(procs) != 1
-            or procs[0] is not _render
-            or _State.console is not None
-            or "exc_info" in event_kw
-        ):
-            return super()._proxy_to_logger(method_name, event, **event_kw)
-        if not _enabled(method_name):
-            return None
-        line = _json_line(
-            method_name, {"ts": "", "level": "", "event": event, **self._context, **event_kw}
-        )
-        sink = _sink
-        if sink is not None:
-            sink.emit(line + "\n")
-        return None
-
-    def info(self, event: str, *args: Any, **kw: Any) -> Any:
-        """The hot path's level in one call: a dozen lines per item pay for each call saved."""
+    def method(self: Any, event: str, *args: Any, **kw: Any) -> Any:
         procs = self._processors
         if (
             args
@@ -338,17 +325,27 @@ class _BoundLogger(structlog.make_filtering_bound_logger(logging.DEBUG)):  # typ
             or _State.console is not None
             or "exc_info" in kw
         ):
-            return super().info(event, *args, **kw)
-        if _State.level > logging.INFO:
+            return generic(self, event, *args, **kw)
+        if number < _State.level:
             return None
-        line = {"ts": "", "level": "", "event": event, **self._context, **kw}
-        line["level"] = "info"
-        line["ts"] = _timestamp()
-        scrub(None, "info", line)
+        line = _json_line(name, {"ts": "", "level": "", "event": event, **self._context, **kw})
         sink = _sink
         if sink is not None:
-            sink.emit(_encoder.encode(line).decode() + "\n")
+            sink.emit(line + "\n")
         return None
+
+    method.__name__ = name
+    return method
+
+
+class _BoundLogger(_FilteringLogger):  # type: ignore[misc]
+    """structlog's filtering logger; its level methods render lines directly (:func:`_direct`)."""
+
+    debug = _direct("debug")
+    info = _direct("info")
+    warning = _direct("warning")
+    error = _direct("error")
+    critical = _direct("critical")
 
 
 structlog.configure(
