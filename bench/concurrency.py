@@ -117,11 +117,17 @@ def main() -> None:
         print(run, flush=True)
         runs.append(run)
     by_level = {r["in_flight"]: r for r in runs}
+
+    def at_least(level: int, figure: str, bound: float) -> bool | None:
+        return by_level[level][figure] >= bound if level in by_level else None
+
+    # The requirement's ideal is C/5 (five 1-s steps); C/4 is the stricter
+    # bound for this engine, whose extraction does not wait. Both are checked.
     checks = {
-        "1000_within_10pct": by_level[1000]["ratio_to_ideal"] >= 0.9 if 1000 in by_level else None,
-        "10000_at_least_80pct": (
-            by_level[10_000]["ratio_to_ideal"] >= 0.8 if 10_000 in by_level else None
-        ),
+        "1000_within_10pct_of_c_over_5": at_least(1000, "ratio_to_c_over_5", 0.9),
+        "1000_within_10pct_of_c_over_4": at_least(1000, "ratio_to_ideal", 0.9),
+        "10000_at_least_80pct_of_c_over_5": at_least(10_000, "ratio_to_c_over_5", 0.8),
+        "10000_at_least_80pct_of_c_over_4": at_least(10_000, "ratio_to_ideal", 0.8),
         "rss_under_100kb_per_item": all(r["rss_kb_per_in_flight"] < 100 for r in runs),
     }
     report(
@@ -130,7 +136,7 @@ def main() -> None:
             "engine": f"fixed, {args.delay_ms} ms per AI step ({AI_STEPS} steps wait)",
             "waves": args.waves,
             "runs": runs,
-            "requirement": "within 10% of ideal at 1,000, >= 80% at 10,000, < 100 KB RSS/item",
+            "requirement": "ideal C/5: within 10% at 1,000, >= 80% at 10,000; < 100 KB RSS/item",
             "checks": checks,
         },
     )
