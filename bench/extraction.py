@@ -49,8 +49,8 @@ def extractors() -> dict[str, Extractor]:
     found: dict[str, Extractor] = {"readdod": ours}
     try:
         import trafilatura
-    except ImportError:
-        print("trafilatura is not installed (pip install -e '.[bench]'): skipping it")
+    except ImportError as exc:  # missing, or one of its own imports failing
+        print(f"trafilatura cannot be imported ({exc}; pip install -e '.[bench]'): skipping it")
         return found
 
     def fast(html: str, url: str | None) -> str:
