@@ -367,7 +367,21 @@ def _ledger_lines(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def cmd_edit(args: argparse.Namespace, client: Client) -> int:
-    """Edit an artifact: from --file, or in $EDITOR on the shown version's JSON."""
+    """Edit an artifact: from --file, or in $EDITOR on the shown version's JSON.
+
+    ``--discard`` sets your versions aside, so the system's version shows again.
+    """
+    if args.discard:
+        res = client.call("edit", {"id": args.id, "type": args.type, "discard": True})
+        if args.json:
+            _print_json(res)
+        else:
+            art = res["artifact"]
+            print(
+                f"discarded your {args.type} of {args.id}; it shows version {art['version']}"
+                f" ({'yours' if art['created_by'] == 'user' else 'the system' + chr(39) + 's'})"
+            )
+        return EXIT_OK
     if args.file:
         raw = _read_source(args.file)
     else:
@@ -375,7 +389,10 @@ def cmd_edit(args: argparse.Namespace, client: Client) -> int:
         import subprocess
         import tempfile
 
-        current = client.call("artifact", {"id": args.id, "type": args.type})["artifact"]
+        shown = client.call("get", {"id": args.id})["artifacts"]
+        if args.type not in shown:
+            raise ReaddodError(f"item {args.id} has no {args.type} yet; process it first")
+        current = shown[args.type]
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
         with tempfile.TemporaryDirectory(prefix="readdod-edit-") as tmp:
             path = Path(tmp) / f"{args.id}.{args.type}.json"
@@ -812,6 +829,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("type", choices=["extraction", "summary", "score", "todos", "card"])
     p.add_argument("--file", metavar="FILE|-", help="take the payload JSON from FILE or stdin")
+    p.add_argument(
+        "--discard", action="store_true", help="drop your versions; show the system's again"
+    )
 
     p = sub.add_parser("retry-failed", parents=[common], help="queue failed items again")
     p.add_argument(

@@ -194,6 +194,7 @@ class StepError(ReaddodError):
         retryable: bool | None = None,
         debug: str | None = None,
         retry_after: float | None = None,
+        timed_out: bool | None = None,
     ) -> None:
         super().__init__(message, code=code)
         if retryable is not None:
@@ -201,6 +202,8 @@ class StepError(ReaddodError):
         self.debug = debug
         #: Seconds the other side asked us to wait (HTTP ``Retry-After``).
         self.retry_after = retry_after
+        #: The step ran out of time (the attempt ends as ``timeout``, not ``failed``).
+        self.timed_out = self.code is ErrorCode.AI_TIMEOUT if timed_out is None else timed_out
 
 
 class ExtractionError(StepError):

@@ -205,6 +205,8 @@ class Stats(msgspec.Struct, kw_only=True):
     items_total: int
     runs_by_outcome: dict[str, int]
     step_durations_ms: dict[str, StepTimes]
+    #: Every execution of a run, by how it ended (or queued/running).
+    attempts_by_outcome: dict[str, int] = {}
     tokens: Tokens
     #: The store's work since the daemon started; None outside a daemon.
     store: StoreCounters | None = None

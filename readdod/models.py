@@ -121,6 +121,62 @@ class Card(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 Payload = Extraction | Summary | Score | Todos | Card
 
+
+# --- a person's versions -----------------------------------------------------
+#
+# A person's own version is checked for structure (types, lengths, required
+# fields), not held to the machine's quality rubric: two todos and none of
+# kind ``output`` are their right. Same fields and string bounds as above;
+# only the counts the rubric asks of the machine are lifted.
+
+#: Most entries a person's list may hold.
+USER_LIST_MAX: Final = 50
+
+
+class UserSummary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    tl_dr: Annotated[str, msgspec.Meta(min_length=1, max_length=TL_DR_MAX)]
+    key_points: Annotated[list[Line], msgspec.Meta(max_length=USER_LIST_MAX)]
+    intent_relevance: Annotated[str, msgspec.Meta(max_length=1_000)] = ""
+    reading_time_min: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 0
+    lang: str | None = None
+
+
+class UserScore(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    match_score: Percent
+    priority: Priority
+    reasons: Annotated[list[Line], msgspec.Meta(max_length=USER_LIST_MAX)] = []
+    recommendation: Recommendation = "read"
+
+
+class UserTodos(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    items: Annotated[list[Todo], msgspec.Meta(max_length=USER_LIST_MAX)]
+
+
+class UserCard(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """A card as a person may write it, and as the card shown is composed."""
+
+    title: Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+    one_liner: Annotated[str, msgspec.Meta(min_length=1, max_length=TL_DR_MAX)]
+    summary: Annotated[str, msgspec.Meta(min_length=1, max_length=2_000)]
+    key_points: Annotated[list[Line], msgspec.Meta(max_length=USER_LIST_MAX)]
+    todos: Annotated[list[Todo], msgspec.Meta(max_length=USER_LIST_MAX)]
+    priority: Priority
+    match_score: Percent
+    tags: Annotated[list[Tag], msgspec.Meta(max_length=50)] = []
+    source: CardSource = msgspec.field(default_factory=CardSource)
+    render_spec: RenderSpec
+
+
+UserPayload = Extraction | UserSummary | UserScore | UserTodos | UserCard
+
+USER_PAYLOAD_TYPES: Final[dict[str, type[UserPayload]]] = {
+    "extraction": Extraction,
+    "summary": UserSummary,
+    "score": UserScore,
+    "todos": UserTodos,
+    "card": UserCard,
+}
+
 PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
     "extraction": Extraction,
     "summary": Summary,
@@ -187,6 +243,8 @@ class Item(msgspec.Struct, kw_only=True):
     canonical_url: str | None = None
     #: The first item captured for the same page with another intent.
     sibling_of: str | None = None
+    #: The run whose card the item shows: the one that made it READY.
+    ready_run_id: str | None = None
 
 
 class Artifact(msgspec.Struct, kw_only=True):
@@ -197,6 +255,8 @@ class Artifact(msgspec.Struct, kw_only=True):
     run_id: str | None
     meta: ArtifactMeta
     payload: Any
+    #: A person's version set aside by ``edit --discard`` (kept, no longer shown).
+    discarded: bool = False
 
 
 class AttemptFailure(msgspec.Struct, kw_only=True):
@@ -234,6 +294,31 @@ class Run(msgspec.Struct, kw_only=True):
     failures: list[AttemptFailure] = []
 
 
+AttemptMode = Literal["PROCESS", "RETRY", "RESUME", "REGENERATE", "EXPORT"]
+
+
+class Attempt(msgspec.Struct, kw_only=True):
+    """One execution of a run: queued → running → succeeded | failed | timeout | cancelled.
+
+    A terminal attempt never changes again; a retry or a resume after a
+    crash is a new attempt of the same run, starting at its first missing step.
+    """
+
+    attempt_id: str
+    run_id: str
+    mode: AttemptMode
+    status: RunStatus
+    #: The step the attempt started at, and the one it had reached when it ended.
+    first_step: str | None
+    last_step: str | None
+    worker_id: str | None
+    error_code: str | None
+    error_message: str | None
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
 class ArtifactVersion(msgspec.Struct, kw_only=True):
     """One stored version of an artifact, without its payload (``show --versions``)."""
 
@@ -243,6 +328,7 @@ class ArtifactVersion(msgspec.Struct, kw_only=True):
     run_id: str | None
     created_at: str
     shown: bool
+    discarded: bool = False
 
 
 class ChunkProgress(msgspec.Struct, kw_only=True):

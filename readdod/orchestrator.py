@@ -40,20 +40,22 @@ from readdod.export.writer import Exporter
 from readdod.logging import get_logger
 from readdod.models import (
     AI_STEPS,
+    PAYLOAD_TYPES,
     PRIORITIES,
     STEPS,
     Artifact,
     ArtifactMeta,
     ArtifactVersion,
-    Card,
     ExportResult,
     Failure,
     Item,
-    Score,
+    UserCard,
+    UserScore,
 )
 from readdod.states import Status, Trigger
 from readdod.store import (
     ArtifactRow,
+    AttemptRow,
     ExportRow,
     ItemRow,
     RunRow,
@@ -62,10 +64,12 @@ from readdod.store import (
 )
 from readdod.views import (
     artifact_view,
+    attempt_view,
     chunk_progress,
     event_view,
     item_view,
     ledger,
+    shown_view,
 )
 
 T = TypeVar("T")
@@ -210,6 +214,11 @@ WORKER_LOST_MESSAGE: Final = (
 ORPHAN_LINES: Final = 100
 
 
+def _shown_run(row: ItemRow) -> str | None:
+    """The run whose system artifacts the item shows: the one it is READY on, if any."""
+    return row.ready_run_id or row.current_run_id
+
+
 def _failed_state(step: str) -> Status:
     return S.FAILED_EXTRACTION if step == "extraction" else S.FAILED_AI
 
@@ -251,11 +260,15 @@ class _ExportPlan(msgspec.Struct, frozen=True):
     """What an export needs from the store, read in one snapshot."""
 
     row: ItemRow
-    card: ArtifactRow | None
-    score: ArtifactRow | None
+    #: What the item shows, the card composed from a person's edits (views.shown_view).
+    shown: dict[str, Artifact]
     key: str
     done: ExportRow | None
     previous: list[str]
+
+    @property
+    def card(self) -> Artifact | None:
+        return self.shown.get("card")
 
 
 _EXPORT_HINTS: Final = {
@@ -271,8 +284,10 @@ _EXPORT_HINTS: Final = {
 def _export_doc(plan: _ExportPlan, now: int) -> exporting.ExportDoc:
     """The renderer's input; raises when the stored card cannot be read."""
     row = plan.row
-    if plan.card is None:
+    card = plan.card
+    if card is None:
         raise ValueError("the item has no card")
+    score = plan.shown.get("score")
     return exporting.ExportDoc(
         item_id=row.id,
         url=row.url,
@@ -282,10 +297,10 @@ def _export_doc(plan: _ExportPlan, now: int) -> exporting.ExportDoc:
         tags=msgspec.json.decode(row.tags, type=list[str]),
         created_at=iso(row.created_at) or "",
         exported_at=iso(now) or "",
-        card=msgspec.json.decode(plan.card.payload, type=Card),
-        card_version=plan.card.version,
-        card_created_by=plan.card.created_by,
-        score=msgspec.json.decode(plan.score.payload, type=Score) if plan.score else None,
+        card=msgspec.convert(card.payload, type=UserCard),
+        card_version=card.version,
+        card_created_by=card.created_by,
+        score=msgspec.convert(score.payload, type=UserScore) if score else None,
     )
 
 
@@ -410,7 +425,8 @@ class Orchestrator:
         run_id: str | None = None,
         running_by: str | None = None,
     ) -> str:
-        """Insert a run: queued, or already running for ``running_by`` (claimed at capture)."""
+        """Insert a run with its first attempt: queued, or already running for
+        ``running_by`` (claimed at capture)."""
         run_id = run_id or ids.ulid(now)
         tx.insert_run(
             RunRow(
@@ -428,7 +444,37 @@ class Orchestrator:
                 finished_at=None,
             )
         )
+        self._new_attempt(tx, run_id, item_id, mode, now, running_by=running_by)
         return run_id
+
+    @staticmethod
+    def _new_attempt(
+        tx: Tx,
+        run_id: str,
+        item_id: str,
+        mode: str,
+        now: int,
+        *,
+        running_by: str | None = None,
+    ) -> None:
+        """A new execution of ``run_id``: queued, or running for ``running_by``."""
+        tx.insert_attempt(
+            AttemptRow(
+                attempt_id=ids.ulid(now),
+                run_id=run_id,
+                item_id=item_id,
+                mode=mode,
+                status="queued" if running_by is None else "running",
+                first_step="extraction" if running_by is not None else None,
+                last_step=None,
+                worker_id=running_by,
+                error_code=None,
+                error_message=None,
+                created_at=now,
+                started_at=None if running_by is None else now,
+                finished_at=None,
+            )
+        )
 
     def _enqueue(
         self,
@@ -455,6 +501,10 @@ class Orchestrator:
             tx.update_run(
                 run_id, status="queued", error_code=None, error_message=None, finished_at=None
             )
+            last = tx.last_attempt(run_id)
+            # A run stopped before it could fail resumes; one that failed is retried.
+            resumed = last is not None and last.status == "cancelled"
+            self._new_attempt(tx, run_id, row.id, "RESUME" if resumed else "RETRY", now)
         return self._move(
             tx,
             notes,
@@ -738,6 +788,12 @@ class Orchestrator:
             )
             if src is S.QUEUED and row.current_run_id:
                 tx.update_run(row.current_run_id, status="cancelled", finished_at=now)
+                tx.end_attempt(
+                    row.current_run_id,
+                    "cancelled",
+                    now,
+                    error_message="archived" + (" while it ran" if cancelled else ""),
+                )
             return new, cancelled
 
         row, cancelled = await self._commit(unit)
@@ -756,6 +812,8 @@ class Orchestrator:
                 )
             complete = None if regenerate else self._complete_run(tx, row)
             if complete is not None:
+                run_score = tx.run_payloads(row.id, complete, ("score",))["score"][1]
+                priority, match = self._shown_score(tx, row.id, run_score)
                 return self._move(
                     tx,
                     notes,
@@ -766,6 +824,9 @@ class Orchestrator:
                     detail={"op": "unarchive", "run_id": complete},
                     archive_reason=None,
                     current_run_id=complete,
+                    ready_run_id=complete,
+                    priority=priority,
+                    match_score=match,
                     failure=None,
                     next_attempt_at=0,
                 )
@@ -842,6 +903,23 @@ class Orchestrator:
                 finished_at=now,
             )
         )
+        tx.insert_attempt(
+            AttemptRow(
+                attempt_id=run_id,
+                run_id=run_id,
+                item_id=item_id,
+                mode="EXPORT",
+                status="failed" if error else "succeeded",
+                first_step="export",
+                last_step="export",
+                worker_id=None,
+                error_code=error.error_code if error else None,
+                error_message=error.message[:1000] if error else None,
+                created_at=started,
+                started_at=started,
+                finished_at=now,
+            )
+        )
         return run_id
 
     async def export(
@@ -870,7 +948,7 @@ class Orchestrator:
         def read(tx: Tx) -> _ExportPlan:
             row = self._row(tx, item_id)
             self._check_exportable(row, trigger)
-            shown = tx.shown_artifacts(item_id)
+            shown = shown_view(tx.shown_artifacts(item_id, _shown_run(row)))
             card, score = shown.get("card"), shown.get("score")
             key = export_key or exporting.default_key(
                 item_id,
@@ -878,13 +956,19 @@ class Orchestrator:
                 score.version if score else None,
                 fmt,
                 str(folder),
+                # A person's summary or todos change what the card shows.
+                edits={
+                    kind: shown[kind].version
+                    for kind in ("summary", "todos")
+                    if kind in shown and shown[kind].created_by == "user"
+                },
             )
             previous = [
                 path
                 for files in tx.export_files(item_id, fmt)
                 for path in msgspec.json.decode(files, type=list[str])
             ]
-            return _ExportPlan(row, card, score, key, tx.export(key), previous)
+            return _ExportPlan(row, shown, key, tx.export(key), previous)
 
         plan = await self.store.read(read)
         if plan.done is not None:
@@ -1140,6 +1224,7 @@ class Orchestrator:
                 items_by_status=counts,
                 items_total=sum(counts.values()),
                 runs_by_outcome=tx.runs_by_status(),
+                attempts_by_outcome=tx.attempts_by_status(),
                 step_durations_ms=hc.step_times(tx.step_durations(step_samples)),
                 tokens=hc.Tokens(prompt=prompt, completion=completion, total=prompt + completion),
             )
@@ -1208,12 +1293,13 @@ class Orchestrator:
     ) -> dict[str, Any]:
         def read(tx: Tx) -> dict[str, Any]:
             row = self._row(tx, item_id)
-            shown = tx.shown_artifacts(item_id)
+            shown = tx.shown_artifacts(item_id, _shown_run(row))
             every = tx.all_artifacts(item_id)
             out: dict[str, Any] = {
                 "item": item_view(row),
-                "artifacts": {k: artifact_view(a) for k, a in sorted(shown.items())},
+                "artifacts": shown_view(shown),
                 "runs": ledger(tx.runs_for(item_id), every, tx.events_for(item_id)),
+                "attempts": [attempt_view(a) for a in tx.attempts_for(item_id)],
                 "siblings": [
                     r.id
                     for r in (
@@ -1239,7 +1325,9 @@ class Orchestrator:
                         created_by=a.created_by,  # type: ignore[arg-type]
                         run_id=a.run_id,
                         created_at=iso(a.created_at) or "",
-                        shown=shown[a.artifact_type].version == a.version,
+                        shown=a.artifact_type in shown
+                        and shown[a.artifact_type].version == a.version,
+                        discarded=bool(a.discarded),
                     )
                     for a in every
                 ]
@@ -1293,16 +1381,30 @@ class Orchestrator:
         rows = rows[:limit]
         return [item_view(r) for r in rows], (rows[-1].id if more and rows else None)
 
-    async def edit(self, item_id: str, artifact_type: str, payload: Any) -> Artifact:
-        """Store a person's version of an artifact; it wins over every system version."""
-        decoded, problems = rubric.validate(artifact_type, payload)
-        if decoded is None or problems:
-            raise ValidationFailed(
-                f"the edited {artifact_type} is not valid: " + "; ".join(problems)
-            )
-        body = _dumps(decoded)
+    async def edit(
+        self, item_id: str, artifact_type: str, payload: Any, *, discard: bool = False
+    ) -> Artifact:
+        """Store a person's version of an artifact; it wins over every system version.
 
-        def unit(tx: Tx, notes: list[_Note]) -> ArtifactRow:
+        A person's version is checked for structure only (readdod.rubric.validate_user).
+        With ``discard``, their versions of the type are set aside (kept, not
+        shown) and the answer is the version now shown.
+        """
+        if artifact_type not in PAYLOAD_TYPES:
+            raise ValidationFailed(
+                f"type must be one of {', '.join(PAYLOAD_TYPES)}, got {artifact_type!r}"
+            )
+        body = ""
+        decoded: Any = None
+        if not discard:
+            decoded, problems = rubric.validate_user(artifact_type, payload)
+            if decoded is None or problems:
+                raise ValidationFailed(
+                    f"the edited {artifact_type} is not valid: " + "; ".join(problems)
+                )
+            body = _dumps(decoded)
+
+        def unit(tx: Tx, notes: list[_Note]) -> Artifact:
             row = self._row(tx, item_id)
             src = Status(row.status)
             if src is S.PROCESSING:
@@ -1312,26 +1414,44 @@ class Orchestrator:
                     dst=src,
                     code=ErrorCode.PROCESSING_IN_PROGRESS,
                 )
-            base = tx.latest_artifact(item_id, artifact_type)
-            if base is None:
-                raise NotFound(f"item {item_id} has no {artifact_type} yet; process it first")
             now = self.clock.now_ms()
-            meta = ArtifactMeta(run_id=base.run_id, engine="user", created_at=iso(now))
-            version = tx.insert_artifact(
-                item_id, artifact_type, "user", base.run_id, body, _dumps(meta), now
-            )
+            shown_run = _shown_run(row)
+            if discard:
+                if not tx.discard_user_versions(item_id, artifact_type):
+                    raise NotFound(
+                        f"item {item_id} has no version of yours of {artifact_type} to discard"
+                    )
+                detail: dict[str, Any] = {"op": "discard", "artifact_type": artifact_type}
+            else:
+                base = tx.shown_artifacts(item_id, shown_run).get(artifact_type)
+                if base is None:
+                    raise NotFound(f"item {item_id} has no {artifact_type} yet; process it first")
+                meta = ArtifactMeta(run_id=base.run_id, engine="user", created_at=iso(now))
+                version = tx.insert_artifact(
+                    item_id, artifact_type, "user", base.run_id, body, _dumps(meta), now
+                )
+                detail = {"op": "edit", "artifact_type": artifact_type, "version": version}
             fields: dict[str, Any] = {"updated_at": now}
-            if isinstance(decoded, Score):
-                fields.update(priority=decoded.priority, match_score=decoded.match_score)
+            if artifact_type == "score":
+                run_score = (
+                    tx.run_payloads(item_id, shown_run, ("score",)).get("score")
+                    if shown_run
+                    else None
+                )
+                priority, match = self._shown_score(
+                    tx, item_id, run_score[1] if run_score else None
+                )
+                if match is not None:
+                    fields.update(priority=priority, match_score=match)
             tx.set_status(item_id, src, src, **fields)
-            detail = {"op": "edit", "artifact_type": artifact_type, "version": version}
             tx.insert_event(now, item_id, None, "edit", None, None, Trigger.USER, _dumps(detail))
             notes.append(_Note("artifact.edited", {"item_id": item_id, **detail}))
-            stored = tx.artifact(item_id, artifact_type, version)
-            assert stored is not None
-            return stored
+            shown = shown_view(tx.shown_artifacts(item_id, shown_run))
+            if artifact_type not in shown:
+                raise NotFound(f"item {item_id} shows no {artifact_type} now")
+            return shown[artifact_type]
 
-        return artifact_view(await self._commit(unit))
+        return await self._commit(unit)
 
     async def retry_failed(self, *, step: str | None = None, dry_run: bool = False) -> list[str]:
         """Queue every FAILED_EXTRACTION/FAILED_AI item again (those of ``step`` only)."""
@@ -1437,6 +1557,7 @@ class Orchestrator:
             message_format=WORKER_LOST_MESSAGE,
             failed_at=iso(now) or "",
             sample=ORPHAN_LINES,
+            attempt_stamp=ids.ulid(now)[:10],
         )
         for item_id, run_id, count, step, has_failed, message in sample:
             if has_failed:
@@ -1491,7 +1612,9 @@ class Orchestrator:
         def unit(tx: Tx, notes: list[_Note]) -> list[Claimed]:
             now = self.clock.now_ms()
             rows = tx.claim(owner, limit, now + lease_ttl_ms, now)
-            runs = tx.start_runs([r.current_run_id for r in rows if r.current_run_id], owner, now)
+            run_ids = [r.current_run_id for r in rows if r.current_run_id]
+            runs = tx.start_runs(run_ids, owner, now)
+            tx.start_attempts(run_ids, owner, now, ids.ulid)
             sources = tx.small_sources(
                 [r.id for r in rows if r.source_type != "url"], CLAIM_SOURCE_MAX_CHARS
             )
@@ -1852,7 +1975,8 @@ class Orchestrator:
         self, tx: Tx, notes: list[_Note], row: ItemRow, run_id: str, now: int
     ) -> ItemRow:
         """Gate a run whose steps are all done: READY (maybe auto-archived) or FAILED_AI."""
-        code, problems = rubric.gate(run_id, tx.run_payloads(row.id, run_id, AI_STEPS))
+        payloads = tx.run_payloads(row.id, run_id, AI_STEPS)
+        code, problems = rubric.gate(run_id, payloads)
         if code is not None:
             return self._fail(
                 tx,
@@ -1866,6 +1990,8 @@ class Orchestrator:
                 now,
             )
         tx.update_run(run_id, status="succeeded", finished_at=now, current_step=None)
+        tx.end_attempt(run_id, "succeeded", now)
+        priority, match = self._shown_score(tx, row.id, payloads["score"][1])
         ready = self._move(
             tx,
             notes,
@@ -1877,17 +2003,27 @@ class Orchestrator:
             lease_expires_at=None,
             orphan_count=0,
             auto_retries=0,
+            ready_run_id=run_id,
+            priority=priority,
+            match_score=match,
         )
         return self._auto_skip(tx, notes, ready, now)
 
+    @staticmethod
+    def _shown_score(tx: Tx, item_id: str, run_score: str | None) -> tuple[str, int | None]:
+        """(priority, match_score) of the score a person sees: their own, else the run's."""
+        mine = tx.user_version(item_id, "score")
+        raw = mine.payload if mine is not None else run_score
+        if raw is None:
+            return "P2", None
+        score = msgspec.json.decode(raw)
+        return str(score["priority"]), int(score["match_score"])
+
     def _auto_skip(self, tx: Tx, notes: list[_Note], row: ItemRow, now: int) -> ItemRow:
         """READY → ARCHIVED (SYSTEM_SKIP) when the score a person sees is below skip_below."""
-        if self.skip_below <= 0:
+        if self.skip_below <= 0 or row.match_score is None:
             return row
-        score = tx.latest_artifact(row.id, "score")
-        if score is None:
-            return row
-        match = int(msgspec.json.decode(score.payload)["match_score"])
+        match = row.match_score
         if match >= self.skip_below:
             return row
         return self._move(
@@ -1914,6 +2050,7 @@ class Orchestrator:
         now: int,
         *,
         retry_after: float | None = None,
+        timed_out: bool = False,
         **fields: Any,
     ) -> ItemRow:
         # A fetch failure quotes the address; what is kept and shown keeps no credentials.
@@ -1942,6 +2079,13 @@ class Orchestrator:
                 error_code=code,
                 error_message=message[:1000],
                 finished_at=now,
+            )
+            tx.end_attempt(
+                run.run_id,
+                "timeout" if timed_out else "failed",
+                now,
+                error_code=code,
+                error_message=message[:1000],
             )
         moved = self._move(
             tx,
@@ -1999,6 +2143,7 @@ class Orchestrator:
                 error.debug,
                 self.clock.now_ms(),
                 retry_after=error.retry_after,
+                timed_out=error.timed_out,
             )
 
         row = await self._commit(unit)
@@ -2034,9 +2179,13 @@ class Orchestrator:
         return await self._commit(unit)
 
     def _requeue(self, tx: Tx, notes: list[_Note], row: ItemRow, reason: str, now: int) -> None:
-        """PROCESSING → QUEUED keeping the run (it resumes), with the lease cleared."""
+        """PROCESSING → QUEUED keeping the run (a new attempt resumes it), lease cleared."""
         if row.current_run_id:
             tx.update_run(row.current_run_id, status="queued")
+            tx.end_attempt(
+                row.current_run_id, "cancelled", now, error_message=f"stopped ({reason})"
+            )
+            self._new_attempt(tx, row.current_run_id, row.id, "RESUME", now)
         self._move(
             tx,
             notes,

@@ -156,8 +156,9 @@ class Pipeline:
         if step == "summary":
             out = await self.engine.summarize(inp)
         elif step == "score":
+            # The item takes the score's priority when the run makes it READY, not before:
+            # until then it shows the run it is READY on, if any.
             out = await self.engine.score(inp, ctx.get("summary", Summary))
-            fields = {"priority": out.payload.priority, "match_score": out.payload.match_score}
         elif step == "todos":
             out = await self.engine.todos(inp, ctx.get("summary", Summary), ctx.get("score", Score))
         elif step == "card":

@@ -15,7 +15,21 @@ from typing import Any
 
 import msgspec
 
-from readdod.models import AI_STEPS, PAYLOAD_TYPES, Card, Payload, Score, Summary, Todos
+from readdod.models import (
+    AI_STEPS,
+    PAYLOAD_TYPES,
+    USER_PAYLOAD_TYPES,
+    Card,
+    Payload,
+    Score,
+    Summary,
+    Todos,
+    UserCard,
+    UserPayload,
+    UserScore,
+    UserSummary,
+    UserTodos,
+)
 
 
 def _summary(p: Summary) -> list[str]:
@@ -86,6 +100,35 @@ def validate(artifact_type: str, raw: Any) -> tuple[Payload | None, list[str]]:
     except msgspec.DecodeError as exc:
         return None, [f"{artifact_type}: not valid JSON ({exc})"]
     return payload, check(payload)
+
+
+def validate_user(artifact_type: str, raw: Any) -> tuple[UserPayload | None, list[str]]:
+    """Decode a person's version of ``artifact_type``: structure only, no rubric.
+
+    Blank text is still refused: a point or a todo with no words says nothing.
+    """
+    typ = USER_PAYLOAD_TYPES.get(artifact_type)
+    if typ is None:
+        return None, [f"unknown artifact type {artifact_type!r}"]
+    try:
+        if isinstance(raw, bytes | str):
+            payload: UserPayload = msgspec.json.decode(raw, type=typ)
+        else:
+            payload = msgspec.convert(raw, type=typ)
+    except msgspec.ValidationError as exc:
+        return None, [f"{artifact_type}: {exc}"]
+    except msgspec.DecodeError as exc:
+        return None, [f"{artifact_type}: not valid JSON ({exc})"]
+    texts: list[str] = []
+    if isinstance(payload, UserSummary | UserCard):
+        texts += payload.key_points
+    if isinstance(payload, UserTodos | UserCard):
+        todos = payload.items if isinstance(payload, UserTodos) else payload.todos
+        texts += [t.title for t in todos]
+    if isinstance(payload, UserScore):
+        texts += payload.reasons
+    problems = [f"{artifact_type} has a blank entry"] if any(not t.strip() for t in texts) else []
+    return payload, problems
 
 
 def gate(

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 
 import msgspec
 
+from readdod import cards
 from readdod.clock import iso
 from readdod.models import (
     STEPS,
     Artifact,
     ArtifactMeta,
+    Attempt,
     AttemptFailure,
     ChunkProgress,
     Event,
@@ -23,7 +25,7 @@ from readdod.models import (
     Item,
     Run,
 )
-from readdod.store import ArtifactRow, ChunkRow, EventRow, ItemRow, RunRow
+from readdod.store import ArtifactRow, AttemptRow, ChunkRow, EventRow, ItemRow, RunRow
 
 
 def item_view(row: ItemRow) -> Item:
@@ -47,6 +49,7 @@ def item_view(row: ItemRow) -> Item:
         updated_at=iso(row.updated_at) or "",
         canonical_url=row.canonical_url,
         sibling_of=row.sibling_of,
+        ready_run_id=row.ready_run_id,
     )
 
 
@@ -59,6 +62,58 @@ def artifact_view(row: ArtifactRow) -> Artifact:
         run_id=row.run_id,
         meta=msgspec.json.decode(row.meta, type=ArtifactMeta),
         payload=msgspec.json.decode(row.payload),
+        discarded=bool(row.discarded),
+    )
+
+
+def shown_view(rows: dict[str, ArtifactRow]) -> dict[str, Artifact]:
+    """What an item shows, by type; the card composed from the shown summary, score
+    and todos (:mod:`readdod.cards`), so a person's edit of any of them is on it."""
+    out = {kind: artifact_view(row) for kind, row in sorted(rows.items())}
+    card = out.get("card")
+    if card is None:
+        return out
+
+    def part(kind: str) -> cards.Shown | None:
+        art = out.get(kind)
+        if art is None:
+            return None
+        return cards.Shown(
+            created_by=art.created_by,
+            created_at=rows[kind].created_at,
+            version=art.version,
+            payload=art.payload,
+        )
+
+    composed = cards.compose(
+        cards.Shown(
+            created_by=card.created_by,
+            created_at=rows["card"].created_at,
+            version=card.version,
+            payload=card.payload,
+        ),
+        summary=part("summary"),
+        score=part("score"),
+        todos=part("todos"),
+    )
+    out["card"] = msgspec.structs.replace(card, payload=composed)
+    return out
+
+
+def attempt_view(row: AttemptRow) -> Attempt:
+    return Attempt(
+        attempt_id=row.attempt_id,
+        run_id=row.run_id,
+        mode=row.mode,  # type: ignore[arg-type]
+        status=row.status,  # type: ignore[arg-type]
+        first_step=row.first_step,
+        last_step=row.last_step,
+        worker_id=row.worker_id,
+        error_code=row.error_code,
+        error_message=row.error_message,
+        created_at=iso(row.created_at) or "",
+        started_at=iso(row.started_at),
+        finished_at=iso(row.finished_at),
     )
 
 

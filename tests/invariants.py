@@ -88,9 +88,10 @@ def check(
         items = {r["id"]: r for r in conn.execute("SELECT * FROM items")}
         runs = {r["run_id"]: r for r in conn.execute("SELECT * FROM runs")}
         arts = conn.execute(
-            "SELECT item_id, artifact_type, version, created_by, run_id, payload, meta"
-            " FROM artifacts ORDER BY item_id, artifact_type, version"
+            "SELECT item_id, artifact_type, version, created_by, run_id, payload, meta,"
+            " discarded FROM artifacts ORDER BY item_id, artifact_type, version"
         ).fetchall()
+        attempts = conn.execute("SELECT * FROM attempts ORDER BY created_at").fetchall()
         events = conn.execute(
             "SELECT seq, item_id, kind, from_status, to_status, trigger, detail FROM events"
             " WHERE item_id IS NOT NULL ORDER BY seq"
@@ -105,6 +106,7 @@ def check(
     out += _failures(items)
     out += _leases(items, runs, crashed=crashed)
     out += _artifact_sets(items, runs, arts)
+    out += _attempts(runs, attempts)
     out += _events(items, events)
     out += _shipped_exports(events, exports)
     out += search
@@ -127,6 +129,7 @@ def _search_index(conn: sqlite3.Connection) -> list[str]:
             "SELECT i.rowid, i.id, coalesce(i.title, ''), coalesce(i.url, ''), i.intent_text,"
             " coalesce((SELECT json_extract(a.payload, '$.text') FROM artifacts a"
             "           WHERE a.item_id = i.id AND a.artifact_type = 'extraction'"
+            "             AND a.discarded = 0"
             "           ORDER BY a.created_by = 'user' DESC, a.version DESC LIMIT 1), '')"
             " FROM items i"
         )
@@ -266,6 +269,12 @@ def _artifact_sets(
         if run_id is None or run_id not in runs:
             out.append(f"item {iid} is {item['status']} without a current run ({run_id})")
             continue
+        if item["ready_run_id"] != run_id:
+            out.append(
+                f"item {iid} is {item['status']} on run {item['ready_run_id']}, but its"
+                f" current run is {run_id}"
+            )
+        out += _shown_score(item, by_item[iid])
         mine = [a for a in by_item[iid] if a["created_by"] == "system" and a["run_id"] == run_id]
         of_run = {a["artifact_type"]: a for a in mine}
         for step in AI_STEPS:
@@ -288,6 +297,108 @@ def _artifact_sets(
                     f"item {iid} is {item['status']} but run {run_id} ({run['mode']}) has no"
                     " extraction" + (" and none to reuse" if reused else "")
                 )
+    return out
+
+
+def _shown_score(item: sqlite3.Row, arts: list[sqlite3.Row]) -> list[str]:
+    """A READY/SHIPPED item's priority and match score are those of the score it shows:
+    a person's newest (not set aside), else that of the run it is READY on."""
+    scores = [a for a in arts if a["artifact_type"] == "score"]
+    mine = [a for a in scores if a["created_by"] == "user" and not a["discarded"]]
+    of_run = [
+        a for a in scores if a["created_by"] == "system" and a["run_id"] == item["ready_run_id"]
+    ]
+    shown = max(mine or of_run, key=lambda a: a["version"], default=None)
+    if shown is None:
+        return [f"item {item['id']} is {item['status']} but shows no score"]
+    score = json.loads(shown["payload"])
+    if (item["priority"], item["match_score"]) != (score["priority"], score["match_score"]):
+        return [
+            f"item {item['id']} has priority {item['priority']} and match score"
+            f" {item['match_score']}, but the score it shows (v{shown['version']},"
+            f" {shown['created_by']}) says {score['priority']} and {score['match_score']}"
+        ]
+    return []
+
+
+def shown_problems(got: dict[str, Any]) -> list[str]:
+    """What a ``get`` answer breaks of the one-run-per-card rule.
+
+    Every system artifact a READY/SHIPPED item shows belongs to the run it is
+    READY on (a reused extraction aside), the card shown carries the shown
+    todos, key points and score, and the item's priority and match score are
+    the shown score's.
+    """
+    item, shown = got["item"], got["artifacts"]
+    if item["status"] not in _WITH_ARTIFACTS:
+        return []
+    out = []
+    ready = item.get("ready_run_id")
+    for kind in AI_STEPS:
+        art = shown.get(kind)
+        if art is None:
+            out.append(f"item {item['id']} is {item['status']} but shows no {kind}")
+        elif art["created_by"] == "system" and art["meta"]["run_id"] != ready:
+            out.append(
+                f"item {item['id']} shows {kind} v{art['version']} of run"
+                f" {art['meta']['run_id']}, but it is {item['status']} on run {ready}"
+            )
+    if out:
+        return out
+    card, score = shown["card"]["payload"], shown["score"]["payload"]
+    if (item["priority"], item["match_score"]) != (score["priority"], score["match_score"]):
+        out.append(
+            f"item {item['id']} has {item['priority']}/{item['match_score']} but shows a"
+            f" score of {score['priority']}/{score['match_score']}"
+        )
+
+    def decides(kind: str) -> bool:
+        """A part decides the card unless a person's card is newer than it."""
+        if shown["card"]["created_by"] != "user":
+            return True
+        part = shown[kind]
+        return bool(
+            part["created_by"] == "user"
+            and part["meta"]["created_at"] >= shown["card"]["meta"]["created_at"]
+        )
+
+    if decides("score") and (card["priority"], card["match_score"]) != (
+        score["priority"],
+        score["match_score"],
+    ):
+        out.append(f"item {item['id']}'s card does not show the score it shows")
+    if decides("todos") and card["todos"] != shown["todos"]["payload"]["items"]:
+        out.append(f"item {item['id']}'s card does not show the todos it shows")
+    if decides("summary") and card["key_points"] != shown["summary"]["payload"]["key_points"]:
+        out.append(f"item {item['id']}'s card does not show the key points it shows")
+    return out
+
+
+def _attempts(runs: dict[str, sqlite3.Row], attempts: list[sqlite3.Row]) -> list[str]:
+    """A run waiting or running has exactly one attempt in the same state; a run that
+    is over has none still open."""
+    out = []
+    open_by_run: dict[str, list[sqlite3.Row]] = defaultdict(list)
+    for a in attempts:
+        if a["run_id"] not in runs:
+            out.append(f"attempt {a['attempt_id']} belongs to no run ({a['run_id']})")
+        if a["status"] in ("queued", "running"):
+            open_by_run[a["run_id"]].append(a)
+        elif a["finished_at"] is None:
+            out.append(f"attempt {a['attempt_id']} is {a['status']} without a finish time")
+    for run in runs.values():
+        mine = open_by_run.get(run["run_id"], [])
+        if run["status"] in ("queued", "running"):
+            if [a["status"] for a in mine] != [run["status"]]:
+                out.append(
+                    f"run {run['run_id']} is {run['status']} but its open attempts are"
+                    f" {[a['status'] for a in mine]}"
+                )
+        elif mine:
+            out.append(
+                f"run {run['run_id']} is {run['status']} but attempt {mine[0]['attempt_id']}"
+                f" is still {mine[0]['status']}"
+            )
     return out
 
 

@@ -147,17 +147,26 @@ class Item:
     formats: set[str] = field(default_factory=set)
     #: Export records: (chosen key or None for the default one, format, card version).
     exports: list[tuple[str | None, str, int]] = field(default_factory=list)
-    #: Set by the score step, unless a person's score is what the item shows.
+    #: The run the item is READY on: its card is what the item shows.
+    ready_run: int | None = None
+    #: The shown score's: a person's, else that of the run that made the item READY.
     priority: str = "P2"
     #: Every transition, as the event log must have it: (from, to, trigger).
     moves: list[tuple[str, str, str]] = field(default_factory=list)
 
     def latest(self, typ: str) -> Version | None:
-        """The version a person sees: a user's edit first, then the newest."""
-        mine = [v for v in self.versions if v.type == typ]
+        """The version a person sees: their newest edit first, else the system's version
+        of the run the item shows (the one it is READY on, else its current run); an
+        extraction that run reused is the newest one."""
+        run = self.ready_run if self.ready_run is not None else self.current_run
+        mine = [
+            v
+            for v in self.versions
+            if v.type == typ and (v.created_by == "user" or v.run == run or typ == "extraction")
+        ]
         if not mine:
             return None
-        return max(mine, key=lambda v: (v.created_by == "user", v.version))
+        return max(mine, key=lambda v: (v.created_by == "user", v.run == run, v.version))
 
     def of_run(self, run: int) -> set[str]:
         return {v.type for v in self.versions if v.run == run and v.created_by == "system"}
@@ -326,7 +335,8 @@ class Model:
         complete = None if regenerate else self._complete_run(item)
         if complete is not None:
             self._move(item, READY)
-            item.current_run = complete
+            item.current_run = item.ready_run = complete
+            item.priority = self.edited if self._edited(item, "score") else self.scored
             item.failure = None
             item.archive_reason = None
             return
@@ -375,12 +385,19 @@ class Model:
         card, score = item.latest("card"), item.latest("score")
         the_key: object = key
         if key is None:
+            # A person's summary or todos are on the card shown: a new one exports anew.
+            edits = tuple(
+                (typ, v.version)
+                for typ in ("summary", "todos")
+                if (v := item.latest(typ)) is not None and v.created_by == "user"
+            )
             the_key = (
                 index,
                 card.version if card else 0,
                 score.version if score else None,
                 fmt,
                 folder,
+                edits,
             )
         if the_key in self.keys:
             if self.keys[the_key] != (index, fmt):
@@ -452,10 +469,10 @@ class Model:
             elif outcome.ai_step == step:
                 self._fail(item, run, step, AI_FAULTS[outcome.ai_fault])
                 return None
-            if step == "score" and not self._edited(item, "score"):
-                item.priority = self.scored
             item.add(step, "system", number)
         run.status = "succeeded"
+        item.ready_run = number
+        item.priority = self.edited if self._edited(item, "score") else self.scored
         self._system(item, READY)
         item.failure = None
         return None
@@ -478,8 +495,8 @@ class Model:
         shown = []
         for typ in sorted({v.type for v in item.versions}):
             v = item.latest(typ)
-            assert v is not None
-            shown.append((typ, v.version, v.created_by))
+            if v is not None:  # none: only other runs made one, and the item shows this run
+                shown.append((typ, v.version, v.created_by))
         return ItemView(
             status=item.status,
             failure=item.failure,

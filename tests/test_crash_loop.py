@@ -82,9 +82,15 @@ class Hand:
         )
 
     def run(self, run_id: str, iid: str, status: str = "succeeded", mode: str = "PROCESS") -> None:
+        """A run with one attempt in the same state."""
         self.conn.execute(
             "INSERT INTO runs (run_id, item_id, mode, status, created_at) VALUES (?, ?, ?, ?, 1)",
             (run_id, iid, mode, status),
+        )
+        self.conn.execute(
+            "INSERT INTO attempts (attempt_id, run_id, item_id, mode, status, created_at,"
+            " finished_at) VALUES (?, ?, ?, ?, ?, 1, ?)",
+            (run_id, run_id, iid, mode, status, None if status in ("queued", "running") else 2),
         )
 
     def artifact(
@@ -115,7 +121,15 @@ class Hand:
 
     def ready(self, iid: str, run_id: str) -> None:
         """A READY item with the whole artifact set of one run and its history."""
-        self.item(iid, "READY", run_id)
+        score = PAYLOADS["score"]
+        self.item(
+            iid,
+            "READY",
+            run_id,
+            ready_run_id=run_id,
+            priority=score["priority"],
+            match_score=score["match_score"],
+        )
         self.run(run_id, iid)
         for kind in PAYLOADS:
             self.artifact(iid, kind, run_id)
@@ -177,6 +191,7 @@ def test_processing_without_a_live_lease(hand: Hand) -> None:
     hand.conn.execute("UPDATE items SET lease_owner = 'w', status = 'QUEUED' WHERE id = 'P1'")
     hand.events("P1", [("transition", "PROCESSING", "QUEUED", "system")])
     hand.conn.execute("UPDATE runs SET status = 'queued' WHERE run_id = 'RP'")
+    hand.conn.execute("UPDATE attempts SET status = 'queued' WHERE run_id = 'RP'")
     one(hand.check(), "P1", "QUEUED but still carries a lease")
     hand.conn.execute("UPDATE items SET lease_owner = NULL, lease_expires_at = NULL")
     hand.run("RX", "I1", status="running")  # a run nobody will ever finish
@@ -229,7 +244,7 @@ def test_a_regenerate_may_reuse_the_extraction_but_needs_one(hand: Hand) -> None
     hand.run("R3", "I1", mode="REGENERATE")
     for kind in ("summary", "score", "todos", "card"):
         hand.artifact("I1", kind, "R3", version=2)
-    hand.conn.execute("UPDATE items SET current_run_id = 'R3' WHERE id = 'I1'")
+    hand.conn.execute("UPDATE items SET current_run_id = 'R3', ready_run_id = 'R3' WHERE id = 'I1'")
     assert hand.check() == []
     hand.conn.execute("DELETE FROM artifacts WHERE item_id = 'I1' AND artifact_type = 'extraction'")
     hand.conn.execute("UPDATE items_fts SET body = '' WHERE rowid = 1")  # indexed as it now is

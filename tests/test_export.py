@@ -151,7 +151,8 @@ def test_json_export_is_the_card_and_the_item() -> None:
     raw = jsonfmt.render(doc)
     got = msgspec.json.decode(raw, type=jsonfmt.CardExport)
     assert got.id == ITEM and got.schema == jsonfmt.SCHEMA
-    assert got.card == doc.card and got.card_version == 3 and got.card_created_by == "user"
+    assert msgspec.to_builtins(got.card) == msgspec.to_builtins(doc.card)
+    assert got.card_version == 3 and got.card_created_by == "user"
     assert got.item.intent == doc.intent and got.item.url == doc.url
     assert got.item.tags == ["db", "sqlite"]
     assert got.reasons == ["Mentions WAL 12 times", "Answers the intent", "Recent"]

@@ -47,7 +47,7 @@ from hypothesis.stateful import (
 
 from readdod.control.client import RpcError
 from readdod.extraction.extract import extract_text
-from tests import payloads
+from tests import invariants, payloads
 from tests.daemon_proc import DaemonProc
 from tests.fake_openai import FakeOpenAI
 from tests.model import (
@@ -252,6 +252,8 @@ class ModelMachine(RuleBasedStateMachine):
 
     def observe(self, item_id: str) -> ItemView:
         got = self.call("get", {"id": item_id, "versions": True, "history": True})
+        broken = invariants.shown_problems(got)
+        assert not broken, broken
         item = got["item"]
         number = {r["run_id"]: n for n, r in enumerate(got["runs"])}
         f = item["failure"]

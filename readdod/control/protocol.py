@@ -119,7 +119,9 @@ class ListParams(_Params):
 class EditParams(_Params):
     id: str
     type: str
-    payload: Any
+    payload: Any = None
+    #: Set a person's versions of ``type`` aside; the system's version is shown again.
+    discard: bool = False
 
 
 class RetryFailedParams(_Params):

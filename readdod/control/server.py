@@ -408,7 +408,12 @@ class ControlServer:
         return {"item": item}
 
     async def _edit(self, params: p.EditParams) -> dict[str, Any]:
-        return {"artifact": await self.orch.edit(params.id, params.type, params.payload)}
+        if not params.discard and params.payload is None:
+            raise ValidationFailed("edit needs a payload (or discard: true)")
+        artifact = await self.orch.edit(
+            params.id, params.type, params.payload, discard=params.discard
+        )
+        return {"artifact": artifact}
 
     async def _retry_failed(self, params: p.RetryFailedParams) -> dict[str, Any]:
         ids = await self.orch.retry_failed(step=params.step, dry_run=params.dry_run)

@@ -8,7 +8,7 @@ status: the orchestrator records what happened.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from readdod.export import jsonfmt, markdown
@@ -38,15 +38,23 @@ def marker(fmt: str, item_id: str) -> bytes:
 
 
 def default_key(
-    item_id: str, card_version: int, score_version: int | None, fmt: str, folder: str
+    item_id: str,
+    card_version: int,
+    score_version: int | None,
+    fmt: str,
+    folder: str,
+    *,
+    edits: Mapping[str, int] | None = None,
 ) -> str:
     """The export_key when the client gives none.
 
-    Covers what the file shows (card and score versions, the template),
-    the format and the folder: exporting an unchanged card again to the
-    same folder is a no-op; a new version or another folder writes.
+    Covers what the file shows (card and score versions, the versions of a
+    person's edits the card is composed from, the template), the format and
+    the folder: exporting an unchanged card again to the same folder is a
+    no-op; a new version, a new edit or another folder writes.
     """
-    parts = (item_id, str(card_version), str(score_version), TEMPLATE_VERSIONS[fmt], fmt, folder)
+    parts = [item_id, str(card_version), str(score_version), TEMPLATE_VERSIONS[fmt], fmt, folder]
+    parts += [f"{kind}={version}" for kind, version in sorted((edits or {}).items())]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 

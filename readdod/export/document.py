@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from readdod.models import Card, Score
+from readdod.models import Card, Score, UserCard, UserScore
 
 
 class ExportDoc(msgspec.Struct, kw_only=True, frozen=True):
@@ -20,10 +20,11 @@ class ExportDoc(msgspec.Struct, kw_only=True, frozen=True):
     tags: list[str]
     created_at: str
     exported_at: str
-    card: Card
+    #: The card a person sees: composed from their edits, so it may be a person's shape.
+    card: Card | UserCard
     card_version: int
     card_created_by: str
-    score: Score | None = None
+    score: Score | UserScore | None = None
 
     @property
     def source_url(self) -> str | None:

@@ -11,7 +11,7 @@ from typing import Final
 import msgspec
 
 from readdod.export.document import ExportDoc
-from readdod.models import Card
+from readdod.models import UserCard
 
 TEMPLATE_VERSION: Final = "json.v1"
 EXTENSION: Final = "json"
@@ -35,7 +35,8 @@ class CardExport(msgspec.Struct, kw_only=True):
     item: ExportedItem
     card_version: int
     card_created_by: str
-    card: Card
+    #: A person's card may have fewer points or todos than the machine's.
+    card: UserCard
     reasons: list[str]
     recommendation: str | None
 
@@ -60,7 +61,7 @@ def build(doc: ExportDoc) -> CardExport:
         ),
         card_version=doc.card_version,
         card_created_by=doc.card_created_by,
-        card=doc.card,
+        card=msgspec.convert(msgspec.to_builtins(doc.card), type=UserCard),
         reasons=list(doc.score.reasons) if doc.score else [],
         recommendation=doc.score.recommendation if doc.score else None,
     )

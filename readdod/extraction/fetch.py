@@ -270,6 +270,7 @@ async def fetch(
             " the server is too slow or sends the page too slowly.",
             code=ErrorCode.EXTRACTION_FETCH_FAILED,
             retryable=True,
+            timed_out=True,
         ) from exc
     except httpx.ConnectTimeout as exc:
         raise ExtractionError(
@@ -277,6 +278,7 @@ async def fetch(
             f" {min(cfg.connect_timeout_s, deadline):g} seconds; try again later.",
             code=ErrorCode.EXTRACTION_FETCH_FAILED,
             retryable=True,
+            timed_out=True,
             debug=repr(exc),
         ) from exc
     except httpx.TimeoutException as exc:
@@ -286,6 +288,7 @@ async def fetch(
             " try again later.",
             code=ErrorCode.EXTRACTION_FETCH_FAILED,
             retryable=True,
+            timed_out=True,
             debug=repr(exc),
         ) from exc
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:

@@ -4,12 +4,21 @@ It imports nothing above it (no orchestrator, supervisor, control or CLI).
 """
 
 from readdod.store.queries import Tx
-from readdod.store.rows import ArtifactRow, ChunkRow, EventRow, ExportRow, ItemRow, RunRow
+from readdod.store.rows import (
+    ArtifactRow,
+    AttemptRow,
+    ChunkRow,
+    EventRow,
+    ExportRow,
+    ItemRow,
+    RunRow,
+)
 from readdod.store.sqlite import SCHEMA_VERSION, Store, StoreClosed
 
 __all__ = [
     "SCHEMA_VERSION",
     "ArtifactRow",
+    "AttemptRow",
     "ChunkRow",
     "EventRow",
     "ExportRow",

@@ -18,12 +18,14 @@ import msgspec
 
 from readdod.store.rows import (
     ARTIFACT_COLUMNS,
+    ATTEMPT_COLUMNS,
     CHUNK_COLUMNS,
     EVENT_COLUMNS,
     EXPORT_COLUMNS,
     ITEM_COLUMNS,
     RUN_COLUMNS,
     ArtifactRow,
+    AttemptRow,
     ChunkRow,
     EventRow,
     ExportRow,
@@ -36,6 +38,9 @@ _CHUNK_SELECT = f"SELECT {', '.join(CHUNK_COLUMNS)} FROM chunks"
 _RUN_SELECT = f"SELECT {', '.join(RUN_COLUMNS)} FROM runs"
 _ARTIFACT_SELECT = f"SELECT {', '.join(ARTIFACT_COLUMNS)} FROM artifacts"
 _EVENT_SELECT = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events"
+_ATTEMPT_SELECT = f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts"
+#: An attempt that is not over: the only kind whose row may still change.
+_OPEN = "status IN ('queued', 'running')"
 
 _ITEM_SETTABLE = frozenset(ITEM_COLUMNS) - {"id", "created_at"}
 
@@ -61,6 +66,10 @@ def _artifact(row: Sequence[Any]) -> ArtifactRow:
 
 def _event(row: Sequence[Any]) -> EventRow:
     return EventRow(**dict(zip(EVENT_COLUMNS, row, strict=True)))
+
+
+def _attempt(row: Sequence[Any]) -> AttemptRow:
+    return AttemptRow(**dict(zip(ATTEMPT_COLUMNS, row, strict=True)))
 
 
 def _json_rows(rows: Sequence[Sequence[Any]]) -> str:
@@ -495,6 +504,79 @@ class Tx:
         ).fetchall()
         return [_run(r) for r in rows]
 
+    # --- attempts ----------------------------------------------------------
+
+    def insert_attempt(self, attempt: AttemptRow) -> None:
+        """Add an attempt; a run's attempt still open is ended as cancelled first."""
+        self.end_attempt(attempt.run_id, "cancelled", attempt.created_at)
+        self._execute_now(
+            _insert("attempts", ATTEMPT_COLUMNS), [getattr(attempt, c) for c in ATTEMPT_COLUMNS]
+        )
+
+    def end_attempt(
+        self,
+        run_id: str,
+        status: str,
+        now: int,
+        *,
+        error_code: str | None = None,
+        error_message: str | None = None,
+    ) -> bool:
+        """Give the run's open attempt its terminal ``status``; False if none was open.
+
+        The step it reached is the run's current step. A terminal attempt is
+        never matched again, so it never changes.
+        """
+        if run_id in self._steps:
+            self.flush()
+        cur = self._execute_now(
+            "UPDATE attempts SET status = ?, finished_at = ?, error_code = ?, error_message = ?,"
+            " last_step = (SELECT r.current_step FROM runs r WHERE r.run_id = attempts.run_id)"
+            f" WHERE run_id = ? AND {_OPEN}",
+            (status, now, error_code, error_message, run_id),
+        )
+        return cur.rowcount > 0
+
+    def last_attempt(self, run_id: str) -> AttemptRow | None:
+        row = self._execute_now(
+            f"{_ATTEMPT_SELECT} WHERE run_id = ? ORDER BY created_at DESC, attempt_id DESC LIMIT 1",
+            (run_id,),
+        ).fetchone()
+        return _attempt(row) if row else None
+
+    def start_attempts(self, run_ids: Sequence[str], owner: str, now: int, new_id: Any) -> None:
+        """The claimed runs' queued attempts start running (one is added where none waits).
+
+        ``new_id(now)`` names an added attempt.
+        """
+        for start in range(0, len(run_ids), 500):
+            chunk = run_ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self._execute_now(
+                "UPDATE attempts SET status = 'running', worker_id = ?, started_at = ?,"
+                " first_step = (SELECT r.current_step FROM runs r WHERE r.run_id = attempts.run_id)"
+                f" WHERE status = 'queued' AND run_id IN ({marks}) RETURNING run_id",
+                [owner, now, *chunk],
+            ).fetchall()
+            if len(rows) == len(chunk):
+                continue
+            started = {r[0] for r in rows}
+            for run_id in chunk:
+                if run_id not in started:
+                    self._execute_now(
+                        "INSERT INTO attempts (attempt_id, run_id, item_id, mode, status,"
+                        " first_step, worker_id, created_at, started_at)"
+                        " SELECT ?, run_id, item_id, 'RESUME', 'running', current_step, ?, ?, ?"
+                        " FROM runs WHERE run_id = ?",
+                        (new_id(now), owner, now, now, run_id),
+                    )
+
+    def attempts_for(self, item_id: str) -> list[AttemptRow]:
+        rows = self._execute_now(
+            f"{_ATTEMPT_SELECT} WHERE item_id = ? ORDER BY created_at, attempt_id", (item_id,)
+        ).fetchall()
+        return [_attempt(r) for r in rows]
+
     # --- artifacts ---------------------------------------------------------
 
     def insert_artifact(
@@ -587,7 +669,7 @@ class Tx:
         row = self._execute_now(
             "SELECT (SELECT orphan_count FROM items WHERE id = ? AND status = 'PROCESSING'"
             "        AND lease_owner = ? AND current_run_id = ?),"
-            " coalesce(max(version), 0), coalesce(max(created_by = 'user'), 0),"
+            " coalesce(max(version), 0), coalesce(max(created_by = 'user' AND discarded = 0), 0),"
             " max(CASE WHEN run_id = ? AND created_by = 'system' THEN version END)"
             " FROM artifacts WHERE item_id = ? AND artifact_type = ?",
             (item_id, owner, run_id, run_id, item_id, artifact_type),
@@ -612,7 +694,7 @@ class Tx:
     def latest_artifact(self, item_id: str, artifact_type: str) -> ArtifactRow | None:
         """The newest version, a user's edit winning over any system version."""
         row = self._execute_now(
-            f"{_ARTIFACT_SELECT} WHERE item_id = ? AND artifact_type = ?"
+            f"{_ARTIFACT_SELECT} WHERE item_id = ? AND artifact_type = ? AND discarded = 0"
             " ORDER BY created_by = 'user' DESC, version DESC LIMIT 1",
             (item_id, artifact_type),
         ).fetchone()
@@ -631,12 +713,46 @@ class Tx:
         ).fetchone()
         return _artifact(row) if row else None
 
-    def shown_artifacts(self, item_id: str) -> dict[str, ArtifactRow]:
-        """For each type, the version a person sees (user edit first, then newest)."""
+    def user_version(self, item_id: str, artifact_type: str) -> ArtifactRow | None:
+        """A person's newest version of ``artifact_type`` that is not set aside."""
+        row = self._execute_now(
+            f"{_ARTIFACT_SELECT} WHERE item_id = ? AND artifact_type = ? AND created_by = 'user'"
+            " AND discarded = 0 ORDER BY version DESC LIMIT 1",
+            (item_id, artifact_type),
+        ).fetchone()
+        return _artifact(row) if row else None
+
+    def discard_user_versions(self, item_id: str, artifact_type: str) -> int:
+        """Set a person's versions of a type aside; returns how many were shown before."""
+        cur = self.execute(
+            "UPDATE artifacts SET discarded = 1 WHERE item_id = ? AND artifact_type = ?"
+            " AND created_by = 'user' AND discarded = 0",
+            (item_id, artifact_type),
+        )
+        if artifact_type == "extraction" and cur.rowcount:
+            self.execute(
+                "UPDATE items_fts SET body = coalesce((SELECT json_extract(a.payload, '$.text')"
+                "   FROM artifacts a WHERE a.item_id = ? AND a.artifact_type = 'extraction'"
+                "    AND a.discarded = 0 ORDER BY a.created_by = 'user' DESC, a.version DESC"
+                "  LIMIT 1), '')"
+                " WHERE rowid = (SELECT rowid FROM items WHERE id = ?)",
+                (item_id, item_id),
+            )
+        return int(cur.rowcount)
+
+    def shown_artifacts(self, item_id: str, run_id: str | None) -> dict[str, ArtifactRow]:
+        """For each type, the version a person sees.
+
+        A person's newest version (not set aside) first; else the system's
+        version of ``run_id``, the run the item shows, so a card never mixes
+        runs. An extraction that run reused (a regenerate without refetch) is
+        the newest one before it.
+        """
         rows = self.execute(
-            f"{_ARTIFACT_SELECT} WHERE item_id = ? ORDER BY artifact_type,"
-            " created_by = 'user' DESC, version DESC",
-            (item_id,),
+            f"{_ARTIFACT_SELECT} WHERE item_id = ? AND (created_by = 'user' AND discarded = 0"
+            "  OR created_by = 'system' AND (run_id IS ? OR artifact_type = 'extraction'))"
+            " ORDER BY artifact_type, created_by = 'user' DESC, run_id IS ? DESC, version DESC",
+            (item_id, run_id, run_id),
         ).fetchall()
         shown: dict[str, ArtifactRow] = {}
         for art in map(_artifact, rows):
@@ -806,6 +922,10 @@ class Tx:
         rows = self.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
+    def attempts_by_status(self) -> dict[str, int]:
+        rows = self.execute("SELECT status, count(*) FROM attempts GROUP BY status").fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
     def step_durations(self, limit: int) -> list[tuple[str, float]]:
         """(step, duration_ms) of the newest ``limit`` finished steps that recorded one."""
         rows = self.execute(
@@ -826,7 +946,8 @@ class Tx:
 
     _PRUNE_RUNS = (
         "SELECT r.run_id FROM runs r JOIN items i ON i.id = r.item_id"
-        " WHERE i.status = 'ARCHIVED' AND r.run_id IS NOT i.current_run_id AND ("
+        " WHERE i.status = 'ARCHIVED' AND r.run_id IS NOT i.current_run_id"
+        " AND r.run_id IS NOT i.ready_run_id AND ("
         "  (r.status = 'succeeded' AND coalesce(r.finished_at, r.created_at) < :finished)"
         "  OR (r.status = 'cancelled' AND coalesce(r.finished_at, r.created_at) < :cancelled)"
         "  OR (r.status IN ('failed', 'timeout')"
@@ -836,8 +957,9 @@ class Tx:
         "SELECT seq FROM events WHERE at < :finished AND (item_id IS NULL"
         f" OR item_id IN (SELECT id FROM items WHERE status = 'ARCHIVED' AND {_SETTLED}))"
     )
-    # Old superseded versions: neither the one a person sees (a user's edit first, then
-    # the newest) nor one of the item's current run; the newest :keep of them stay.
+    # Old superseded versions: none a person may see (their newest edit, the newest
+    # system version, those of the item's current run and of the run it shows); the
+    # newest :keep of them stay.
     _PRUNE_ARTIFACTS = (
         "SELECT item_id, artifact_type, version FROM ("
         " SELECT a.item_id, a.artifact_type, a.version, row_number() OVER ("
@@ -845,10 +967,11 @@ class Tx:
         " FROM artifacts a JOIN items i ON i.id = a.item_id"
         " WHERE i.status = 'ARCHIVED'"
         "  AND a.created_at < :finished"
-        "  AND NOT (a.created_by = 'system' AND a.run_id IS i.current_run_id)"
-        "  AND a.version <> (SELECT s.version FROM artifacts s"
+        "  AND NOT (a.created_by = 'system'"
+        "           AND (a.run_id IS i.current_run_id OR a.run_id IS i.ready_run_id))"
+        "  AND a.version NOT IN (SELECT max(s.version) FROM artifacts s"
         "   WHERE s.item_id = a.item_id AND s.artifact_type = a.artifact_type"
-        "   ORDER BY s.created_by = 'user' DESC, s.version DESC LIMIT 1)"
+        "     AND (s.created_by = 'system' OR s.discarded = 0) GROUP BY s.created_by)"
         ") WHERE rank > :keep"
     )
 
@@ -905,6 +1028,7 @@ class Tx:
         message_format: str,
         failed_at: str,
         sample: int,
+        attempt_stamp: str,
     ) -> tuple[int, int, list[tuple[str, str | None, int, str, bool, str | None]]]:
         """Requeue (or fail, past the crash-loop limit) every orphaned PROCESSING item at once.
 
@@ -915,7 +1039,9 @@ class Tx:
         others go back to QUEUED, their run to 'queued'. One transition event
         per item, as a single move would write. A handful of statements
         whatever the count (events and runs first, read from the items before
-        they change), several times cheaper per orphan than a move each. Returns
+        they change), several times cheaper per orphan than a move each. Each
+        lost attempt fails with ``error_code``; a requeued run gets a RESUME
+        attempt whose id starts with ``attempt_stamp``. Returns
         (requeued, failed, the first ``sample`` orphans by id as (id, run_id,
         orphan_count, step, failed, message)).
         """
@@ -978,6 +1104,22 @@ class Tx:
             f" WHERE run_id IN (SELECT i.current_run_id FROM items i WHERE {where} AND NOT {fail})",
             args,
         )
+        # The attempts the lost workers ran are over; a requeued run gets a new one.
+        c.execute(
+            "UPDATE attempts SET status = 'failed', error_code = :code, finished_at = :now,"
+            " error_message = 'the worker running this attempt was lost (' || :reason || ')',"
+            " last_step = (SELECT r.current_step FROM runs r WHERE r.run_id = attempts.run_id)"
+            " WHERE status IN ('queued', 'running')"
+            f" AND run_id IN (SELECT i.current_run_id FROM items i WHERE {where})",
+            args,
+        )
+        c.execute(
+            "INSERT INTO attempts (attempt_id, run_id, item_id, mode, status, created_at)"
+            " SELECT :stamp || upper(hex(randomblob(8))), i.current_run_id, i.id, 'RESUME',"
+            f" 'queued', :now FROM items i WHERE {where} AND NOT {fail}"
+            " AND i.current_run_id IS NOT NULL",
+            {**args, "stamp": attempt_stamp},
+        )
         if failed:
             c.execute(
                 "UPDATE runs SET status = 'failed', error_code = :code,"
@@ -1007,7 +1149,7 @@ class Tx:
             f" WHERE {where}",
             args,
         )
-        self.statements += 4
+        self.statements += 6
         return (
             int(total) - int(failed),
             int(failed),

@@ -31,6 +31,8 @@ class ItemRow(msgspec.Struct, kw_only=True):
     canonical_url: str | None = None
     sibling_of: str | None = None
     auto_retries: int = 0
+    #: The run whose artifacts the item shows (set when a run makes it READY).
+    ready_run_id: str | None = None
 
 
 class RunRow(msgspec.Struct, kw_only=True):
@@ -61,6 +63,26 @@ class ArtifactRow(msgspec.Struct, kw_only=True):
     payload: str
     meta: str
     created_at: int
+    #: A person's version set aside by ``edit --discard`` (kept, no longer shown).
+    discarded: int = 0
+
+
+class AttemptRow(msgspec.Struct, kw_only=True):
+    """One execution of a run; once its status is terminal the row never changes."""
+
+    attempt_id: str
+    run_id: str
+    item_id: str
+    mode: str
+    status: str
+    first_step: str | None
+    last_step: str | None
+    worker_id: str | None
+    error_code: str | None
+    error_message: str | None
+    created_at: int
+    started_at: int | None
+    finished_at: int | None
 
 
 class EventRow(msgspec.Struct, kw_only=True):
@@ -104,6 +126,7 @@ ARTIFACT_COLUMNS = tuple(ArtifactRow.__struct_fields__)
 EVENT_COLUMNS = tuple(EventRow.__struct_fields__)
 EXPORT_COLUMNS = tuple(ExportRow.__struct_fields__)
 CHUNK_COLUMNS = tuple(ChunkRow.__struct_fields__)
+ATTEMPT_COLUMNS = tuple(AttemptRow.__struct_fields__)
 
 
 class StoreCounters(msgspec.Struct, kw_only=True):
