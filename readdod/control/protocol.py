@@ -168,7 +168,7 @@ def method_of(line: bytes) -> str | None:
     """
     try:
         method = _method_decoder.decode(line).method
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # not JSON, not one request, nested too deep
         return None
     return method if isinstance(method, str) else None
 
