@@ -185,7 +185,8 @@ def _read_capture_source(value: str, *, html: bool, max_bytes: int) -> str:
     if max(size, len(data)) > max_bytes:
         what = f"is {_mb(size)}" if value != "-" else f"is over {_mb(max_bytes)}"
         raise PayloadTooLarge(
-            f"{name} {what}; readdod captures pages of at most {_mb(max_bytes)} (fetch.max_bytes)"
+            f"{name} {what}; readdod captures at most {_mb(max_bytes)} of"
+            f" {'html' if html else 'text'} (fetch.max_bytes)"
         )
     kind = sniff.binary_kind(data)
     if kind is not None:

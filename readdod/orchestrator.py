@@ -265,8 +265,8 @@ def _check_content(req: CaptureRequest, max_bytes: int) -> None:
         size = len(content) if content.isascii() else len(content.encode())
         if size > max_bytes:
             raise PayloadTooLarge(
-                f"the {field} is {size / 2**20:.1f} MB; readdod captures pages of at most"
-                f" {max_bytes / 2**20:.1f} MB (fetch.max_bytes)"
+                f"the {field} is {size / 2**20:.1f} MB; readdod captures at most"
+                f" {max_bytes / 2**20:.1f} MB of {field} (fetch.max_bytes)"
             )
         kind = sniff.binary_kind(content)
         if kind is not None:

@@ -202,8 +202,8 @@ def test_the_cli_names_the_file_and_the_limit_when_a_page_is_too_big(
     out = run_cli(d, "capture", URL, "--html", str(big), "--intent", "x", "--config", str(d.config))
     assert out.returncode == 1
     assert out.stderr.strip() == (
-        f"readdod: PAYLOAD_TOO_LARGE: {big} is 1.2 MB; readdod captures pages of at most"
-        " 1.0 MB (fetch.max_bytes)"
+        f"readdod: PAYLOAD_TOO_LARGE: {big} is 1.2 MB; readdod captures at most 1.0 MB of html"
+        " (fetch.max_bytes)"
     )
     cli = ("capture", "--intent", "x", "--config", str(d.config))
     out = run_cli(d, *cli, "--text", "-", stdin="words " * 200_000)
@@ -215,7 +215,7 @@ def test_the_cli_names_the_file_and_the_limit_when_a_page_is_too_big(
     out = run_cli(d, "capture", URL, "--html", str(big), "--intent", "x", "--config", str(own))
     assert out.returncode == 1
     assert f"readdod: PAYLOAD_TOO_LARGE: {big}: the html is 1.2 MB" in out.stderr, out.stderr
-    assert "at most 1.0 MB (fetch.max_bytes)" in out.stderr
+    assert "at most 1.0 MB of html (fetch.max_bytes)" in out.stderr
     assert _count(d) == 0
 
 
