@@ -14,14 +14,18 @@ from typing import Any
 import anyio
 import msgspec
 
-from readdod import __version__, config
+from readdod import __version__, config, sniff
 from readdod.control.client import Client, RpcError
 from readdod.errors import (
     ConfigError,
     DaemonUnavailable,
+    ErrorCode,
     ExtractionError,
     InstanceLocked,
+    PayloadTooLarge,
     ReaddodError,
+    RequestError,
+    UnsupportedContent,
 )
 
 EXIT_OK = 0
@@ -126,17 +130,71 @@ def _socket(args: argparse.Namespace) -> Path:
     return config.socket_path(cfg, args.socket)
 
 
+def _shown(value: str) -> str:
+    return value if len(value) <= 120 and "\n" not in value else f"{value[:60]!r}…"
+
+
+def _unreadable(value: str, exc: OSError) -> ReaddodError:
+    return ReaddodError(
+        f"cannot read the file {_shown(value)}: {exc.strerror or exc}"
+        " (--html and --text take a file name, or - for standard input)"
+    )
+
+
 def _read_source(value: str) -> str:
     if value == "-":
         return sys.stdin.read()
     try:
         return Path(value).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        shown = value if len(value) <= 120 and "\n" not in value else f"{value[:60]!r}…"
-        raise ReaddodError(
-            f"cannot read the file {shown}: {exc.strerror or exc}"
-            " (--html and --text take a file name, or - for standard input)"
-        ) from exc
+        raise _unreadable(value, exc) from exc
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
+
+
+def _capture_limit(args: argparse.Namespace) -> int:
+    """The largest page a capture may hand in: fetch.max_bytes, as the config says."""
+    try:
+        cfg, _ = config.load(args.config)
+    except ConfigError:
+        return config.FetchConfig().max_bytes
+    return cfg.fetch.max_bytes
+
+
+def _read_capture_source(value: str, *, html: bool, max_bytes: int) -> str:
+    """The page or text of ``--html``/``--text``, decoded as a fetched page would be.
+
+    A file over ``max_bytes`` or one that is binary is refused here, naming it,
+    before anything is sent.
+    """
+    from readdod.extraction.fetch import decode_body
+
+    name = "standard input" if value == "-" else _shown(value)
+    try:
+        if value == "-":
+            data = sys.stdin.buffer.read(max_bytes + 1)
+            size = len(data)
+        else:
+            with Path(value).open("rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                data = f.read(max_bytes + 1) if size <= max_bytes else b""
+    except OSError as exc:
+        raise _unreadable(value, exc) from exc
+    if max(size, len(data)) > max_bytes:
+        what = f"is {_mb(size)}" if value != "-" else f"is over {_mb(max_bytes)}"
+        raise PayloadTooLarge(
+            f"{name} {what}; readdod captures at most {_mb(max_bytes)} of"
+            f" {'html' if html else 'text'} (fetch.max_bytes)"
+        )
+    kind = sniff.binary_kind(data)
+    if kind is not None:
+        raise UnsupportedContent(
+            f"{name} looks like {kind}, not {'a web page' if html else 'text'}: readdod"
+            " captures HTML pages (--html) and plain text (--text) only"
+        )
+    return decode_body(data, None)
 
 
 def _wait_for(client: Client, item_id: str, timeout_s: float) -> dict[str, Any]:
@@ -225,16 +283,25 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
     params: dict[str, Any] = {"intent": args.intent}
     if args.url:
         params["url"] = args.url
-    if args.html:
-        params["html"] = _read_source(args.html)
-    if args.text:
-        params["text"] = _read_source(args.text)
+    source = args.html or args.text
+    if source:
+        limit = _capture_limit(args)
+        key = "html" if args.html else "text"
+        params[key] = _read_capture_source(source, html=key == "html", max_bytes=limit)
     for key in ("title", "priority", "capture_id"):
         if getattr(args, key):
             params[key] = getattr(args, key)
     if args.tag:
         params["tags"] = args.tag
-    res = client.call("capture", params)
+    try:
+        res = client.call("capture", params)
+    except RpcError as exc:
+        # The daemon may run with another config than this command read: name the file.
+        refused = (ErrorCode.PAYLOAD_TOO_LARGE, ErrorCode.UNSUPPORTED_CONTENT)
+        if source and exc.error_code in refused:
+            name = "standard input" if source == "-" else _shown(source)
+            raise RpcError(exc.rpc_code, f"{name}: {exc.message}", exc.data) from None
+        raise
     item = res["item"]
     if args.wait:
         got = _wait_for(client, item["id"], args.timeout)
@@ -917,6 +984,13 @@ def main(argv: list[str] | None = None) -> int:
     except RpcError as exc:
         if getattr(args, "json", False):
             _print_json({"error": {"code": exc.rpc_code, "message": exc.message, "data": exc.data}})
+        print(f"readdod: {exc.error_code}: {exc.message}", file=sys.stderr)
+        return EXIT_ERROR
+    except RequestError as exc:
+        # Refused here before asking the daemon (a file too big, binary): said as it would.
+        if getattr(args, "json", False):
+            error = {"code": exc.http_status, "message": exc.message, "data": exc.data()}
+            _print_json({"error": error})
         print(f"readdod: {exc.error_code}: {exc.message}", file=sys.stderr)
         return EXIT_ERROR
     except ReaddodError as exc:

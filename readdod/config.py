@@ -61,6 +61,8 @@ class ControlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_
     allowed_uids: list[Annotated[int, msgspec.Meta(ge=0)]] = []
     max_connections: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 128
     idle_timeout_s: Seconds = 300.0
+    #: A request line begun must be finished within this; else the connection is closed.
+    read_timeout_s: Seconds = 10.0
     send_timeout_s: Seconds = 10.0
     watch_buffer: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 1000
 

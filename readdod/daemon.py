@@ -120,6 +120,7 @@ async def serve(
                     max_orphanings=cfg.daemon.max_orphanings,
                     retry=cfg.retry,
                     skip_below=cfg.daemon.skip_below,
+                    max_capture_bytes=cfg.fetch.max_bytes,
                     exporter=Exporter(
                         config.export_dir(cfg),
                         pattern=cfg.export.filename,

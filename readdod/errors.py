@@ -9,6 +9,7 @@
     │   ├── ValidationFailed            422 VALIDATION_ERROR
     │   ├── IdempotencyConflict         409 IDEMPOTENCY_CONFLICT
     │   ├── PayloadTooLarge             413 PAYLOAD_TOO_LARGE
+    │   ├── UnsupportedContent          415 UNSUPPORTED_CONTENT (binary data handed in as a page)
     │   ├── Forbidden                   403 FORBIDDEN
     │   ├── ShuttingDown                503 SHUTTING_DOWN
     │   ├── StoreBusy                   503 STORE_BUSY (another process holds the database)
@@ -41,6 +42,7 @@ class ErrorCode(enum.StrEnum):
     VALIDATION_ERROR = "VALIDATION_ERROR"
     IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    UNSUPPORTED_CONTENT = "UNSUPPORTED_CONTENT"
     FORBIDDEN = "FORBIDDEN"
     SHUTTING_DOWN = "SHUTTING_DOWN"
     TOO_MANY_CONNECTIONS = "TOO_MANY_CONNECTIONS"
@@ -132,6 +134,13 @@ class IdempotencyConflict(RequestError):
 class PayloadTooLarge(RequestError):
     code = ErrorCode.PAYLOAD_TOO_LARGE
     http_status = 413
+
+
+class UnsupportedContent(RequestError):
+    """Content handed in as HTML or text is binary (an executable, an image, an archive)."""
+
+    code = ErrorCode.UNSUPPORTED_CONTENT
+    http_status = 415
 
 
 class Forbidden(RequestError):

@@ -18,12 +18,12 @@ from typing import Annotated, Any, Final, Protocol, TypeVar
 import anyio
 import msgspec
 
-from readdod import collector, faults, ids, retry_policy, rubric, states, urls
+from readdod import collector, faults, ids, retry_policy, rubric, sniff, states, urls
 from readdod import export as exporting
 from readdod import health as hc
 from readdod.backup import BackupResult, backup_database
 from readdod.clock import Clock, iso
-from readdod.config import RetryConfig
+from readdod.config import FetchConfig, RetryConfig
 from readdod.errors import (
     ErrorCode,
     ExportError,
@@ -31,7 +31,9 @@ from readdod.errors import (
     IdempotencyConflict,
     InvalidTransition,
     NotFound,
+    PayloadTooLarge,
     StepError,
+    UnsupportedContent,
     ValidationFailed,
 )
 from readdod.events import EventBus
@@ -228,11 +230,59 @@ def _next_step(step: str) -> str:
     return STEPS[i + 1] if i + 1 < len(STEPS) else "gate"
 
 
-def _capture_hash(req: CaptureRequest) -> str:
+#: Marks capture hashes made from what identifies a capture (see :func:`_capture_hash`).
+CAPTURE_HASH_PREFIX: Final = "c2:"
+
+
+def _capture_hash(canonical_url: str | None, req: CaptureRequest) -> str:
+    """What identifies a capture: the page (its canonical URL), the intent as
+    :func:`urls.normalise_intent` compares it, and the content handed in.
+
+    Two captures with the same hash are the same capture: a repeated
+    capture_id conflicts only when this differs, and a page captured again
+    with its HTML through another spelling of its URL is the same item.
+    """
+    title = req.title.strip() if req.title else None
+    h = hashlib.sha256()
+    for part in (canonical_url, urls.normalise_intent(req.intent), req.html, req.text, title):
+        h.update(b"\x00" if part is None else b"\x01" + part.encode())
+    return CAPTURE_HASH_PREFIX + h.hexdigest()[:32]
+
+
+def _legacy_capture_hash(req: CaptureRequest) -> str:
+    """The hash items captured before :data:`CAPTURE_HASH_PREFIX` carry: the raw fields."""
     h = hashlib.sha256()
     for part in (req.url, req.intent, req.html, req.text, req.title):
         h.update(b"\x00" if part is None else b"\x01" + part.encode())
     return h.hexdigest()[:32]
+
+
+def _same_capture(stored: str | None, digest: str, req: CaptureRequest) -> bool:
+    if stored is None or stored.startswith(CAPTURE_HASH_PREFIX):
+        return stored == digest
+    return stored == _legacy_capture_hash(req)
+
+
+def _check_content(req: CaptureRequest, max_bytes: int) -> None:
+    """Refuse html or text that is too big to capture, or binary."""
+    for field, content, expected in (
+        ("html", req.html, "a web page"),
+        ("text", req.text, "text"),
+    ):
+        if content is None:
+            continue
+        size = len(content) if content.isascii() else len(content.encode())
+        if size > max_bytes:
+            raise PayloadTooLarge(
+                f"the {field} is {size / 2**20:.1f} MB; readdod captures at most"
+                f" {max_bytes / 2**20:.1f} MB of {field} (fetch.max_bytes)"
+            )
+        kind = sniff.binary_kind(content)
+        if kind is not None:
+            raise UnsupportedContent(
+                f"the {field} looks like {kind}, not {expected}: readdod captures HTML pages"
+                " and plain text only"
+            )
 
 
 def _check_url(url: str) -> tuple[str, str]:
@@ -317,8 +367,11 @@ class Orchestrator:
         retry: RetryConfig | None = None,
         skip_below: int = 0,
         exporter: Exporter | None = None,
+        max_capture_bytes: int = FetchConfig().max_bytes,
     ) -> None:
         self.store = store
+        #: The largest html or text a capture may hand in, in UTF-8 bytes (fetch.max_bytes).
+        self.max_capture_bytes = max_capture_bytes
         self.clock = clock
         self.auto_process = auto_process
         self.max_orphanings = max_orphanings
@@ -536,13 +589,14 @@ class Orchestrator:
             raise ValidationFailed("html is empty")
         if req.text is not None and not req.text.strip():
             raise ValidationFailed("text is empty")
+        _check_content(req, self.max_capture_bytes)
         domain, canonical = _check_url(req.url) if req.url is not None else (None, None)
         same_intent = urls.normalise_intent(intent)
         if req.priority is not None and req.priority not in PRIORITIES:
             raise ValidationFailed(f"priority must be one of {', '.join(PRIORITIES)}")
         tags = sorted({t.strip() for t in req.tags if t.strip()})
         source_type = "text" if req.text else "html" if req.html else "url"
-        digest = _capture_hash(req)
+        digest = _capture_hash(canonical, req)
 
         dispatcher = self.dispatcher if self.auto_process else None
         slot = dispatcher is not None and dispatcher.reserve()
@@ -551,7 +605,7 @@ class Orchestrator:
             if req.capture_id:
                 found = tx.item_by_capture_id(req.capture_id)
                 if found is not None:
-                    if found.capture_hash != digest:
+                    if not _same_capture(found.capture_hash, digest, req):
                         raise IdempotencyConflict(
                             f"capture_id {req.capture_id!r} was already used for different"
                             f" content (item {found.id}); use a new capture_id"
@@ -565,7 +619,7 @@ class Orchestrator:
                     # is new content: only an exact repeat of it is the same item.
                     same_source = (
                         source_type == "url" and other.source_type == "url"
-                    ) or other.capture_hash == digest
+                    ) or _same_capture(other.capture_hash, digest, req)
                     if same_source and urls.normalise_intent(other.intent_text) == same_intent:
                         return other, False, None
                 sibling_of = same_page[0].id if same_page else None

@@ -29,11 +29,28 @@ HTML = "text/html; charset=utf-8"
 class Exchange:
     """One request, and the means to answer it well or badly."""
 
-    def __init__(self, handler: _Handler) -> None:
+    def __init__(self, handler: _Handler, path: str) -> None:
         self._handler = handler
+        self._counted_path: str | None = path
         self.path = handler.path
         self.headers = handler.headers
         self.stopping = handler.server.stopping
+
+    def answered(self) -> None:
+        """Stop counting this request as being answered (once; the handler's end calls it too).
+
+        :meth:`send` calls it before writing an answer with a length: the client
+        holds that answer complete the moment its last byte is written, so
+        counting the request until the script returns would overlap with the
+        client's next request.
+        """
+        path, self._counted_path = self._counted_path, None
+        if path is None:
+            return
+        srv = self._handler.server
+        with srv.cond:
+            srv.active[path] -= 1
+            srv.cond.notify_all()
 
     def head(self, status: int = 200, headers: dict[str, str] | None = None) -> None:
         """The status line and headers; the body (if any) follows with :meth:`write`."""
@@ -66,6 +83,8 @@ class Exchange:
         all_headers.update(headers or {})
         if length:
             all_headers["Content-Length"] = str(len(data))
+            # The answer is complete at the client once its last byte is written.
+            self.answered()
         self.head(status, all_headers)
         self.write(data)
 
@@ -108,16 +127,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             srv.active[path] += 1
             srv.peak[path] = max(srv.peak[path], srv.active[path])
             srv.cond.notify_all()
+        exchange = Exchange(self, path)
         try:
             script = srv.scripts.get(path)
             if script is None:
-                Exchange(self).send("<p>no such page</p>", status=404)
+                exchange.send("<p>no such page</p>", status=404)
             else:
-                script(Exchange(self))
+                script(exchange)
         finally:
-            with srv.cond:
-                srv.active[path] -= 1
-                srv.cond.notify_all()
+            exchange.answered()
 
     def log_message(self, format: str, *args: object) -> None:
         """Quiet."""

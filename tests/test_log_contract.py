@@ -81,6 +81,7 @@ FIELD_TYPES: dict[str, dict[str, Any]] = {
     "probe_s": {"type": "number", "minimum": 0},
     "send_timeout_s": {"type": "number"},
     "idle_timeout_s": {"type": "number"},
+    "read_timeout_s": {"type": "number"},
     "max_connections": {"type": "integer"},
     "uid": {"type": ["integer", "null"]},
     "method": {"type": "string"},

@@ -1,12 +1,14 @@
 """Wire format: JSON-RPC 2.0 envelopes, method params, framing.
 
-One UTF-8 JSON object per line, at most :data:`MAX_LINE` bytes. Protocol
-errors use JSON-RPC codes; application errors use the HTTP-like status as
-``code`` with ``data.error_code``.
+One UTF-8 JSON object per line, at most :data:`MAX_LINE` bytes, except a
+``capture``, which may carry a page of ``fetch.max_bytes`` (see
+:func:`capture_line_limit`). Protocol errors use JSON-RPC codes; application
+errors use the HTTP-like status as ``code`` with ``data.error_code``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Final
 
 import anyio
@@ -14,6 +16,9 @@ import msgspec
 from anyio.abc import ByteReceiveStream
 
 MAX_LINE: Final = 1024 * 1024
+#: The most bytes JSON takes to write one byte of UTF-8 text: ``\u0001`` for a control
+#: character; a character of 2 to 4 bytes is one ``\uXXXX`` or a surrogate pair of two.
+JSON_ESCAPE_MAX: Final = 6
 #: Requests in one batch line at most: bounds the work (and the answer) one line can ask for.
 MAX_BATCH: Final = 10_000
 
@@ -145,20 +150,59 @@ class PruneParams(_Params):
     dry_run: bool = False
 
 
+def capture_line_limit(max_bytes: int) -> int:
+    """The longest line a ``capture`` may take: html or text of ``max_bytes`` UTF-8
+    bytes however a client escapes them, and :data:`MAX_LINE` for the rest."""
+    return JSON_ESCAPE_MAX * max_bytes + MAX_LINE
+
+
+class _Method(msgspec.Struct):
+    method: Any = None
+
+
+_method_decoder = msgspec.json.Decoder(_Method)
+
+
+def method_of(line: bytes) -> str | None:
+    """The method a line asks for, if it is one request; None for anything else.
+
+    Other members are skipped, not built, so a long line costs no more than a scan.
+    """
+    try:
+        method = _method_decoder.decode(line).method
+    except (msgspec.DecodeError, RecursionError):  # not JSON, not one request, nested too deep
+        return None
+    return method if isinstance(method, str) else None
+
+
 class LineTooLong(Exception):
-    """A line exceeded :data:`MAX_LINE`; it has been skipped."""
+    """A line exceeded the reader's limit; it has been skipped."""
+
+
+class ReadTimedOut(Exception):
+    """A line was begun but not finished within the reader's ``read_timeout_s``."""
 
 
 class LineReader:
     """Splits a byte stream into lines, skipping (not buffering) oversized ones.
 
     A last line without its newline still counts once the client stops writing,
-    so ``printf '{...}' | socat - UNIX-CONNECT:...`` gets its answer.
+    so ``printf '{...}' | socat - UNIX-CONNECT:...`` gets its answer. With
+    ``read_timeout_s``, a line must be whole that long after its first byte came
+    (or after the previous line, if it had begun by then): a client that sends
+    half a line and stalls, or trickles one in, cannot hold its connection open.
     """
 
-    def __init__(self, stream: ByteReceiveStream, max_line: int = MAX_LINE) -> None:
+    def __init__(
+        self,
+        stream: ByteReceiveStream,
+        max_line: int = MAX_LINE,
+        *,
+        read_timeout_s: float | None = None,
+    ) -> None:
         self._stream = stream
         self._max = max_line
+        self._read_timeout_s = read_timeout_s
         self._buf = bytearray()
         #: Bytes of ``_buf`` known to hold no newline: a line that trickles in is scanned once.
         self._scanned = 0
@@ -168,8 +212,11 @@ class LineReader:
     async def next_line(self) -> bytes | None:
         """The next line without its newline; None at end of stream.
 
-        Raises :class:`LineTooLong` once per oversized line, after dropping it.
+        Raises :class:`LineTooLong` once per oversized line, after dropping it, and
+        :class:`ReadTimedOut` when a begun line is not finished in time.
         """
+        #: When this line's time runs out; set once its first byte is here.
+        deadline = self._deadline() if self._buf or self._skipping else math.inf
         while True:
             idx = self._buf.find(b"\n", self._scanned)
             if idx >= 0:
@@ -190,11 +237,21 @@ class LineReader:
                 self._scanned = 0
                 return self._checked(line)
             try:
-                data = await self._stream.receive()
+                with anyio.CancelScope(deadline=deadline) as scope:
+                    data = await self._stream.receive()
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._eof = True
                 continue
+            if scope.cancelled_caught:
+                raise ReadTimedOut
+            if math.isinf(deadline):
+                deadline = self._deadline()
             self._buf.extend(data)
+
+    def _deadline(self) -> float:
+        if self._read_timeout_s is None:
+            return math.inf
+        return anyio.current_time() + self._read_timeout_s
 
     def _checked(self, line: bytes) -> bytes:
         if self._skipping:

@@ -107,6 +107,8 @@ class ControlServer:
         self.policy = PeerPolicy(os.getuid(), self.cfg.control.allowed_uids)
         self.connections = 0
         self.started = time.monotonic()
+        #: A capture's line may carry a page of fetch.max_bytes; every other line MAX_LINE.
+        self.line_limit = p.capture_line_limit(self.cfg.fetch.max_bytes)
         self._methods: dict[str, tuple[type[Any], Handler]] = {
             "capture": (CaptureRequest, self._capture),
             "process": (p.ProcessParams, self._process),
@@ -208,22 +210,30 @@ class ControlServer:
         return None
 
     async def _serve_lines(self, conn: _Conn) -> None:
-        reader = p.LineReader(conn.stream)
-        idle = self.cfg.control.idle_timeout_s
+        ctl = self.cfg.control
+        reader = p.LineReader(conn.stream, self.line_limit, read_timeout_s=ctl.read_timeout_s)
+        idle = ctl.idle_timeout_s
         while True:
             line: bytes | None = None
             with anyio.move_on_after(None if conn.watching else idle) as scope:
                 try:
                     line = await reader.next_line()
                 except p.LineTooLong:
-                    await conn.send(self._too_long())
+                    await conn.send(self._too_long(self.line_limit))
                     continue
+                except p.ReadTimedOut:
+                    # Half a line, then nothing: the connection would be held for nothing.
+                    log.info("control.read_timed_out", read_timeout_s=ctl.read_timeout_s)
+                    return
             if scope.cancelled_caught:
                 log.info("control.idle_closed", idle_timeout_s=idle)
                 return
             if line is None:
                 return
             if not line.strip():
+                continue
+            if len(line) > p.MAX_LINE and p.method_of(line) != "capture":
+                await conn.send(self._too_long(p.MAX_LINE))
                 continue
             await self._answer(conn, line)
             if conn.pending_watch is not None:
@@ -251,13 +261,19 @@ class ControlServer:
         finally:
             sub.close()
 
-    def _too_long(self) -> bytes:
-        err = _error(
-            None,
-            413,
-            f"request line longer than {p.MAX_LINE} bytes; it was skipped",
-            {"error_code": "PAYLOAD_TOO_LARGE", "status": 413},
-        )
+    def _too_long(self, limit: int) -> bytes:
+        if limit == p.MAX_LINE:
+            why = (
+                f"request line longer than {p.MAX_LINE} bytes; it was skipped (only a capture"
+                " may be longer, up to its page of fetch.max_bytes; send it alone, not in a batch)"
+            )
+        else:
+            mb = self.cfg.fetch.max_bytes / 2**20
+            why = (
+                f"request line longer than {limit} bytes; it was skipped (a capture carries"
+                f" a page of at most {mb:.1f} MB, fetch.max_bytes)"
+            )
+        err = _error(None, 413, why, {"error_code": "PAYLOAD_TOO_LARGE", "status": 413})
         return _enc.encode(err) + b"\n"
 
     # --- envelope ----------------------------------------------------------
