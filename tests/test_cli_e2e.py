@@ -21,6 +21,9 @@ from tests.daemon_proc import DaemonProc, run_cli, toml
 from tests.test_lifecycle_e2e import ARTICLE, EMPTY_PAGE, FETCH, PageServer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+#: The exit codes README.md documents (and scripts rely on).
+CONFIG_ERROR = 2
+USAGE_ERROR = 64
 
 
 @pytest.fixture
@@ -99,13 +102,13 @@ def test_a_bad_config_stops_every_verb_with_exit_2_naming_file_and_key(
     page.write_text("<html><body><p>Hello there, reader.</p></body></html>")
     for args in [*CLIENT_VERBS, ["config"], ["extract", "--html", str(page)], ["eval"], ["serve"]]:
         out = _readdod(*args, "--config", str(typo), home=tmp_path, stdin="{}")
-        assert out.returncode == cli.EXIT_CONFIG, (args, out)
+        assert out.returncode == CONFIG_ERROR, (args, out)
         assert str(typo) in out.stderr and "concurency" in out.stderr, (args, out.stderr)
         assert "not running" not in out.stderr and "--config" in out.stderr, args
     # The same through $READDOD_CONFIG, and with --socket given: the config is still read.
     for extra in ([], ["--socket", str(d.sock)]):
         out = _readdod("ls", *extra, home=tmp_path, env={"READDOD_CONFIG": str(typo)})
-        assert out.returncode == cli.EXIT_CONFIG, out
+        assert out.returncode == CONFIG_ERROR, out
         assert str(typo) in out.stderr and "$READDOD_CONFIG" in out.stderr
     # A bad value, a file that is not TOML, one that is missing, a bad override.
     bad_value = tmp_path / "value.toml"
@@ -118,16 +121,16 @@ def test_a_bad_config_stops_every_verb_with_exit_2_naming_file_and_key(
         (tmp_path / "missing.toml", "cannot read"),
     ]:
         out = _readdod("ping", "--config", str(path), home=tmp_path)
-        assert out.returncode == cli.EXIT_CONFIG, out
+        assert out.returncode == CONFIG_ERROR, out
         assert str(path) in out.stderr and says in out.stderr, out.stderr
     out = _readdod(
         "ls", "--config", str(good), home=tmp_path, env={"READDOD_DAEMON_CONCURRENCY": "-1"}
     )
-    assert out.returncode == cli.EXIT_CONFIG and "READDOD_DAEMON_CONCURRENCY" in out.stderr
+    assert out.returncode == CONFIG_ERROR and "READDOD_DAEMON_CONCURRENCY" in out.stderr
     assert "unset that variable" in out.stderr
     # `demo` runs its own daemon with its own config: --config there is a usage error.
     out = _readdod("demo", "--config", str(good), home=tmp_path)
-    assert out.returncode == cli.EXIT_USAGE and "--config" in out.stderr
+    assert out.returncode == USAGE_ERROR and "--config" in out.stderr
     assert d.stop() == 0
 
 
@@ -142,13 +145,14 @@ def test_usage_errors_have_their_own_exit_code(tmp_path: Path) -> None:
         ["extract"],
     ):
         out = _readdod(*args, home=tmp_path)
-        assert out.returncode == cli.EXIT_USAGE == 64, (args, out)
+        assert out.returncode == USAGE_ERROR, (args, out)
         assert out.stderr.strip(), args
     assert _readdod("--version", home=tmp_path).returncode == 0
     assert _readdod("ls", "--help", home=tmp_path).returncode == 0
 
 
 def test_the_readme_lists_every_exit_code() -> None:
+    assert (cli.EXIT_CONFIG, cli.EXIT_USAGE) == (CONFIG_ERROR, USAGE_ERROR)
     text = README.read_text()
     table = text[text.index("| exit code |") :].split("\n\n", 1)[0]
     listed = {int(m) for m in re.findall(r"^\| `?(\d+)`? \|", table, re.M)}
