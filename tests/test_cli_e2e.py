@@ -330,3 +330,25 @@ def test_every_move_a_person_may_make_has_a_command() -> None:
     for status in Status:
         item = {"id": "ID", "status": status.value}
         assert cli.next_actions(item, has_card=True), status
+
+
+#: Names of documents that are not in the repository; what users read says the rule itself.
+ELSEWHERE = re.compile(r"Cecelia|DESIGN|the design\b|\bseeds? \d|seeds/|novel-proofer|§")
+
+
+def _help(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as done:
+        cli.main([*args, "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_what_users_read_stands_on_its_own(capsys: pytest.CaptureFixture[str]) -> None:
+    example = README.parent / "config" / "readdod.example.toml"
+    texts = {"README.md": README.read_text(), str(example.name): example.read_text()}
+    local = {"serve", "demo", "config", "schemas", "eval", "extract"}
+    texts["readdod --help"] = _help(capsys)
+    for verb in sorted(set(cli.CLIENT_VERBS) | local):
+        texts[f"readdod {verb} --help"] = _help(capsys, verb)
+    found = {name: ELSEWHERE.findall(text) for name, text in texts.items()}
+    assert {name: hits for name, hits in found.items() if hits} == {}
