@@ -9,7 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import msgspec
@@ -27,12 +27,17 @@ from readdod.errors import (
     RequestError,
     UnsupportedContent,
 )
+from readdod.states import TRANSITIONS, Status, Trigger, allowed
 
+#: Exit codes; README.md lists them. `health` answers 0/1/2 for ok/degraded/unhealthy.
 EXIT_OK = 0
 EXIT_ERROR = 1
-EXIT_USAGE = 2
+EXIT_CONFIG = 2
 EXIT_LOCKED = 3
 EXIT_UNAVAILABLE = 4
+#: A command line argparse (or a verb) cannot make sense of: sysexits' EX_USAGE.
+EXIT_USAGE = 64
+EXIT_INTERRUPTED = 130
 
 TERMINAL = {"READY", "SHIPPED", "ARCHIVED", "FAILED_EXTRACTION", "FAILED_AI", "FAILED_EXPORT"}
 
@@ -59,17 +64,41 @@ def _epoch(stamp: str) -> float:
     return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-LS_HEADER = f"{'ID':<26}  {'STATUS':<17} {'PRI':<3} {'SCORE':>5} {'AGE':>4}  TITLE"
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _item_line(item: dict[str, Any]) -> str:
-    score = item.get("match_score")
-    label = item.get("title") or item.get("url") or item.get("intent") or ""
-    return (
-        f"{item['id']:<26}  {item['status']:<17} {item.get('priority') or '--':<3}"
-        f" {score if score is not None else '--':>5} {_age(item.get('created_at')):>4}"
-        f"  {label[:70]}"
-    )
+def _status_cell(item: dict[str, Any]) -> str:
+    """The status, with why an archived item was archived (``ARCHIVED:SYSTEM_SKIP``)."""
+    reason = item.get("archive_reason")
+    return f"{item['status']}:{reason}" if reason else str(item["status"])
+
+
+def ls_table(items: list[dict[str, Any]], now: float | None = None) -> list[str]:
+    """`ls` for people: one line per item, its status, priority, score, age, title and intent."""
+    rows = [
+        (
+            str(item["id"]),
+            _status_cell(item),
+            str(item.get("priority") or "--"),
+            "--" if item.get("match_score") is None else str(item["match_score"]),
+            _age(item.get("created_at"), now),
+            _cut(" ".join(str(item.get("title") or item.get("url") or "--").split()), 50),
+            _cut(" ".join(str(item.get("intent") or "").split()), 60),
+        )
+        for item in items
+    ]
+    head = ("ID", "STATUS", "PRI", "SCORE", "AGE", "TITLE", "INTENT")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+
+    def line(r: tuple[str, ...]) -> str:
+        ident, status, pri, score, age, title, intent = r
+        return (
+            f"{ident:<{widths[0]}}  {status:<{widths[1]}}  {pri:<{widths[2]}}"
+            f"  {score:>{widths[3]}}  {age:>{widths[4]}}  {title:<{widths[5]}}  {intent}"
+        ).rstrip()
+
+    return [line(head), *(line(r) for r in rows)]
 
 
 def render_card(item: dict[str, Any], artifacts: dict[str, Any]) -> str:
@@ -121,12 +150,9 @@ def render_card(item: dict[str, Any], artifacts: dict[str, Any]) -> str:
 
 
 def _socket(args: argparse.Namespace) -> Path:
-    cfg: config.Config | None = None
-    if not args.socket and not os.environ.get("READDOD_SOCKET"):
-        try:
-            cfg, _ = config.load(args.config)
-        except ConfigError:
-            cfg = None
+    """The daemon's socket. The config is read even when --socket names it: a bad one
+    is an error to report, never a reason to quietly dial a default socket."""
+    cfg, _ = config.load(args.config)
     return config.socket_path(cfg, args.socket)
 
 
@@ -139,6 +165,17 @@ def _unreadable(value: str, exc: OSError) -> ReaddodError:
         f"cannot read the file {_shown(value)}: {exc.strerror or exc}"
         " (--html and --text take a file name, or - for standard input)"
     )
+
+
+def _config_hint(args: argparse.Namespace, exc: ConfigError) -> str:
+    """Where the bad config came from, and what to do about it."""
+    if exc.message.startswith("environment"):
+        return "fix or unset that variable (`readdod config` shows what applies once it loads)"
+    if getattr(args, "config", None):
+        return "fix the file, or give another with --config"
+    if os.environ.get("READDOD_CONFIG"):
+        return "fix the file, or point $READDOD_CONFIG at another one (or unset it)"
+    return "fix the file, or give another with --config"
 
 
 def _read_source(value: str) -> str:
@@ -355,9 +392,7 @@ def cmd_ls(args: argparse.Namespace, client: Client) -> int:
     if not res["items"]:
         print("no items")
     else:
-        print(LS_HEADER)
-    for item in res["items"]:
-        print(_item_line(item))
+        print("\n".join(ls_table(res["items"])))
     if res.get("next_cursor"):
         print(f"(more: --cursor {res['next_cursor']})")
     return EXIT_OK
@@ -389,11 +424,110 @@ def cmd_show(args: argparse.Namespace, client: Client) -> int:
                 f"  {mark} {v['artifact_type']:<10} v{v['version']:<3} {v['created_by']:<6}"
                 f" run {v['run_id'] or '-'}  {v['created_at']}"
             )
-    for ev in res.get("events") or []:
-        move = f"{ev['from_status'] or '-'} -> {ev['to_status'] or '-'}"
-        detail = json.dumps(ev["detail"], ensure_ascii=False) if ev["detail"] else ""
-        print(f"   {ev['at']} {ev['kind']:<10} {move:<36} {ev['trigger']:<6} {detail}")
+    if args.history:
+        print("  History:")
+        for line in history_lines(res.get("events") or [], item_id=res["item"]["id"]):
+            print(line)
+    actions = next_actions(res["item"], has_card="card" in res["artifacts"])
+    if actions:
+        print("  Next:")
+        wide = max(len(cmd) for cmd, _ in actions)
+        for cmd, what in actions:
+            print(f"   {cmd:<{wide}}  {what}")
     return EXIT_OK
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str) and value and not any(c.isspace() for c in value):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def history_lines(events: list[dict[str, Any]], *, item_id: str | None = None) -> list[str]:
+    """The event log, one line per event, with every field the daemon sent.
+
+    ``at kind from -> to trigger run=RUN`` then every detail key as ``key=value``,
+    and any other field of the event (``seq=``, ...) the same way.
+    """
+    fixed = {"at", "kind", "from_status", "to_status", "trigger", "run_id", "detail"}
+    lines = []
+    for ev in events:
+        move = f"{ev.get('from_status') or '-'} -> {ev.get('to_status') or '-'}"
+        fields = [f"run={ev.get('run_id') or '-'}"]
+        fields += [f"{k}={_shown(v)}" for k, v in (ev.get("detail") or {}).items()]
+        fields += [
+            f"{k}={_shown(v)}"
+            for k, v in ev.items()
+            if k not in fixed and not (k == "item_id" and v == item_id)
+        ]
+        lines.append(
+            f"   {ev.get('at', '')} {ev.get('kind', ''):<10} {move:<36}"
+            f" {ev.get('trigger') or '-':<6} {' '.join(fields)}"
+        )
+    return lines
+
+
+S = Status
+#: Non-transition actions and user transitions, as (order, command, what it does).
+_Action = tuple[int, str, str]
+
+
+def _moves(src: Status, dst: Status, item_id: str) -> list[_Action]:
+    """The commands that make a person's ``src -> dst`` transition happen."""
+    if dst is S.ARCHIVED:
+        return [(90, f"readdod archive {item_id}", "put it away (`unarchive` brings it back)")]
+    if dst is S.READY:  # ARCHIVED -> READY
+        return [(50, f"readdod unarchive {item_id}", "bring it back (queued if it has no card)")]
+    if dst in (S.SHIPPED, S.FAILED_EXPORT):
+        again = " again" if src in (S.SHIPPED, S.FAILED_EXPORT) else ""
+        out = [(20, f"readdod export {item_id}", f"write the card as a file{again}")]
+        if src is not S.SHIPPED:
+            out.append((80, f"readdod ship {item_id}", "mark it done without writing a file"))
+        return out
+    if dst is S.QUEUED:
+        if src is S.CAPTURED:
+            return [(10, f"readdod process {item_id}", "process it")]
+        if src is S.READY:
+            return [(40, f"readdod process {item_id} --regenerate", "make new versions")]
+        if src is S.ARCHIVED:
+            return [(55, f"readdod unarchive {item_id} --regenerate", "bring it back, made anew")]
+        if src is S.FAILED_EXPORT:
+            return [(40, f"readdod process {item_id}", "make the card again")]
+        return [(10, f"readdod process {item_id}", "retry (from the step that failed)")]
+    return []
+
+
+def next_actions(item: dict[str, Any], *, has_card: bool) -> list[tuple[str, str]]:
+    """What a person can do with the item now, as (command to type, what it does).
+
+    Taken from the transition table: every move a user may make from the
+    item's state, plus waiting while the daemon works on it, cancelling a
+    PROCESSING item (it goes back to QUEUED first) and editing a READY card.
+    """
+    src = Status(item["status"])
+    item_id = str(item["id"])
+    found: list[_Action] = []
+    for (frm, dst), triggers in TRANSITIONS.items():
+        if frm is src and Trigger.USER in triggers:
+            found.extend(_moves(src, dst, item_id))
+    works = allowed(src, S.PROCESSING, Trigger.SYSTEM) or src is S.PROCESSING
+    if works:
+        found.append((5, f"readdod watch {item_id}", "wait: follow it until it settles"))
+    if (
+        src is S.PROCESSING
+        and allowed(S.PROCESSING, S.QUEUED, Trigger.SYSTEM)
+        and allowed(S.QUEUED, S.ARCHIVED, Trigger.USER)
+    ):
+        found.append((90, f"readdod archive {item_id} --cancel", "stop it and put it away"))
+    if src is S.READY and has_card:
+        found.append((30, f"readdod edit {item_id} card", "change the card (your version wins)"))
+    seen: set[str] = set()
+    out = []
+    for _, cmd, what in sorted(found, key=lambda a: a[0]):
+        if cmd not in seen:
+            seen.add(cmd)
+            out.append((cmd, what))
+    return out
 
 
 def _ledger_lines(runs: list[dict[str, Any]]) -> list[str]:
@@ -543,10 +677,48 @@ def _simple(method: str, **extra: str) -> Any:
             tail = f" (run {res['run_id']})" if "run_id" in res else ""
             print(f"{item['id']} is {item['status']}{tail}")
         else:
-            print(", ".join(f"{k}: {v}" for k, v in res.items()))
+            print(", ".join(f"{k}: {_word(v)}" for k, v in res.items()))
         return EXIT_OK
 
     return run
+
+
+def _word(value: Any) -> str:
+    """A value as a person reads it: ``yes``/``no`` rather than ``True``/``False``."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "--" if value is None else str(value)
+
+
+def _duration(seconds: float) -> str:
+    """A span in the two largest units that matter (``45 s``, ``3 min 12 s``, ``2 d 4 h``)."""
+    secs = max(0, int(seconds))
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if secs >= size or (unit == "s" and not parts):
+            parts.append(f"{secs // size} {unit}")
+            secs %= size
+        elif parts:
+            break
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
+
+
+def cmd_ping(args: argparse.Namespace, client: Client) -> int:
+    res = client.call("ping")
+    if args.json:
+        _print_json(res)
+        return EXIT_OK
+    print(f"readdod {res['version']} is running (pid {res['pid']})")
+    print(f"  uptime: {_duration(res['uptime_s'])}")
+    paused = "yes (nothing new is claimed; `readdod resume` goes on)" if res["paused"] else "no"
+    print(f"  paused: {paused}")
+    if "in_flight" in res:
+        print(f"  in flight: {res['in_flight']} item(s)")
+    if res.get("worker_id"):
+        print(f"  worker: {res['worker_id']}")
+    return EXIT_OK
 
 
 def cmd_backup(args: argparse.Namespace, client: Client) -> int:
@@ -623,6 +795,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     """Extract one page here and now: no daemon, nothing stored."""
     from readdod.extraction import extract
 
+    config.load(args.config)  # a bad config is reported even when this page needs none of it
     if args.json and args.markdown:
         print("readdod extract: --json and --markdown exclude each other", file=sys.stderr)
         return EXIT_USAGE
@@ -684,11 +857,15 @@ class WatchView:
         if not item_id:
             extra = " ".join(f"{k}={v}" for k, v in data.items())
             return f"{_clock(ev.get('at', ''))}  {name} {extra}".rstrip()
-        st = self.items.setdefault(item_id, {"status": "", "step": "", "chunks": "", "error": ""})
+        st = self.items.setdefault(
+            item_id, {"status": "", "step": "", "chunks": "", "error": "", "reason": ""}
+        )
         if name == "item.captured":
             st["status"] = "CAPTURED"
         if "to" in data:
             st["status"] = data["to"]
+            # Why it moved (an archive reason such as SYSTEM_SKIP, or cancel, lease_expired).
+            st["reason"] = f"reason {data['reason']}" if data.get("reason") else ""
             if data["to"] != "PROCESSING":
                 st["step"] = st["chunks"] = ""
             if not str(data["to"]).startswith("FAILED_"):
@@ -705,7 +882,7 @@ class WatchView:
             st["chunks"] = f"chunks {done}/{total}"
         if data.get("error_code"):
             st["error"] = f"last error {data['error_code']}"
-        parts = [st["status"] or "?", st["step"], st["chunks"], st["error"]]
+        parts = [st["status"] or "?", st["reason"], st["step"], st["chunks"], st["error"]]
         shown = "  ".join(p for p in parts if p)
         return f"{_clock(ev.get('at', ''))}  {item_id}  {name:<16} {shown}"
 
@@ -804,21 +981,26 @@ def cmd_prune(args: argparse.Namespace, client: Client) -> int:
 # --- parser -----------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, exiting with :data:`EXIT_USAGE` on a bad command line (not 2, a config error)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="readdod", description="Turn what you read into what you do."
-    )
+    parser = _Parser(prog="readdod", description="Turn what you read into what you do.")
     parser.add_argument("--version", action="version", version=f"readdod {__version__}")
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--config", help="config file (default: $READDOD_CONFIG, XDG, /etc)")
     common.add_argument("--socket", help="control socket path")
     common.add_argument("--json", action="store_true", help="machine-readable output")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     sub.add_parser("serve", parents=[common], help="run the daemon")
-    sub.add_parser(
-        "demo", parents=[common], help="run bundled sample pages through a private daemon"
-    )
+    p = sub.add_parser("demo", help="run bundled sample pages through a private daemon")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("ping", parents=[common], help="check that the daemon answers")
     sub.add_parser("config", parents=[common], help="print the effective config (secrets redacted)")
 
@@ -938,7 +1120,7 @@ CLIENT_VERBS: dict[str, Any] = {
     "export": cmd_export,
     "pause": _simple("pause"),
     "resume": _simple("resume"),
-    "ping": _simple("ping"),
+    "ping": cmd_ping,
     "backup": lambda args, client: cmd_backup(args, client),
     "watch": cmd_watch,
     "health": cmd_health,
@@ -967,14 +1149,15 @@ def main(argv: list[str] | None = None) -> int:
             code: int = CLIENT_VERBS[args.verb](args, client)
             return code
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`readdod stats | head`): stop quietly, as `watch` does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except ConfigError as exc:
         print(f"readdod: config error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"readdod: {_config_hint(args, exc)}", file=sys.stderr)
+        return EXIT_CONFIG
     except InstanceLocked as exc:
         print(f"readdod: {exc}", file=sys.stderr)
         return EXIT_LOCKED

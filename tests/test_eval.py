@@ -131,7 +131,7 @@ def test_openai_engine_passes_the_golden_set_against_a_fake_server(
 
 
 def test_unknown_engine_is_a_config_error(capsys: pytest.CaptureFixture[str], cfg: Path) -> None:
-    assert cli.main(["eval", "--config", str(cfg), "--engine", "nope"]) == cli.EXIT_USAGE
+    assert cli.main(["eval", "--config", str(cfg), "--engine", "nope"]) == cli.EXIT_CONFIG
     assert "--engine nope" in capsys.readouterr().err
 
 

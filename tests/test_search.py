@@ -114,7 +114,7 @@ def test_filters_full_text_search_and_ls(daemon: DaemonProc) -> None:
     table = run_cli(d, "ls", "--tag", "db")
     assert table.returncode == 0, table.stderr
     header, *rows = table.stdout.splitlines()
-    assert header.split() == ["ID", "STATUS", "PRI", "SCORE", "AGE", "TITLE"]
+    assert header.split() == ["ID", "STATUS", "PRI", "SCORE", "AGE", "TITLE", "INTENT"]
     assert [r.split()[:4] for r in rows] == [
         [memory, "SHIPPED", "P1", "70"],
         [wal, "READY", "P0", "95"],
