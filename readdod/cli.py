@@ -437,7 +437,7 @@ def cmd_show(args: argparse.Namespace, client: Client) -> int:
     return EXIT_OK
 
 
-def _shown(value: Any) -> str:
+def _field_value(value: Any) -> str:
     if isinstance(value, str) and value and not any(c.isspace() for c in value):
         return value
     return json.dumps(value, ensure_ascii=False)
@@ -454,9 +454,9 @@ def history_lines(events: list[dict[str, Any]], *, item_id: str | None = None) -
     for ev in events:
         move = f"{ev.get('from_status') or '-'} -> {ev.get('to_status') or '-'}"
         fields = [f"run={ev.get('run_id') or '-'}"]
-        fields += [f"{k}={_shown(v)}" for k, v in (ev.get("detail") or {}).items()]
+        fields += [f"{k}={_field_value(v)}" for k, v in (ev.get("detail") or {}).items()]
         fields += [
-            f"{k}={_shown(v)}"
+            f"{k}={_field_value(v)}"
             for k, v in ev.items()
             if k not in fixed and not (k == "item_id" and v == item_id)
         ]
