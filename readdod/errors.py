@@ -30,7 +30,8 @@ Failure kinds come from these types, never from matching message text.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 
 class ErrorCode(enum.StrEnum):
@@ -75,6 +76,64 @@ class ErrorCode(enum.StrEnum):
     DAEMON_UNAVAILABLE = "DAEMON_UNAVAILABLE"
 
 
+#: Whether trying the same thing again can succeed, one decision per code: the
+#: ``retryable`` of an item's failure (seed 000 §6.1) and of an error answer.
+#: True for what passes or can be fixed outside the request (the network,
+#: timeouts, rate limits, a provider's or a server's trouble, a lost worker,
+#: a model's answer that a new run may get right, an export, which is retried
+#: by exporting again); False where the same input fails the same way (an
+#: address readdod will not fetch, a page too large or of a type it cannot
+#: read, no text, a model that refuses, a request that is wrong as sent).
+#:
+#: It says what a person or a client may do; it does not queue anything. The
+#: automatic retries across runs (:mod:`readdod.retry_policy`) also need the
+#: error's own judgement (:attr:`StepError.retryable`: this 404 will not come
+#: back in a minute) and a failure class with a rule, which WORKER_LOST and
+#: EXPORT_* do not have: a worker lost again and again is a crash loop, and an
+#: export is retried by the next export.
+RETRYABLE: Final[Mapping[ErrorCode, bool]] = {
+    # requests
+    ErrorCode.NOT_FOUND: False,
+    ErrorCode.INVALID_TRANSITION: False,
+    ErrorCode.PROCESSING_IN_PROGRESS: True,
+    ErrorCode.VALIDATION_ERROR: False,
+    ErrorCode.IDEMPOTENCY_CONFLICT: False,
+    ErrorCode.PAYLOAD_TOO_LARGE: False,
+    ErrorCode.FORBIDDEN: False,
+    ErrorCode.SHUTTING_DOWN: True,
+    ErrorCode.TOO_MANY_CONNECTIONS: True,
+    # extraction
+    ErrorCode.EXTRACTION_FETCH_FAILED: True,
+    ErrorCode.EXTRACTION_PARSE_FAILED: False,
+    ErrorCode.EXTRACTION_EMPTY: False,
+    ErrorCode.EXTRACTION_TOO_LARGE: False,
+    ErrorCode.EXTRACTION_UNSUPPORTED_TYPE: False,
+    ErrorCode.EXTRACTION_BLOCKED_ADDRESS: False,
+    ErrorCode.EXTRACTION_BLOCKED_BY_SITE: False,
+    # AI steps
+    ErrorCode.AI_TIMEOUT: True,
+    ErrorCode.AI_SCHEMA_INVALID: True,
+    ErrorCode.AI_PARSE_ERROR: True,
+    ErrorCode.AI_RATE_LIMITED: True,
+    ErrorCode.AI_PROVIDER_ERROR: True,
+    ErrorCode.AI_INPUT_EMPTY: False,
+    ErrorCode.AI_INPUT_TOO_SHORT: False,
+    ErrorCode.AI_REFUSED: False,
+    ErrorCode.RUN_INCONSISTENT: True,
+    # export
+    ErrorCode.EXPORT_RENDER_FAILED: True,
+    ErrorCode.EXPORT_WRITE_FAILED: True,
+    # runtime
+    ErrorCode.WORKER_LOST: True,
+    ErrorCode.INTERNAL_ERROR: True,
+    ErrorCode.CONFIG_INVALID: False,
+    ErrorCode.INSTANCE_LOCKED: False,
+    ErrorCode.STORE_BUSY: True,
+    ErrorCode.STORE_WRITE_FAILED: True,
+    ErrorCode.DAEMON_UNAVAILABLE: True,
+}
+
+
 class ReaddodError(Exception):
     """Root of every error readdod raises on purpose."""
 
@@ -98,7 +157,11 @@ class RequestError(ReaddodError):
     http_status: int = 400
 
     def data(self) -> dict[str, Any]:
-        return {"error_code": self.error_code, "status": self.http_status}
+        return {
+            "error_code": self.error_code,
+            "status": self.http_status,
+            "retryable": RETRYABLE[self.code],
+        }
 
 
 class NotFound(RequestError):

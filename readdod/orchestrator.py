@@ -25,6 +25,7 @@ from readdod.backup import BackupResult, backup_database
 from readdod.clock import Clock, iso
 from readdod.config import RetryConfig
 from readdod.errors import (
+    RETRYABLE,
     ErrorCode,
     ExportError,
     ExportFailed,
@@ -42,6 +43,7 @@ from readdod.models import (
     AI_STEPS,
     PRIORITIES,
     STEPS,
+    WIRE_STEPS,
     Artifact,
     ArtifactMeta,
     ArtifactVersion,
@@ -50,6 +52,8 @@ from readdod.models import (
     Failure,
     Item,
     Score,
+    decode_failure,
+    wire_step,
 )
 from readdod.states import Status, Trigger
 from readdod.store import (
@@ -721,7 +725,7 @@ class Orchestrator:
             # An archived item is never retried by itself: its failure must not say so.
             kept: dict[str, Any] = {}
             if row.failure:
-                failure = msgspec.json.decode(row.failure, type=Failure)
+                failure = decode_failure(row.failure)
                 if failure.next_attempt_at is not None:
                     kept["failure"] = _dumps(msgspec.structs.replace(failure, next_attempt_at=None))
             new = self._move(
@@ -1043,12 +1047,12 @@ class Orchestrator:
                 )
                 notes.append(_Note("export.failed", {"item_id": row.id, **detail}))
                 return row
-            prev = msgspec.json.decode(row.failure, type=Failure) if row.failure else None
+            prev = decode_failure(row.failure) if row.failure else None
             failure = Failure(
                 failed_step="export",
                 error_code=err.error_code,
                 message=err.message,
-                retryable=False,
+                retryable=RETRYABLE[err.code],
                 debug_message=err.debug,
                 attempts=prev.attempts + 1 if prev and prev.failed_step == "export" else 1,
                 last_attempt_at=iso(now),
@@ -1334,16 +1338,25 @@ class Orchestrator:
         return artifact_view(await self._commit(unit))
 
     async def retry_failed(self, *, step: str | None = None, dry_run: bool = False) -> list[str]:
-        """Queue every FAILED_EXTRACTION/FAILED_AI item again (those of ``step`` only)."""
-        if step is not None and step not in (*STEPS, "gate"):
-            raise ValidationFailed(f"step must be one of {', '.join((*STEPS, 'gate'))}")
+        """Queue every FAILED_EXTRACTION/FAILED_AI item again (those of ``step`` only).
+
+        ``step`` is a wire name (``extract``, ``summarize``, ...) or the
+        internal one (``extraction``, ``summary``, ..., ``gate`` for ``card``).
+        """
+        steps = [wire_step(s) for s in STEPS]
+        wanted = WIRE_STEPS.get(step, step) if step is not None else None
+        if wanted is not None and wanted not in steps:
+            raise ValidationFailed(
+                f"step must be one of {', '.join(steps)} (or {', '.join((*STEPS, 'gate'))});"
+                f" got {step!r}"
+            )
 
         def unit(tx: Tx, notes: list[_Note]) -> list[str]:
             now = self.clock.now_ms()
             picked = []
             for row in tx.failed_items((S.FAILED_EXTRACTION, S.FAILED_AI)):
-                failure = msgspec.json.decode(row.failure, type=Failure) if row.failure else None
-                if step is not None and (failure is None or failure.failed_step != step):
+                failure = decode_failure(row.failure) if row.failure else None
+                if wanted is not None and (failure is None or failure.failed_step != wanted):
                     continue
                 picked.append(row.id)
                 if not dry_run:
@@ -1852,7 +1865,8 @@ class Orchestrator:
         self, tx: Tx, notes: list[_Note], row: ItemRow, run_id: str, now: int
     ) -> ItemRow:
         """Gate a run whose steps are all done: READY (maybe auto-archived) or FAILED_AI."""
-        code, problems = rubric.gate(run_id, tx.run_payloads(row.id, run_id, AI_STEPS))
+        payloads = tx.run_payloads(row.id, run_id, AI_STEPS)
+        code, problems = rubric.gate(run_id, payloads)
         if code is not None:
             return self._fail(
                 tx,
@@ -1864,6 +1878,7 @@ class Orchestrator:
                 False,
                 None,
                 now,
+                at_fault=rubric.gate_fault(run_id, payloads),
             )
         tx.update_run(run_id, status="succeeded", finished_at=now, current_step=None)
         ready = self._move(
@@ -1914,8 +1929,17 @@ class Orchestrator:
         now: int,
         *,
         retry_after: float | None = None,
+        at_fault: str | None = None,
         **fields: Any,
     ) -> ItemRow:
+        """``step`` failed: FAILED_EXTRACTION or FAILED_AI, with ``items.failure`` set.
+
+        ``retryable`` is the error's own judgement, which the automatic retry
+        policy follows; the failure's ``retryable`` is the code's
+        (:data:`readdod.errors.RETRYABLE`). ``failed_step`` is the wire name of
+        ``at_fault`` if given (the step whose artifact the gate rejected), else
+        of ``step``.
+        """
         # A fetch failure quotes the address; what is kept and shown keeps no credentials.
         message = urls.redact_credentials(message)
         debug = urls.redact_credentials(debug) if debug is not None else None
@@ -1925,10 +1949,10 @@ class Orchestrator:
         )
         due = now + max(int(delay * 1000), 1) if delay is not None else 0
         failure = Failure(
-            failed_step=step,
+            failed_step=wire_step(at_fault or step),
             error_code=code,
             message=message,
-            retryable=retryable,
+            retryable=RETRYABLE[code],
             debug_message=debug,
             attempts=run.attempts if run else 1,
             last_attempt_at=iso(now),

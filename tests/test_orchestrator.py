@@ -136,7 +136,7 @@ async def test_orphaned_too_often_in_a_row_fails_with_worker_lost(orch: Orchestr
     assert await orch.recover("w3") == (0, 1)
     item = (await orch.get(item_id))["item"]
     assert item.status == "FAILED_EXTRACTION"
-    assert item.failure.error_code == "WORKER_LOST" and item.failure.failed_step == "extraction"
+    assert item.failure.error_code == "WORKER_LOST" and item.failure.failed_step == "extract"
 
 
 async def test_finishing_a_step_resets_the_orphan_count(orch: Orchestrator) -> None:
@@ -168,7 +168,7 @@ async def test_worker_lost_in_an_ai_step_is_failed_ai(orch: Orchestrator) -> Non
     assert (item.status, item.failure.error_code, item.failure.failed_step) == (
         "FAILED_AI",
         "WORKER_LOST",
-        "summary",
+        "summarize",
     )
 
 
