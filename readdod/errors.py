@@ -76,22 +76,24 @@ class ErrorCode(enum.StrEnum):
     DAEMON_UNAVAILABLE = "DAEMON_UNAVAILABLE"
 
 
-#: Whether trying the same thing again can succeed, one decision per code: the
-#: ``retryable`` of an item's failure (seed 000 §6.1) and of an error answer.
-#: True for what passes or can be fixed outside the request (the network,
-#: timeouts, rate limits, a provider's or a server's trouble, a lost worker,
-#: a model's answer that a new run may get right, an export, which is retried
-#: by exporting again); False where the same input fails the same way (an
-#: address readdod will not fetch, a page too large or of a type it cannot
-#: read, no text, a model that refuses, a request that is wrong as sent).
+#: Whether trying the same thing again can succeed, decided once per code: the
+#: ``retryable`` of an item's failure (seed 000 §6.1, see :func:`is_retryable`)
+#: and of an error answer. True for what passes or is fixed outside the item
+#: (timeouts, a lost worker, a model's answer that a new run may get right, a
+#: busy store, an export, whose retry is exporting again); False where the
+#: same input fails the same way (an address readdod will not fetch, a page
+#: too large, of a type it cannot read or without text, a model that refuses,
+#: a request that is wrong as sent). None where one code covers both and the
+#: error itself says which (:attr:`StepError.retryable`): a fetch that the
+#: network broke off or that got a 404, a provider's 503 or its refusal of
+#: the API key, a rate limit or an account out of quota.
 #:
-#: It says what a person or a client may do; it does not queue anything. The
-#: automatic retries across runs (:mod:`readdod.retry_policy`) also need the
-#: error's own judgement (:attr:`StepError.retryable`: this 404 will not come
-#: back in a minute) and a failure class with a rule, which WORKER_LOST and
-#: EXPORT_* do not have: a worker lost again and again is a crash loop, and an
-#: export is retried by the next export.
-RETRYABLE: Final[Mapping[ErrorCode, bool]] = {
+#: It says what a person or a client may do; it queues nothing. Retries across
+#: runs (:mod:`readdod.retry_policy`) follow the error's own flag and need a
+#: failure class with a rule, which WORKER_LOST and EXPORT_* do not have: a
+#: worker lost again and again is a crash loop, and an export is retried by
+#: the next export.
+RETRYABLE: Final[Mapping[ErrorCode, bool | None]] = {
     # requests
     ErrorCode.NOT_FOUND: False,
     ErrorCode.INVALID_TRANSITION: False,
@@ -103,7 +105,7 @@ RETRYABLE: Final[Mapping[ErrorCode, bool]] = {
     ErrorCode.SHUTTING_DOWN: True,
     ErrorCode.TOO_MANY_CONNECTIONS: True,
     # extraction
-    ErrorCode.EXTRACTION_FETCH_FAILED: True,
+    ErrorCode.EXTRACTION_FETCH_FAILED: None,
     ErrorCode.EXTRACTION_PARSE_FAILED: False,
     ErrorCode.EXTRACTION_EMPTY: False,
     ErrorCode.EXTRACTION_TOO_LARGE: False,
@@ -114,8 +116,8 @@ RETRYABLE: Final[Mapping[ErrorCode, bool]] = {
     ErrorCode.AI_TIMEOUT: True,
     ErrorCode.AI_SCHEMA_INVALID: True,
     ErrorCode.AI_PARSE_ERROR: True,
-    ErrorCode.AI_RATE_LIMITED: True,
-    ErrorCode.AI_PROVIDER_ERROR: True,
+    ErrorCode.AI_RATE_LIMITED: None,
+    ErrorCode.AI_PROVIDER_ERROR: None,
     ErrorCode.AI_INPUT_EMPTY: False,
     ErrorCode.AI_INPUT_TOO_SHORT: False,
     ErrorCode.AI_REFUSED: False,
@@ -132,6 +134,12 @@ RETRYABLE: Final[Mapping[ErrorCode, bool]] = {
     ErrorCode.STORE_WRITE_FAILED: True,
     ErrorCode.DAEMON_UNAVAILABLE: True,
 }
+
+
+def is_retryable(code: ErrorCode, said: bool) -> bool:
+    """A failure's ``retryable``: the decision for ``code``, else what the error ``said``."""
+    decided = RETRYABLE[code]
+    return said if decided is None else decided
 
 
 class ReaddodError(Exception):
@@ -160,7 +168,7 @@ class RequestError(ReaddodError):
         return {
             "error_code": self.error_code,
             "status": self.http_status,
-            "retryable": RETRYABLE[self.code],
+            "retryable": is_retryable(self.code, False),
         }
 
 

@@ -25,7 +25,6 @@ from readdod.backup import BackupResult, backup_database
 from readdod.clock import Clock, iso
 from readdod.config import RetryConfig
 from readdod.errors import (
-    RETRYABLE,
     ErrorCode,
     ExportError,
     ExportFailed,
@@ -34,6 +33,7 @@ from readdod.errors import (
     NotFound,
     StepError,
     ValidationFailed,
+    is_retryable,
 )
 from readdod.events import EventBus
 from readdod.export import naming
@@ -1052,7 +1052,7 @@ class Orchestrator:
                 failed_step="export",
                 error_code=err.error_code,
                 message=err.message,
-                retryable=RETRYABLE[err.code],
+                retryable=is_retryable(err.code, err.retryable),
                 debug_message=err.debug,
                 attempts=prev.attempts + 1 if prev and prev.failed_step == "export" else 1,
                 last_attempt_at=iso(now),
@@ -1935,8 +1935,8 @@ class Orchestrator:
         """``step`` failed: FAILED_EXTRACTION or FAILED_AI, with ``items.failure`` set.
 
         ``retryable`` is the error's own judgement, which the automatic retry
-        policy follows; the failure's ``retryable`` is the code's
-        (:data:`readdod.errors.RETRYABLE`). ``failed_step`` is the wire name of
+        policy follows; the failure's ``retryable`` is the code's where the
+        code decides (:func:`readdod.errors.is_retryable`). ``failed_step`` is the wire name of
         ``at_fault`` if given (the step whose artifact the gate rejected), else
         of ``step``.
         """
@@ -1952,7 +1952,7 @@ class Orchestrator:
             failed_step=wire_step(at_fault or step),
             error_code=code,
             message=message,
-            retryable=RETRYABLE[code],
+            retryable=is_retryable(code, retryable),
             debug_message=debug,
             attempts=run.attempts if run else 1,
             last_attempt_at=iso(now),

@@ -101,7 +101,7 @@ def test_a_page_that_kills_the_daemon_cannot_crash_loop_it(tmp_path: Path) -> No
         item = got["item"]
         assert item["status"] == "FAILED_AI"
         assert item["failure"]["error_code"] == "WORKER_LOST"
-        assert item["failure"]["failed_step"] == "summary"
+        assert item["failure"]["failed_step"] == "summarize"
         assert "3 times" in item["failure"]["message"]
         # The extraction finished once and was never redone.
         assert got["artifacts"]["extraction"]["version"] == 1
