@@ -9,7 +9,9 @@ SQLite file and a clock moved by hand where time matters.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from readdod.config import RetryConfig, RetryRule
 from readdod.control.client import RpcError
 from readdod.errors import RETRYABLE, ErrorCode, ExportFailed, is_retryable
 from readdod.export.writer import Exporter
-from readdod.models import WIRE_STEPS, wire_step
+from readdod.models import WIRE_STEPS, decode_failure, wire_step
 from readdod.orchestrator import CaptureRequest, Orchestrator
 from readdod.store import Store
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
@@ -114,6 +116,16 @@ def test_a_code_without_a_retry_class_is_never_retried_by_itself(code: ErrorCode
         assert retry_policy.next_delay_s(generous, code, True, done) is None
 
 
+def test_a_failure_stored_with_an_internal_step_name_reads_with_the_wire_name() -> None:
+    for stored, wire in [("extraction", "extract"), ("summary", "summarize"), ("gate", "card")]:
+        raw = json.dumps(
+            {"failed_step": stored, "error_code": "AI_TIMEOUT", "message": "m", "retryable": True}
+        )
+        assert decode_failure(raw).failed_step == wire
+    with pytest.raises(msgspec.ValidationError):
+        decode_failure(json.dumps({"failed_step": "nope", "error_code": "X", "message": "m"}))
+
+
 def test_wire_step_names() -> None:
     assert {wire_step(s) for s in WIRE_STEPS} == {
         "extract",
@@ -186,6 +198,21 @@ async def test_a_failed_export_is_retryable_but_not_requeued(
     assert await orch.requeue_due() == ([], None)
     assert await orch.retry_failed() == []
     assert (await orch.get(item.id))["item"].status == "FAILED_EXPORT"
+
+
+@pytest.mark.anyio
+async def test_a_gate_failure_names_the_step_at_fault(orch: Orchestrator) -> None:
+    item, _ = await orch.capture(CaptureRequest(intent="x", text="body"))
+    [c] = await orch.claim("w", 1, 30_000)
+    for step, payload in [("summary", SUMMARY), ("todos", TODOS), ("card", CARD)]:
+        await orch.put_artifact(c.lease, step, msgspec.json.encode(payload), META)
+    failed = await orch.complete(c.lease)
+    assert failed is not None and failed.failure is not None
+    assert (failed.failure.error_code, failed.failure.failed_step) == ("RUN_INCONSISTENT", "score")
+    assert failed.failure.retryable
+    # Inside, the gate keeps its name: the event says where the run stopped.
+    history = (await orch.get(item.id, history=True))["events"]
+    assert [e.detail["step"] for e in history if e.to_status == "FAILED_AI"] == ["gate"]
 
 
 # --- through the real daemon -------------------------------------------------------
@@ -280,6 +307,20 @@ def test_get_answers_in_every_state_match_the_item_schema(
     assert dry("card") == dry("gate") == []
     refused = run_cli(d, "retry-failed", "--step", "export", "--dry-run")
     assert refused.returncode != 0 and "invalid choice" in refused.stderr
+    assert d.stop() == 0
+
+    # A failure stored before the contract's names (a database of an older
+    # readdod) is answered with them too.
+    legacy = {"failed_step": "summary", "error_code": "AI_TIMEOUT", "message": "m"}
+    with closing(sqlite3.connect(d.db_path)) as db, db:
+        db.execute(
+            "UPDATE items SET failure = ? WHERE id = ?",
+            (json.dumps({**legacy, "retryable": True}), too_short),
+        )
+    d.start()
+    item = _valid_item(d.call("get", {"id": too_short}))
+    assert item["failure"]["failed_step"] == "summarize"
+    assert dry("summarize") == [too_short]
     assert d.stop() == 0
 
 

@@ -87,6 +87,7 @@ async def test_gate_needs_all_four_of_the_same_run(orch: Orchestrator) -> None:
     assert item is not None and item.status == "FAILED_AI"
     assert item.failure is not None and item.failure.error_code == "RUN_INCONSISTENT"
     assert "card is missing" in item.failure.message
+    assert item.failure.failed_step == "card"
 
     # A retry resumes the same run; with the card, the gate passes.
     _, run_id = await orch.process(item_id)
@@ -122,6 +123,8 @@ async def test_gate_rejects_an_invalid_payload(orch: Orchestrator) -> None:
     item = await orch.complete(c.lease)
     assert item is not None and item.failure is not None
     assert (item.status, item.failure.error_code) == ("FAILED_AI", "AI_SCHEMA_INVALID")
+    # The gate is no step of the contract: its failure is the step that made the bad artifact.
+    assert item.failure.failed_step == "todos" and item.failure.retryable
 
 
 async def test_orphaned_too_often_in_a_row_fails_with_worker_lost(orch: Orchestrator) -> None:
