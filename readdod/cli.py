@@ -751,7 +751,7 @@ def cmd_schemas(args: argparse.Namespace) -> int:
         if problems:
             print("readdod: run `readdod schemas` to regenerate them", file=sys.stderr)
             return EXIT_ERROR
-        print(f"{len(schemas.ARTIFACT_TYPES)} schemas in {out} match the models")
+        print(f"{len(schemas.NAMES)} schemas in {out} match the models")
         return EXIT_OK
     for path in schemas.write_all(out):
         print(f"wrote {path}")
@@ -1004,7 +1004,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("ping", parents=[common], help="check that the daemon answers")
     sub.add_parser("config", parents=[common], help="print the effective config (secrets redacted)")
 
-    p = sub.add_parser("schemas", help="write the artifact payloads' JSON Schemas")
+    p = sub.add_parser("schemas", help="write the JSON Schemas of the artifacts and the item")
     p.add_argument("--out", default="schemas", metavar="DIR", help="directory (default: schemas)")
     p.add_argument("--check", action="store_true", help="only check that DIR is up to date")
 
@@ -1085,8 +1085,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("retry-failed", parents=[common], help="queue failed items again")
     p.add_argument(
         "--step",
-        choices=["extraction", "summary", "score", "todos", "card", "gate"],
-        help="only items that failed at this step",
+        choices=["extract", "summarize", "score", "todos", "card", "extraction", "summary", "gate"],
+        help="only items that failed at this step (as failure.failed_step names it; the older"
+        " names extraction, summary and gate still work)",
     )
     p.add_argument("--dry-run", action="store_true", help="only list what would be queued")
 

@@ -31,7 +31,8 @@ Failure kinds come from these types, never from matching message text.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 
 class ErrorCode(enum.StrEnum):
@@ -77,6 +78,72 @@ class ErrorCode(enum.StrEnum):
     DAEMON_UNAVAILABLE = "DAEMON_UNAVAILABLE"
 
 
+#: Whether trying the same thing again can succeed, decided once per code: the
+#: ``retryable`` of an item's failure (seed 000 §6.1, see :func:`is_retryable`)
+#: and of an error answer. True for what passes or is fixed outside the item
+#: (timeouts, a lost worker, a model's answer that a new run may get right, a
+#: busy store, an export, whose retry is exporting again); False where the
+#: same input fails the same way (an address readdod will not fetch, a page
+#: too large, of a type it cannot read or without text, a model that refuses,
+#: a request that is wrong as sent). None where one code covers both and the
+#: error itself says which (:attr:`StepError.retryable`): a fetch that the
+#: network broke off or that got a 404, a provider's 503 or its refusal of
+#: the API key, a rate limit or an account out of quota.
+#:
+#: It says what a person or a client may do; it queues nothing. Retries across
+#: runs (:mod:`readdod.retry_policy`) follow the error's own flag and need a
+#: failure class with a rule, which WORKER_LOST and EXPORT_* do not have: a
+#: worker lost again and again is a crash loop, and an export is retried by
+#: the next export.
+RETRYABLE: Final[Mapping[ErrorCode, bool | None]] = {
+    # requests
+    ErrorCode.NOT_FOUND: False,
+    ErrorCode.INVALID_TRANSITION: False,
+    ErrorCode.PROCESSING_IN_PROGRESS: True,
+    ErrorCode.VALIDATION_ERROR: False,
+    ErrorCode.IDEMPOTENCY_CONFLICT: False,
+    ErrorCode.PAYLOAD_TOO_LARGE: False,
+    ErrorCode.FORBIDDEN: False,
+    ErrorCode.SHUTTING_DOWN: True,
+    ErrorCode.TOO_MANY_CONNECTIONS: True,
+    # extraction
+    ErrorCode.EXTRACTION_FETCH_FAILED: None,
+    ErrorCode.EXTRACTION_PARSE_FAILED: False,
+    ErrorCode.EXTRACTION_EMPTY: False,
+    ErrorCode.EXTRACTION_TOO_LARGE: False,
+    ErrorCode.EXTRACTION_UNSUPPORTED_TYPE: False,
+    ErrorCode.EXTRACTION_BLOCKED_ADDRESS: False,
+    ErrorCode.EXTRACTION_BLOCKED_BY_SITE: False,
+    # AI steps
+    ErrorCode.AI_TIMEOUT: True,
+    ErrorCode.AI_SCHEMA_INVALID: True,
+    ErrorCode.AI_PARSE_ERROR: True,
+    ErrorCode.AI_RATE_LIMITED: None,
+    ErrorCode.AI_PROVIDER_ERROR: None,
+    ErrorCode.AI_INPUT_EMPTY: False,
+    ErrorCode.AI_INPUT_TOO_SHORT: False,
+    ErrorCode.AI_REFUSED: False,
+    ErrorCode.RUN_INCONSISTENT: True,
+    # export
+    ErrorCode.EXPORT_RENDER_FAILED: True,
+    ErrorCode.EXPORT_WRITE_FAILED: True,
+    # runtime
+    ErrorCode.WORKER_LOST: True,
+    ErrorCode.INTERNAL_ERROR: True,
+    ErrorCode.CONFIG_INVALID: False,
+    ErrorCode.INSTANCE_LOCKED: False,
+    ErrorCode.STORE_BUSY: True,
+    ErrorCode.STORE_WRITE_FAILED: True,
+    ErrorCode.DAEMON_UNAVAILABLE: True,
+}
+
+
+def is_retryable(code: ErrorCode, said: bool) -> bool:
+    """A failure's ``retryable``: the decision for ``code``, else what the error ``said``."""
+    decided = RETRYABLE[code]
+    return said if decided is None else decided
+
+
 class ReaddodError(Exception):
     """Root of every error readdod raises on purpose."""
 
@@ -100,7 +167,11 @@ class RequestError(ReaddodError):
     http_status: int = 400
 
     def data(self) -> dict[str, Any]:
-        return {"error_code": self.error_code, "status": self.http_status}
+        return {
+            "error_code": self.error_code,
+            "status": self.http_status,
+            "retryable": is_retryable(self.code, False),
+        }
 
 
 class NotFound(RequestError):

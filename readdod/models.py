@@ -11,6 +11,8 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
+from readdod.states import Status
+
 Priority = Literal["P0", "P1", "P2", "P3"]
 TodoKind = Literal["output", "action", "learn", "read"]
 Recommendation = Literal["read", "skim", "skip"]
@@ -20,10 +22,41 @@ CreatedBy = Literal["system", "user"]
 RunMode = Literal["PROCESS", "RETRY", "REGENERATE", "EXPORT"]
 RunStatus = Literal["queued", "running", "succeeded", "failed", "timeout", "cancelled"]
 ArchiveReason = Literal["USER_ARCHIVE", "SYSTEM_SKIP", "FAILURE_ARCHIVE"]
+#: A step as ``failure.failed_step`` names it on the wire (seed 000 §6.1).
+WireStep = Literal["extract", "summarize", "score", "todos", "card", "export"]
 
 PRIORITIES: Final[tuple[Priority, ...]] = ("P0", "P1", "P2", "P3")
 STEPS: Final[tuple[ArtifactType, ...]] = ("extraction", "summary", "score", "todos", "card")
 AI_STEPS: Final[tuple[ArtifactType, ...]] = ("summary", "score", "todos", "card")
+
+#: Each step by its wire name, from the names readdod uses inside (the runs'
+#: ``current_step``, events, logs). The READY gate is no step of the contract:
+#: a failure there is put on the step that made the rejected artifact when
+#: that is known (:func:`readdod.rubric.gate_fault`), else on ``card``, the
+#: step that completes the set the gate judges.
+WIRE_STEPS: Final[dict[str, WireStep]] = {
+    "extraction": "extract",
+    "summary": "summarize",
+    "score": "score",
+    "todos": "todos",
+    "card": "card",
+    "gate": "card",
+    "export": "export",
+}
+
+
+def wire_step(step: str) -> WireStep:
+    """The wire name of ``step``, given by its internal name or already by its wire name.
+
+    Raises KeyError for a name that is neither.
+    """
+    if step in WIRE_STEPS:
+        return WIRE_STEPS[step]
+    for wire in WIRE_STEPS.values():
+        if wire == step:
+            return wire
+    raise KeyError(step)
+
 
 TL_DR_MAX: Final = 280
 
@@ -207,7 +240,7 @@ class ArtifactMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
 class Failure(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Why an item is FAILED_*; ``message`` is for people."""
 
-    failed_step: str
+    failed_step: WireStep
     error_code: str
     message: str
     retryable: bool
@@ -220,11 +253,22 @@ class Failure(msgspec.Struct, kw_only=True, omit_defaults=True):
     auto_retries: int = 0
 
 
+def decode_failure(raw: str | bytes) -> Failure:
+    """A stored ``items.failure``; one written with an internal step name gets the wire name."""
+    try:
+        return msgspec.json.decode(raw, type=Failure)
+    except msgspec.ValidationError:
+        stored = msgspec.json.decode(raw)
+        if not isinstance(stored, dict) or stored.get("failed_step") not in WIRE_STEPS:
+            raise
+        return msgspec.convert({**stored, "failed_step": wire_step(stored["failed_step"])}, Failure)
+
+
 class Item(msgspec.Struct, kw_only=True):
     """An item as clients see it."""
 
     id: str
-    status: str
+    status: Status
     source_type: SourceType
     url: str | None
     final_url: str | None

@@ -35,6 +35,7 @@ from readdod.errors import (
     StepError,
     UnsupportedContent,
     ValidationFailed,
+    is_retryable,
 )
 from readdod.events import EventBus
 from readdod.export import naming
@@ -45,6 +46,7 @@ from readdod.models import (
     PAYLOAD_TYPES,
     PRIORITIES,
     STEPS,
+    WIRE_STEPS,
     Artifact,
     ArtifactMeta,
     ArtifactVersion,
@@ -53,6 +55,8 @@ from readdod.models import (
     Item,
     UserCard,
     UserScore,
+    decode_failure,
+    wire_step,
 )
 from readdod.states import Status, Trigger
 from readdod.store import (
@@ -825,7 +829,7 @@ class Orchestrator:
             # An archived item is never retried by itself: its failure must not say so.
             kept: dict[str, Any] = {}
             if row.failure:
-                failure = msgspec.json.decode(row.failure, type=Failure)
+                failure = decode_failure(row.failure)
                 if failure.next_attempt_at is not None:
                     kept["failure"] = _dumps(msgspec.structs.replace(failure, next_attempt_at=None))
             new = self._move(
@@ -1181,12 +1185,12 @@ class Orchestrator:
                 )
                 notes.append(_Note("export.failed", {"item_id": row.id, **detail}))
                 return row
-            prev = msgspec.json.decode(row.failure, type=Failure) if row.failure else None
+            prev = decode_failure(row.failure) if row.failure else None
             failure = Failure(
                 failed_step="export",
                 error_code=err.error_code,
                 message=err.message,
-                retryable=False,
+                retryable=is_retryable(err.code, err.retryable),
                 debug_message=err.debug,
                 attempts=prev.attempts + 1 if prev and prev.failed_step == "export" else 1,
                 last_attempt_at=iso(now),
@@ -1508,16 +1512,25 @@ class Orchestrator:
         return await self._commit(unit)
 
     async def retry_failed(self, *, step: str | None = None, dry_run: bool = False) -> list[str]:
-        """Queue every FAILED_EXTRACTION/FAILED_AI item again (those of ``step`` only)."""
-        if step is not None and step not in (*STEPS, "gate"):
-            raise ValidationFailed(f"step must be one of {', '.join((*STEPS, 'gate'))}")
+        """Queue every FAILED_EXTRACTION/FAILED_AI item again (those of ``step`` only).
+
+        ``step`` is a wire name (``extract``, ``summarize``, ...) or the
+        internal one (``extraction``, ``summary``, ..., ``gate`` for ``card``).
+        """
+        steps = [wire_step(s) for s in STEPS]
+        wanted = WIRE_STEPS.get(step, step) if step is not None else None
+        if wanted is not None and wanted not in steps:
+            raise ValidationFailed(
+                f"step must be one of {', '.join(steps)} (or {', '.join((*STEPS, 'gate'))});"
+                f" got {step!r}"
+            )
 
         def unit(tx: Tx, notes: list[_Note]) -> list[str]:
             now = self.clock.now_ms()
             picked = []
             for row in tx.failed_items((S.FAILED_EXTRACTION, S.FAILED_AI)):
-                failure = msgspec.json.decode(row.failure, type=Failure) if row.failure else None
-                if step is not None and (failure is None or failure.failed_step != step):
+                failure = decode_failure(row.failure) if row.failure else None
+                if wanted is not None and (failure is None or failure.failed_step != wanted):
                     continue
                 picked.append(row.id)
                 if not dry_run:
@@ -2042,6 +2055,7 @@ class Orchestrator:
                 False,
                 None,
                 now,
+                at_fault=rubric.gate_fault(run_id, payloads),
             )
         tx.update_run(run_id, status="succeeded", finished_at=now, current_step=None)
         tx.end_attempt(run_id, "succeeded", now)
@@ -2105,8 +2119,17 @@ class Orchestrator:
         *,
         retry_after: float | None = None,
         timed_out: bool = False,
+        at_fault: str | None = None,
         **fields: Any,
     ) -> ItemRow:
+        """``step`` failed: FAILED_EXTRACTION or FAILED_AI, with ``items.failure`` set.
+
+        ``retryable`` is the error's own judgement, which the automatic retry
+        policy follows; the failure's ``retryable`` is the code's where the
+        code decides (:func:`readdod.errors.is_retryable`). ``failed_step`` is the wire name of
+        ``at_fault`` if given (the step whose artifact the gate rejected), else
+        of ``step``.
+        """
         # A fetch failure quotes the address; what is kept and shown keeps no credentials.
         message = urls.redact_credentials(message)
         debug = urls.redact_credentials(debug) if debug is not None else None
@@ -2116,10 +2139,10 @@ class Orchestrator:
         )
         due = now + max(int(delay * 1000), 1) if delay is not None else 0
         failure = Failure(
-            failed_step=step,
+            failed_step=wire_step(at_fault or step),
             error_code=code,
             message=message,
-            retryable=retryable,
+            retryable=is_retryable(code, retryable),
             debug_message=debug,
             attempts=run.attempts if run else 1,
             last_attempt_at=iso(now),

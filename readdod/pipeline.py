@@ -9,7 +9,7 @@ orchestrator.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import msgspec
@@ -39,6 +39,10 @@ from readdod.models import (
     Todos,
 )
 from readdod.retrying import OnRetry
+
+#: The extraction has no prompt template: its meta names the version of the
+#: extraction contract (seed 001 §2.1) that the payload follows.
+EXTRACTION_TEMPLATE_VERSION: Final = "extraction.v1"
 
 
 class StepResult(msgspec.Struct, kw_only=True):
@@ -113,7 +117,7 @@ class Pipeline:
             run_id=None,
             engine="extractor",
             engine_version=payload.extractor,
-            template_version=None,
+            template_version=EXTRACTION_TEMPLATE_VERSION,
         )
         return StepResult(payload=payload, meta=meta, item_fields=fields)
 

@@ -131,6 +131,25 @@ def validate_user(artifact_type: str, raw: Any) -> tuple[UserPayload | None, lis
     return payload, problems
 
 
+def _gate_problems(
+    run_id: str, artifacts: Mapping[str, tuple[str | None, Any]]
+) -> list[tuple[str, str, bool]]:
+    """Every problem the gate finds, as (step at fault, problem, whether it is inconsistency)."""
+    problems: list[tuple[str, str, bool]] = []
+    for step in AI_STEPS:
+        entry = artifacts.get(step)
+        if entry is None:
+            problems.append((step, f"{step} is missing for run {run_id}", True))
+            continue
+        art_run, raw = entry
+        if art_run != run_id:
+            problems.append((step, f"{step} belongs to run {art_run}, not {run_id}", True))
+            continue
+        _, found = validate(step, raw)
+        problems.extend((step, problem, False) for problem in found)
+    return problems
+
+
 def gate(
     run_id: str, artifacts: Mapping[str, tuple[str | None, Any]]
 ) -> tuple[str | None, list[str]]:
@@ -140,21 +159,19 @@ def gate(
     version the item would show. Returns ``(error_code, problems)``;
     ``error_code`` is None when the item may become READY.
     """
-    problems: list[str] = []
-    inconsistent = False
-    for step in AI_STEPS:
-        entry = artifacts.get(step)
-        if entry is None:
-            problems.append(f"{step} is missing for run {run_id}")
-            inconsistent = True
-            continue
-        art_run, raw = entry
-        if art_run != run_id:
-            problems.append(f"{step} belongs to run {art_run}, not {run_id}")
-            inconsistent = True
-            continue
-        _, found = validate(step, raw)
-        problems.extend(found)
-    if not problems:
+    found = _gate_problems(run_id, artifacts)
+    if not found:
         return None, []
-    return ("RUN_INCONSISTENT" if inconsistent else "AI_SCHEMA_INVALID"), problems
+    inconsistent = any(bad_set for _, _, bad_set in found)
+    return ("RUN_INCONSISTENT" if inconsistent else "AI_SCHEMA_INVALID"), [p for _, p, _ in found]
+
+
+def gate_fault(run_id: str, artifacts: Mapping[str, tuple[str | None, Any]]) -> str | None:
+    """The first AI step (in step order) whose artifact the gate rejects; None if it passes.
+
+    A gate failure is reported as a failure of this step, the one that made
+    (or failed to make) the artifact at fault, so that ``failed_step`` names
+    something a person can regenerate or edit.
+    """
+    found = _gate_problems(run_id, artifacts)
+    return found[0][0] if found else None

@@ -1,8 +1,10 @@
-"""JSON Schemas of the artifact payloads, generated from the Structs in :mod:`readdod.models`.
+"""JSON Schemas of the artifact payloads and of the item, generated from :mod:`readdod.models`.
 
 The Structs are the source of truth; ``schemas/<type>.schema.json`` is their
 published form (for model servers' structured output and for other tools),
-and a test fails when a file and its Struct drift. Pure: no I/O except in
+and ``schemas/item.schema.json`` is the ``item`` object of the control
+protocol's answers (``get``, ``list``, ``capture``, ...). A test fails when a
+file and its Struct drift. Pure: no I/O except in
 :func:`write_all` / :func:`check_dir`, which the CLI calls.
 """
 
@@ -14,22 +16,25 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod.models import PAYLOAD_TYPES
+from readdod.models import PAYLOAD_TYPES, Item
 
 DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 ARTIFACT_TYPES: Final[tuple[str, ...]] = tuple(PAYLOAD_TYPES)
+#: Every published schema: the artifact payloads, then the wire records.
+SCHEMA_TYPES: Final[dict[str, type[Any]]] = {**PAYLOAD_TYPES, "item": Item}
+NAMES: Final[tuple[str, ...]] = tuple(SCHEMA_TYPES)
 
 
 def json_schema(step: str) -> dict[str, Any]:
-    """The self-contained JSON Schema of one artifact type's payload.
+    """The self-contained JSON Schema of one artifact type's payload (or of ``item``).
 
     The payload's own object sits at the top level (no root ``$ref``), with
     nested types under ``$defs``; a fresh dict on each call, so callers may
     adapt it (e.g. for a server's strict mode) without touching others.
     """
-    typ = PAYLOAD_TYPES.get(step)
+    typ = SCHEMA_TYPES.get(step)
     if typ is None:
-        raise KeyError(f"unknown artifact type {step!r}; known: {', '.join(ARTIFACT_TYPES)}")
+        raise KeyError(f"unknown artifact type {step!r}; known: {', '.join(NAMES)}")
     raw = msgspec.json.schema(typ)
     defs: dict[str, Any] = raw.get("$defs", {})
     name = typ.__name__
@@ -51,10 +56,10 @@ def filename(step: str) -> str:
 
 
 def write_all(out_dir: Path) -> list[Path]:
-    """Write every artifact schema into ``out_dir``; returns the paths written."""
+    """Write every schema into ``out_dir``; returns the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for step in ARTIFACT_TYPES:
+    for step in NAMES:
         path = out_dir / filename(step)
         path.write_text(render(step), encoding="utf-8")
         written.append(path)
@@ -64,7 +69,7 @@ def write_all(out_dir: Path) -> list[Path]:
 def check_dir(out_dir: Path) -> list[str]:
     """Problems with the schema files in ``out_dir``: missing or differing from the Structs."""
     problems = []
-    for step in ARTIFACT_TYPES:
+    for step in NAMES:
         path = out_dir / filename(step)
         try:
             text = path.read_text(encoding="utf-8")
@@ -72,5 +77,5 @@ def check_dir(out_dir: Path) -> list[str]:
             problems.append(f"{path} is missing")
             continue
         if text != render(step):
-            problems.append(f"{path} differs from readdod.models.{PAYLOAD_TYPES[step].__name__}")
+            problems.append(f"{path} differs from readdod.models.{SCHEMA_TYPES[step].__name__}")
     return problems

@@ -21,17 +21,18 @@ from readdod.models import (
     AttemptFailure,
     ChunkProgress,
     Event,
-    Failure,
     Item,
     Run,
+    decode_failure,
 )
+from readdod.states import Status
 from readdod.store import ArtifactRow, AttemptRow, ChunkRow, EventRow, ItemRow, RunRow
 
 
 def item_view(row: ItemRow) -> Item:
     return Item(
         id=row.id,
-        status=row.status,
+        status=Status(row.status),
         source_type=row.source_type,  # type: ignore[arg-type]
         url=row.url,
         final_url=row.final_url,
@@ -41,7 +42,7 @@ def item_view(row: ItemRow) -> Item:
         priority=row.priority,  # type: ignore[arg-type]
         match_score=row.match_score,
         tags=msgspec.json.decode(row.tags, type=list[str]),
-        failure=msgspec.json.decode(row.failure, type=Failure) if row.failure else None,
+        failure=decode_failure(row.failure) if row.failure else None,
         archive_reason=row.archive_reason,  # type: ignore[arg-type]
         current_run_id=row.current_run_id,
         capture_id=row.capture_id,

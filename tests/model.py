@@ -27,6 +27,14 @@ SHIPPED: Final = "SHIPPED"
 ARCHIVED: Final = "ARCHIVED"
 
 STEPS: Final = ("extraction", "summary", "score", "todos", "card")
+#: How a failure names each step (seed 000 §6.1); ``retry_failed`` takes either name.
+WIRE_STEP: Final = {
+    "extraction": "extract",
+    "summary": "summarize",
+    "score": "score",
+    "todos": "todos",
+    "card": "card",
+}
 AI_STEPS: Final = STEPS[1:]
 FAILED: Final = frozenset({FAILED_EXTRACTION, FAILED_AI, FAILED_EXPORT})
 
@@ -351,7 +359,7 @@ class Model:
             if item.status not in (FAILED_EXTRACTION, FAILED_AI):
                 continue
             assert item.failure is not None
-            if step is not None and item.failure.step != step:
+            if step is not None and item.failure.step != WIRE_STEP.get(step, step):
                 continue
             picked.append(index)
             if not dry_run:
@@ -486,7 +494,7 @@ class Model:
     def _fail(self, item: Item, run: Run, step: str, code: str) -> None:
         run.status = "failed"
         self._system(item, FAILED_EXTRACTION if step == "extraction" else FAILED_AI)
-        item.failure = Failure(step, code, run.attempts)
+        item.failure = Failure(WIRE_STEP[step], code, run.attempts)
 
     # --- what is compared ------------------------------------------------------
 

@@ -101,7 +101,10 @@ def test_a_page_that_kills_the_daemon_cannot_crash_loop_it(tmp_path: Path) -> No
         item = got["item"]
         assert item["status"] == "FAILED_AI"
         assert item["failure"]["error_code"] == "WORKER_LOST"
-        assert item["failure"]["failed_step"] == "summary"
+        assert item["failure"]["failed_step"] == "summarize"
+        # A person may retry it; nothing retries it by itself, or the crash would loop.
+        assert item["failure"]["retryable"] is True
+        assert "next_attempt_at" not in item["failure"]
         assert "3 times" in item["failure"]["message"]
         # The extraction finished once and was never redone.
         assert got["artifacts"]["extraction"]["version"] == 1

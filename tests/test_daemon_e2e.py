@@ -128,7 +128,7 @@ def test_refused_transitions_answer_409(tmp_path: Path, daemons: list[DaemonProc
         fail = c.call("get", {"id": failing})["item"]
         assert fail["status"] == "FAILED_EXTRACTION"
         assert fail["failure"]["error_code"] == "EXTRACTION_EMPTY"
-        assert fail["failure"]["failed_step"] == "extraction"
+        assert fail["failure"]["failed_step"] == "extract"
 
         refused: list[tuple[str, str, dict[str, Any], str, str]] = [
             (captured, "ship", {}, "CAPTURED", "SHIPPED"),

@@ -214,7 +214,7 @@ def test_capture_wait_prints_the_card_or_the_failure(
     assert "Todos:" in ok.stdout and "[ ]" in ok.stdout
     bad = run_cli(d, "capture", "--html", "-", "--intent", "learn", "--wait", stdin=EMPTY_PAGE)
     assert bad.returncode == 1
-    assert "FAILED at extraction: EXTRACTION_EMPTY" in bad.stdout
+    assert "FAILED at extract: EXTRACTION_EMPTY" in bad.stdout
     assert "Once the cause is fixed: `readdod process " in bad.stdout
     assert d.stop() == 0
 
@@ -612,7 +612,7 @@ def test_every_operation_in_every_state(
     with d.client() as c:
         for item_id in failed_ai:
             failure = c.call("get", {"id": item_id})["item"]["failure"]
-            assert (failure["failed_step"], failure["error_code"]) == ("summary", "WORKER_LOST")
+            assert (failure["failed_step"], failure["error_code"]) == ("summarize", "WORKER_LOST")
         counter = iter(range(1000))
 
         def make(**src: str) -> str:

@@ -87,6 +87,7 @@ async def test_gate_needs_all_four_of_the_same_run(orch: Orchestrator) -> None:
     assert item is not None and item.status == "FAILED_AI"
     assert item.failure is not None and item.failure.error_code == "RUN_INCONSISTENT"
     assert "card is missing" in item.failure.message
+    assert item.failure.failed_step == "card"
 
     # A retry resumes the same run; with the card, the gate passes.
     _, run_id = await orch.process(item_id)
@@ -122,6 +123,8 @@ async def test_gate_rejects_an_invalid_payload(orch: Orchestrator) -> None:
     item = await orch.complete(c.lease)
     assert item is not None and item.failure is not None
     assert (item.status, item.failure.error_code) == ("FAILED_AI", "AI_SCHEMA_INVALID")
+    # The gate is no step of the contract: its failure is the step that made the bad artifact.
+    assert item.failure.failed_step == "todos" and item.failure.retryable
 
 
 async def test_orphaned_too_often_in_a_row_fails_with_worker_lost(orch: Orchestrator) -> None:
@@ -136,7 +139,7 @@ async def test_orphaned_too_often_in_a_row_fails_with_worker_lost(orch: Orchestr
     assert await orch.recover("w3") == (0, 1)
     item = (await orch.get(item_id))["item"]
     assert item.status == "FAILED_EXTRACTION"
-    assert item.failure.error_code == "WORKER_LOST" and item.failure.failed_step == "extraction"
+    assert item.failure.error_code == "WORKER_LOST" and item.failure.failed_step == "extract"
 
 
 async def test_finishing_a_step_resets_the_orphan_count(orch: Orchestrator) -> None:
@@ -168,7 +171,7 @@ async def test_worker_lost_in_an_ai_step_is_failed_ai(orch: Orchestrator) -> Non
     assert (item.status, item.failure.error_code, item.failure.failed_step) == (
         "FAILED_AI",
         "WORKER_LOST",
-        "summary",
+        "summarize",
     )
 
 

@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 
 from readdod import urls
 from readdod.clock import ManualClock, iso
-from readdod.models import Failure
+from readdod.models import Failure, wire_step
 from readdod.orchestrator import (
     ORPHAN_LINES,
     WORKER_LOST_MESSAGE,
@@ -80,14 +80,14 @@ def _expected(item_id: str, b: dict[str, Any], now: int, reason: str) -> dict[st
         }
     message = (
         f"the worker processing this item was lost {count} times in a row during"
-        f" step {step}; it may crash readdod. Retry with `readdod process {item_id}`."
+        f" step {wire_step(step)}; it may crash readdod. Retry with `readdod process {item_id}`."
     )
     assert urls.redact_credentials(message) == message
     failure = Failure(
-        failed_step=step,
+        failed_step=wire_step(step),
         error_code="WORKER_LOST",
         message=message,
-        retryable=False,
+        retryable=True,
         attempts=b["attempts"],
         last_attempt_at=iso(now),
         auto_retries=b["auto"],
@@ -224,9 +224,11 @@ async def test_a_worker_lost_message_names_the_step_and_the_item(orch: Orchestra
     with capture_logs() as logs:
         assert await orch.recover("new") == (0, 1)
     failure = (await orch.get(item_id))["item"].failure
-    assert failure.message == WORKER_LOST_MESSAGE % (MAX, "summary", item_id)
+    assert failure.message == WORKER_LOST_MESSAGE % (MAX, "summarize", item_id)
     assert "lost 3 times" in failure.message and f"readdod process {item_id}" in failure.message
-    assert failure.failed_step == "summary" and not failure.retryable
+    # Retryable by a person, never by itself: no automatic retry is due.
+    assert failure.failed_step == "summarize" and failure.retryable
+    assert failure.next_attempt_at is None
     assert [e["event"] for e in logs] == ["item.transition"]
 
 

@@ -87,7 +87,7 @@ def test_cli_writes_then_checks(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert cli.main(["schemas", "--out", str(out)]) == cli.EXIT_OK
     assert cli.main(["schemas", "--check", "--out", str(out)]) == cli.EXIT_OK
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        schemas.filename(t) for t in PAYLOAD_TYPES
+        schemas.filename(t) for t in [*PAYLOAD_TYPES, "item"]
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from readdod.models import WIRE_STEPS
 from readdod.store.rows import (
     ARTIFACT_COLUMNS,
     ATTEMPT_COLUMNS,
@@ -1074,7 +1075,11 @@ class Tx:
             "coalesce((SELECT r.current_step FROM runs r WHERE r.run_id = i.current_run_id),"
             " 'extraction')"
         )
-        message = f"printf(:fmt, i.orphan_count + 1, {step}, i.id)"
+        # A failure names the step by its wire name (models.wire_step), in its message too.
+        wire = "CASE {} {} END".format(
+            step, " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in WIRE_STEPS.items())
+        )
+        message = f"printf(:fmt, i.orphan_count + 1, {wire}, i.id)"
         # The failed state, as the orchestrator's _failed_state picks it.
         failed_state = (
             f"CASE WHEN {step} = 'extraction' THEN 'FAILED_EXTRACTION' ELSE 'FAILED_AI' END"
@@ -1123,8 +1128,7 @@ class Tx:
         if failed:
             c.execute(
                 "UPDATE runs SET status = 'failed', error_code = :code,"
-                " error_message = substr(printf(:fmt, i.orphan_count + 1,"
-                " coalesce(runs.current_step, 'extraction'), i.id), 1, 1000), finished_at = :now"
+                f" error_message = substr({message}, 1, 1000), finished_at = :now"
                 f" FROM items i WHERE i.current_run_id = runs.run_id AND {where} AND {fail}",
                 args,
             )
@@ -1132,9 +1136,11 @@ class Tx:
         # The failure as models.Failure encodes it (omit_defaults: attempts 1 and
         # auto_retries 0 are left out; a path that names no key removes nothing).
         attempts = "coalesce((SELECT r.attempts FROM runs r WHERE r.run_id = i.current_run_id), 1)"
+        # WORKER_LOST is retryable (errors.RETRYABLE) but is never retried by
+        # itself: next_attempt_at is set to 0 below.
         failure = (
-            f"json_remove(json_object('failed_step', {step}, 'error_code', :code,"
-            f" 'message', {message}, 'retryable', json('false'), 'attempts', {attempts},"
+            f"json_remove(json_object('failed_step', {wire}, 'error_code', :code,"
+            f" 'message', {message}, 'retryable', json('true'), 'attempts', {attempts},"
             " 'last_attempt_at', :at, 'auto_retries', i.auto_retries),"
             f" CASE WHEN {attempts} = 1 THEN '$.attempts' ELSE '$.none' END,"
             " CASE WHEN i.auto_retries = 0 THEN '$.auto_retries' ELSE '$.none' END)"
