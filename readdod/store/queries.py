@@ -669,12 +669,20 @@ class Tx:
             [(run_id, step, i, model, now) for i in range(total)],
         )
 
-    def reopen_chunks(self, run_id: str, step: str, now: int) -> None:
-        """Chunks left unfinished by a crash or a failure go back to pending."""
+    def reopen_chunks(self, run_id: str, step: str, model: str | None, now: int) -> None:
+        """Chunks left unfinished by a failure go back to pending, to be asked of ``model``."""
+        self.execute(
+            "UPDATE chunks SET status = 'pending', model = ?, updated_at = ?"
+            " WHERE run_id = ? AND step = ? AND status != 'done'",
+            (model, now, run_id, step),
+        )
+
+    def settle_chunks(self, run_id: str, now: int) -> None:
+        """The run's chunks in flight (``processing``/``retrying``) go back to pending."""
         self.execute(
             "UPDATE chunks SET status = 'pending', updated_at = ?"
-            " WHERE run_id = ? AND step = ? AND status != 'done'",
-            (now, run_id, step),
+            " WHERE run_id = ? AND status IN ('processing', 'retrying')",
+            (now, run_id),
         )
 
     def update_chunk(self, run_id: str, step: str, idx: int, **fields: Any) -> None:
@@ -978,6 +986,13 @@ class Tx:
             f" WHERE run_id IN (SELECT i.current_run_id FROM items i WHERE {where} AND NOT {fail})",
             args,
         )
+        # No chunk of an orphaned run stays in flight: it starts again when the run resumes.
+        c.execute(
+            "UPDATE chunks SET status = 'pending', updated_at = :now"
+            " WHERE status IN ('processing', 'retrying')"
+            f" AND run_id IN (SELECT i.current_run_id FROM items i WHERE {where})",
+            args,
+        )
         if failed:
             c.execute(
                 "UPDATE runs SET status = 'failed', error_code = :code,"
@@ -1007,7 +1022,7 @@ class Tx:
             f" WHERE {where}",
             args,
         )
-        self.statements += 4
+        self.statements += 5
         return (
             int(total) - int(failed),
             int(failed),
