@@ -201,6 +201,16 @@ def test_pause_cancels_the_model_requests_in_flight_and_resume_finishes_the_runs
     assert got["chunks"]["summary"]["done"] == 2 and got["chunks"]["summary"]["active"] == 1
     shown = run_cli(d, "show", long_item)
     assert "Chunks (summary): 2/6 done, 1 active" in shown.stdout, shown.stdout
+    # `watch` gets the same figure with each chunk's progress.
+    started = d.wait_log(
+        lambda e: (
+            e["event"] == "chunk.progress"
+            and e["item_id"] == long_item
+            and e["chunk"] == 2
+            and e["state"] == "processing"
+        )
+    )[0]
+    assert (started["done"], started["active"], started["total"]) == (2, 1, 6)
 
     sent = len(fake.completions())
     assert d.call("pause") == {"paused": True}
