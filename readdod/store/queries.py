@@ -920,7 +920,8 @@ class Tx:
         out before ``expired_before``). Each gets ``orphan_count + 1``; those
         reaching ``max_orphanings`` fail at their run's current step with
         ``error_code`` and ``printf(message_format, count, step, id)``, the
-        others go back to QUEUED, their run to 'queued'. One transition event
+        others go back to QUEUED, their run to 'queued'; either way the run's chunks in
+        flight go back to pending. One transition event
         per item, as a single move would write. A handful of statements
         whatever the count (events and runs first, read from the items before
         they change), several times cheaper per orphan than a move each. Returns
