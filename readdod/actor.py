@@ -3,8 +3,9 @@
 The actor walks the steps in order, skipping those whose artifact for this
 run already exists (a crash never re-pays for finished work), and hands each
 result to the orchestrator. It stops at a step boundary when the supervisor
-asks (pause, shutdown) and, when cancelled, returns the item to QUEUED in a
-shielded scope before letting the cancellation go on.
+asks (a shutdown's drain) and, when cancelled (a pause, ``archive --cancel``,
+the end of the drain), returns the item to QUEUED in a shielded scope before
+letting the cancellation go on.
 """
 
 from __future__ import annotations

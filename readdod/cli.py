@@ -399,7 +399,10 @@ def cmd_ls(args: argparse.Namespace, client: Client) -> int:
 
 
 def cmd_show(args: argparse.Namespace, client: Client) -> int:
-    res = client.call("get", {"id": args.id, "history": args.history, "versions": args.versions})
+    params: dict[str, Any] = {"id": args.id, "history": args.history, "versions": args.versions}
+    if args.chunks:
+        params["include"] = ["chunks"]
+    res = client.call("get", params)
     if args.json:
         _print_json(res)
         return EXIT_OK
@@ -414,8 +417,12 @@ def cmd_show(args: argparse.Namespace, client: Client) -> int:
     for line in _ledger_lines(res.get("runs") or []):
         print(line)
     for step, p in (res.get("chunks") or {}).items():
-        extra = "".join(f", {p[k]} {k}" for k in ("retrying", "error", "retries") if p.get(k))
+        # Processing and retrying are one "active" figure; retries tell the rest.
+        extra = "".join(f", {p[k]} {k}" for k in ("active", "error", "retries") if p.get(k))
         print(f"  Chunks ({step}): {p['done']}/{p['total']} done{extra}")
+    if args.chunks:
+        for line in _chunk_lines(res.get("chunk_list") or []):
+            print(line)
     if args.versions:
         print("  Versions:")
         for v in res.get("versions") or []:
@@ -463,6 +470,22 @@ def history_lines(events: list[dict[str, Any]], *, item_id: str | None = None) -
         lines.append(
             f"   {ev.get('at', '')} {ev.get('kind', ''):<10} {move:<36}"
             f" {ev.get('trigger') or '-':<6} {' '.join(fields)}"
+        )
+    return lines
+
+
+def _chunk_lines(chunks: list[dict[str, Any]]) -> list[str]:
+    """Every chunk of the current run; a done chunk's last error says it was retried."""
+    if not chunks:
+        return ["  No chunks: the text was short enough to be read in one piece."]
+    lines = [f"  {'step':<8} {'chunk':>5}  {'status':<10} {'retries':>7}  {'model':<16} last error"]
+    for c in chunks:
+        error = ""
+        if c["last_error_code"]:
+            error = f"{c['last_error_code']}: {(c['last_error_message'] or '')[:100]}"
+        lines.append(
+            f"  {c['step']:<8} {c['idx']:>5}  {c['status']:<10} {c['retries']:>7}"
+            f"  {c['model'] or '-':<16} {error}".rstrip()
         )
     return lines
 
@@ -879,7 +902,8 @@ class WatchView:
         done = data.get("chunks_done", data.get("done"))
         total = data.get("chunks_total", data.get("total"))
         if done is not None and total is not None:
-            st["chunks"] = f"chunks {done}/{total}"
+            active = data.get("active")
+            st["chunks"] = f"chunks {done}/{total}" + (f", {active} active" if active else "")
         if data.get("error_code"):
             st["error"] = f"last error {data['error_code']}"
         parts = [st["status"] or "?", st["reason"], st["step"], st["chunks"], st["error"]]
@@ -1046,6 +1070,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("--history", action="store_true", help="include the event log")
     p.add_argument("--versions", action="store_true", help="list every artifact version")
+    p.add_argument(
+        "--chunks",
+        action="store_true",
+        help="list every chunk of a long text: status, retries, last error, model",
+    )
 
     p = sub.add_parser("process", parents=[common], help="queue an item (retry, regenerate)")
     p.add_argument("id")

@@ -375,14 +375,41 @@ class ArtifactVersion(msgspec.Struct, kw_only=True):
     discarded: bool = False
 
 
+#: The states of a chunk being worked on; people see them as one "active" figure.
+CHUNK_ACTIVE: Final = ("processing", "retrying")
+
+
 class ChunkProgress(msgspec.Struct, kw_only=True):
-    """How far a long text's chunks of one step have got, in the item's current run."""
+    """How far a long text's chunks of one step have got, in the item's current run.
+
+    ``active`` counts the chunks in flight, ``processing`` and ``retrying``
+    together (``retrying`` is a wait inside an attempt, not a queue).
+    """
 
     done: int
     total: int
+    active: int = 0
     retrying: int = 0
     error: int = 0
     retries: int = 0
+
+
+class Chunk(msgspec.Struct, kw_only=True):
+    """One chunk of a long text in the item's current run, as ``get`` lists it.
+
+    ``last_error_*`` may be kept after the chunk is done: it says the chunk
+    was retried, not that it is failing. ``model`` is the model of its
+    latest (or next) attempt.
+    """
+
+    step: str
+    idx: int
+    status: Literal["pending", "processing", "retrying", "done", "error"]
+    retries: int
+    last_error_code: str | None
+    last_error_message: str | None
+    model: str | None
+    updated_at: str
 
 
 class Event(msgspec.Struct, kw_only=True):

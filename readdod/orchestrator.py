@@ -43,6 +43,7 @@ from readdod.export.writer import Exporter
 from readdod.logging import get_logger
 from readdod.models import (
     AI_STEPS,
+    CHUNK_ACTIVE,
     PAYLOAD_TYPES,
     PRIORITIES,
     STEPS,
@@ -72,6 +73,7 @@ from readdod.views import (
     artifact_view,
     attempt_view,
     chunk_progress,
+    chunk_view,
     event_view,
     item_view,
     ledger,
@@ -83,6 +85,8 @@ log = get_logger("readdod.orchestrator")
 
 S = Status
 PAUSED_KEY: Final = "paused"
+#: What ``get`` adds to an item on request.
+GET_INCLUDES: Final = ("chunks",)
 #: Captured sources up to this size travel with the claim (no read per item); bigger ones
 #: are read by the actor when it needs them, so thousands in flight stay small in memory.
 CLAIM_SOURCE_MAX_CHARS: Final = 64 * 1024
@@ -115,8 +119,11 @@ class LeaseChunks:
         *,
         error: StepError | None = None,
         output: str | None = None,
+        model: str | None = None,
     ) -> None:
-        await self.orch.chunk_update(self.lease, step, idx, status, error=error, output=output)
+        await self.orch.chunk_update(
+            self.lease, step, idx, status, error=error, output=output, model=model
+        )
         if status == "done":
             faults.crash_point(f"chunk:{step}:{idx}")
 
@@ -468,6 +475,9 @@ class Orchestrator:
                 f"item {row.id} changed while this request ran; try again", src=src, dst=dst
             )
         run_id = fields.get("current_run_id", row.current_run_id)
+        if src is S.PROCESSING and row.current_run_id:
+            # A run that stops has no chunk in flight: those not done start again as pending.
+            tx.settle_chunks(row.current_run_id, now)
         _record_transition(tx, notes, now, row.id, run_id, src, dst, trigger, detail)
         return msgspec.structs.replace(row, status=dst.value, **fields)
 
@@ -1347,8 +1357,21 @@ class Orchestrator:
     # --- reads -------------------------------------------------------------
 
     async def get(
-        self, item_id: str, *, history: bool = False, versions: bool = False
+        self,
+        item_id: str,
+        *,
+        history: bool = False,
+        versions: bool = False,
+        include: Sequence[str] = (),
     ) -> dict[str, Any]:
+        """An item with what it shows; ``include`` adds parts on request (``chunks``)."""
+        unknown = sorted(set(include) - set(GET_INCLUDES))
+        if unknown:
+            raise ValidationFailed(
+                f"include names {', '.join(map(repr, unknown))}, which `get` does not know;"
+                f" it can include {', '.join(GET_INCLUDES)}"
+            )
+
         def read(tx: Tx) -> dict[str, Any]:
             row = self._row(tx, item_id)
             shown = tx.shown_artifacts(item_id, _shown_run(row))
@@ -1392,9 +1415,14 @@ class Orchestrator:
             if history:
                 out["events"] = [event_view(e) for e in tx.events_for(item_id)]
             if row.current_run_id:
-                progress = chunk_progress(tx.chunks(row.current_run_id))
+                chunks = tx.chunks(row.current_run_id)
+                progress = chunk_progress(chunks)
                 if progress:
                     out["chunks"] = progress
+                if "chunks" in include:
+                    out["chunk_list"] = [chunk_view(c) for c in chunks]
+            elif "chunks" in include:
+                out["chunk_list"] = []
             return out
 
         return await self.store.read(read)
@@ -1940,7 +1968,7 @@ class Orchestrator:
             now = self.clock.now_ms()
             rows = tx.chunks(lease.run_id, step)
             if len(rows) == total:
-                tx.reopen_chunks(lease.run_id, step, now)
+                tx.reopen_chunks(lease.run_id, step, model, now)
             else:
                 tx.reset_chunks(lease.run_id, step, total, model, now)
                 rows = []
@@ -1970,8 +1998,12 @@ class Orchestrator:
         *,
         error: StepError | None = None,
         output: str | None = None,
+        model: str | None = None,
     ) -> bool:
-        """Move one chunk to ``status``; False if the lease is gone."""
+        """Move one chunk to ``status``; False if the lease is gone.
+
+        ``model`` is the model the attempt starting now asks (``processing``).
+        """
 
         def unit(tx: Tx, notes: list[_Note]) -> bool:
             if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
@@ -1989,13 +2021,17 @@ class Orchestrator:
                 fields["retries"] = current.retries + 1
             if output is not None:
                 fields["output"] = output
+            if model is not None:
+                fields["model"] = model
             tx.update_chunk(lease.run_id, step, idx, **fields)
-            done = sum((status if r.idx == idx else r.status) == "done" for r in rows)
+            now_states = [status if r.idx == idx else r.status for r in rows]
             detail: dict[str, Any] = {
                 "step": step,
                 "chunk": idx,
                 "state": status,
-                "done": done,
+                "done": now_states.count("done"),
+                # In flight, retrying or not: one figure, as people see it.
+                "active": sum(st in CHUNK_ACTIVE for st in now_states),
                 "total": len(rows),
             }
             if error is not None:

@@ -25,6 +25,8 @@ T = TypeVar("T")
 
 #: Called before each wait: (attempt that failed, its error, seconds to wait).
 OnRetry = Callable[[int, StepError, float], Awaitable[None]]
+#: Called when a retry starts, after the wait: (the attempt starting, from 2).
+OnAttempt = Callable[[int], Awaitable[None]]
 
 # readdod logs its own ``step.retrying`` events (documented in the log
 # schema); stamina's default structlog/prometheus hooks would add a second,
@@ -91,8 +93,13 @@ async def call(
     fn: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
     on_retry: OnRetry | None = None,
+    on_attempt: OnAttempt | None = None,
 ) -> T:
-    """Await ``fn()`` until it succeeds, fails for good, or attempts run out."""
+    """Await ``fn()`` until it succeeds, fails for good, or attempts run out.
+
+    ``on_retry`` is told before each wait, ``on_attempt`` when the next
+    attempt starts after it.
+    """
     hook = _backoff(policy)
     async for attempt in stamina.retry_context(
         on=hook,
@@ -103,6 +110,8 @@ async def call(
         wait_jitter=policy.jitter_s,
     ):
         with attempt:
+            if on_attempt is not None and attempt.num > 1:
+                await on_attempt(attempt.num)
             try:
                 return await fn()
             except StepError as exc:

@@ -57,8 +57,11 @@ class Supervisor:
         #: Slots held for captures being committed that may start at once.
         self._reserved = 0
         self._tg: TaskGroup | None = None
-        #: Scopes of actors stopped by ``cancel`` (by scope: an item may have a newer actor).
-        self._cancelled: set[anyio.CancelScope] = set()
+        #: Why an actor was stopped early, by its scope (an item may have a newer actor):
+        #: ``cancel`` (``archive --cancel``) or ``pause``.
+        self._stopped: dict[anyio.CancelScope, str] = {}
+        #: Set when the actor of each scope has ended.
+        self._ended: dict[anyio.CancelScope, anyio.Event] = {}
         self._wake = anyio.Event()
         self._idle = anyio.Event()
         orch.on_enqueue(self.wake)
@@ -91,8 +94,23 @@ class Supervisor:
         self._start(self._tg, claimed)
 
     def set_paused(self, paused: bool) -> None:
+        """Pause or resume claiming. A pause also stops spending at once: every running
+        actor is cancelled where it is (its model request too) and gives its item back
+        to QUEUED; finished steps and chunks are kept for the run's next attempt."""
         self.paused = paused
+        if paused:
+            for scope in self._actors.values():
+                self._stopped.setdefault(scope, "pause")
+                scope.cancel()
         self.wake()
+
+    async def pause(self) -> None:
+        """:meth:`set_paused` and wait until the stopped actors gave their items back."""
+        ending = [self._ended[scope] for scope in self._actors.values()]
+        self.set_paused(True)
+        with anyio.move_on_after(actor.CLEANUP_TIMEOUT_S):
+            for ended in ending:
+                await ended.wait()
 
     def stop(self) -> None:
         """Begin the drain: claim nothing more; actors stop at their next step."""
@@ -114,7 +132,7 @@ class Supervisor:
         scope = self._actors.get(item_id)
         if scope is None:
             return False
-        self._cancelled.add(scope)
+        self._stopped[scope] = "cancel"
         scope.cancel()
         return True
 
@@ -186,13 +204,17 @@ class Supervisor:
     def _start(self, tg: TaskGroup, claimed: Claimed) -> None:
         scope = anyio.CancelScope()
         self._actors[claimed.lease.item_id] = scope
+        self._ended[scope] = anyio.Event()
         self._idle = anyio.Event()
         tg.start_soon(self._run_actor, claimed, scope)
 
     async def _run_actor(self, claimed: Claimed, scope: anyio.CancelScope) -> None:
+        def stop_reason() -> str | None:
+            return self._stopped.get(scope) or self._stop_reason()
+
         try:
             with scope:
-                await actor.run(claimed, self.orch, self.pipeline, self._stop_reason)
+                await actor.run(claimed, self.orch, self.pipeline, stop_reason)
         except Exception:
             # The actor could not even record its failure (the database refused).
             # Its lease is no longer renewed, so the item returns to QUEUED when it expires.
@@ -207,9 +229,9 @@ class Supervisor:
             # Only its own entry: a newer actor for the same item may already be running.
             if self._actors.get(item_id) is scope:
                 del self._actors[item_id]
-            if scope in self._cancelled:
-                self._cancelled.discard(scope)
+            if self._stopped.pop(scope, None) == "cancel":
                 log.info("actor.cancelled", item_id=item_id, worker_id=self.owner)
+            self._ended.pop(scope).set()
             if not self._actors:
                 self._idle.set()
             self.wake()

@@ -14,11 +14,13 @@ import msgspec
 from readdod import cards
 from readdod.clock import iso
 from readdod.models import (
+    CHUNK_ACTIVE,
     STEPS,
     Artifact,
     ArtifactMeta,
     Attempt,
     AttemptFailure,
+    Chunk,
     ChunkProgress,
     Event,
     Item,
@@ -179,16 +181,30 @@ def ledger(
 
 
 def chunk_progress(rows: Sequence[ChunkRow]) -> dict[str, ChunkProgress]:
-    """Per step: how many of its chunks are done, retrying, failed."""
+    """Per step: how many of its chunks are done, active (processing or retrying), failed."""
     out: dict[str, ChunkProgress] = {}
     for r in rows:
         p = out.setdefault(r.step, ChunkProgress(done=0, total=0))
         p.total += 1
         p.done += r.status == "done"
+        p.active += r.status in CHUNK_ACTIVE
         p.retrying += r.status == "retrying"
         p.error += r.status == "error"
         p.retries += r.retries
     return out
+
+
+def chunk_view(row: ChunkRow) -> Chunk:
+    return Chunk(
+        step=row.step,
+        idx=row.idx,
+        status=row.status,  # type: ignore[arg-type]
+        retries=row.retries,
+        last_error_code=row.last_error_code,
+        last_error_message=row.last_error_message,
+        model=row.model,
+        updated_at=iso(row.updated_at) or "",
+    )
 
 
 def event_view(row: EventRow) -> Event:

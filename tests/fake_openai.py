@@ -13,7 +13,8 @@ get their own::
     fake:<what>[x<N>][@<step>][#<tag>]
 
 ``what`` is ``429`` (with ``Retry-After``), ``500``, ``503``, ``hang`` (no
-answer until the client gives up), ``garbage`` (an HTTP body that is not
+answer until the client gives up: its disconnect is counted in
+:attr:`FakeOpenAI.disconnects`), ``garbage`` (an HTTP body that is not
 JSON), ``badjson`` (a message that is not JSON), ``invalid``
 (JSON that breaks the schema), ``refuse`` (a refusal) or ``reset`` (the
 connection is dropped with a TCP RST instead of an answer). ``xN`` limits it to
@@ -35,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import select
 import signal
 import socket
 import struct
@@ -43,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -190,7 +192,11 @@ class FakeOpenAI:
         #: Requests being answered right now, and the most there ever were at once.
         self.in_flight = 0
         self.max_in_flight = 0
-        self._lock = threading.Lock()
+        #: Hung requests whose client went away (cancelled or timed out) before an answer.
+        self.disconnects = 0
+        self._lock = threading.RLock()
+        #: Notified whenever a request arrives or ends, for :meth:`wait_until`.
+        self._changed = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -225,18 +231,25 @@ class FakeOpenAI:
                 with fake._lock:
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                    fake._changed.notify_all()
                 try:
                     self._post(body)
                 finally:
                     with fake._lock:
                         fake.in_flight -= 1
+                        fake._changed.notify_all()
 
             def _post(self, body: dict[str, Any]) -> None:
                 status, payload, headers = fake._answer(
                     self.path, {k.lower(): v for k, v in self.headers.items()}, body
                 )
                 if status == 0:
-                    fake._stopping.wait(fake.hang_s)
+                    if self._client_left(fake.hang_s):
+                        with fake._lock:
+                            fake.disconnects += 1
+                            fake._changed.notify_all()
+                        self.close_connection = True
+                        return
                     status, payload, headers = 200, fake._ok(body, "late"), {}
                 if payload is GARBAGE:
                     self._raw(200, b"<html><body>502 Bad Gateway</body></html>")
@@ -249,6 +262,27 @@ class FakeOpenAI:
                     self.connection.close()
                     return
                 self._json(status, payload, headers)
+
+            def _client_left(self, wait_s: float) -> bool:
+                """Wait up to ``wait_s`` (or until the server stops) for the client to hang up."""
+                deadline = time.monotonic() + wait_s
+                while not fake._stopping.is_set():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    # Short polls, so that stop() ends the wait too.
+                    readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+                    if not readable:
+                        continue
+                    try:
+                        if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                            return True
+                    except OSError:
+                        return True
+                    # The client sent more on this connection: nothing to tell from it.
+                    fake._stopping.wait(max(deadline - time.monotonic(), 0))
+                    return False
+                return False
 
             def _raw(self, status: int, data: bytes) -> None:
                 try:
@@ -371,6 +405,7 @@ class FakeOpenAI:
         """(status, JSON body, headers); status 0 means: hang."""
         with self._lock:
             self.requests.append({"path": path, "headers": headers, "body": body})
+            self._changed.notify_all()
         if not path.rstrip("/").endswith("/chat/completions"):
             return 404, {"error": {"message": f"no route {path}"}}, {}
         messages = body.get("messages") or []
@@ -404,6 +439,19 @@ class FakeOpenAI:
         return 200, self._completion(body, content, user), {}
 
     # --- what tests look at ----------------------------------------------------
+
+    def wait_until(self, what: Callable[[FakeOpenAI], bool], timeout: float = 30) -> None:
+        """Block until ``what(self)`` holds, re-checked whenever a request arrives or ends."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not what(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(
+                        f"the fake model server waited {timeout:g} s in vain: {len(self.requests)}"
+                        f" requests, {self.in_flight} in flight, {self.disconnects} disconnects"
+                    )
+                self._changed.wait(left)
 
     def completions(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -17,6 +17,10 @@ The promises (DESIGN §2-§4):
   lease on an item that is not PROCESSING is a leak either way, and so is a
   run left ``queued``/``running`` that is not the current run of a QUEUED/
   PROCESSING item;
+- no chunk is in flight (``processing``/``retrying``) but in the current run
+  of a PROCESSING item: whatever stops a run (pause, ``archive --cancel``,
+  a stop, recovery, a failure) puts its chunks in flight back to pending in
+  the same transaction. After a clean stop no chunk is in flight at all;
 - a READY or SHIPPED item has a complete artifact set of its current run:
   summary, score, todos and card made by that run (valid, and ``meta.run_id``
   agrees), and the run's extraction, or for a REGENERATE without refetch
@@ -97,6 +101,10 @@ def check(
             " WHERE item_id IS NOT NULL ORDER BY seq"
         ).fetchall()
         exports = conn.execute("SELECT * FROM exports ORDER BY created_at").fetchall()
+        in_flight = conn.execute(
+            "SELECT run_id, step, idx, status FROM chunks"
+            " WHERE status IN ('processing', 'retrying') ORDER BY run_id, step, idx"
+        ).fetchall()
         search = _search_index(conn)
     finally:
         conn.close()
@@ -105,6 +113,7 @@ def check(
     out += _lost(items, acknowledged)
     out += _failures(items)
     out += _leases(items, runs, crashed=crashed)
+    out += _chunks_in_flight(items, runs, in_flight, crashed=crashed)
     out += _artifact_sets(items, runs, arts)
     out += _attempts(runs, attempts)
     out += _events(items, events)
@@ -234,6 +243,28 @@ def _leases(
                 f" the item is {owner['status'] if owner else 'gone'} with current run"
                 f" {owner['current_run_id'] if owner else None}"
             )
+    return out
+
+
+def _chunks_in_flight(
+    items: dict[str, sqlite3.Row],
+    runs: dict[str, sqlite3.Row],
+    in_flight: list[sqlite3.Row],
+    *,
+    crashed: bool,
+) -> list[str]:
+    """A chunk in flight belongs to the running run of a PROCESSING item (only after a kill)."""
+    out = []
+    for c in in_flight:
+        where = f"chunk {c['idx']} of step {c['step']} of run {c['run_id']} is {c['status']}"
+        run = runs.get(c["run_id"])
+        owner = items.get(run["item_id"]) if run is not None else None
+        if not crashed:
+            out.append(f"{where} with the daemon stopped: nobody works on it")
+        elif owner is None or owner["current_run_id"] != c["run_id"]:
+            out.append(f"{where}, but the run is not the current run of its item")
+        elif owner["status"] != Status.PROCESSING:
+            out.append(f"{where}, but its item {owner['id']} is {owner['status']}")
     return out
 
 

@@ -198,6 +198,29 @@ def test_processing_without_a_live_lease(hand: Hand) -> None:
     one(hand.check(), "RX", "still running", "READY")
 
 
+def test_a_chunk_left_in_flight(hand: Hand) -> None:
+    hand.item("P1", "PROCESSING", "RP", lease_owner="w", lease_expires_at=10**15)
+    hand.run("RP", "P1", status="running")
+    hand.events("P1", [TO_READY[0], TO_READY[1], ("transition", "QUEUED", "PROCESSING", "system")])
+    for idx, status in enumerate(["done", "retrying", "pending"]):
+        hand.conn.execute(
+            "INSERT INTO chunks (run_id, step, idx, status, updated_at)"
+            " VALUES ('RP', 'summary', ?, ?, 1)",
+            (idx, status),
+        )
+    assert hand.check(crashed=True) == []  # the next start requeues the run and its chunk
+    hand.conn.execute(
+        "UPDATE items SET status = 'QUEUED', lease_owner = NULL,"
+        " lease_expires_at = NULL WHERE id = 'P1'"
+    )
+    hand.conn.execute("UPDATE runs SET status = 'queued' WHERE run_id = 'RP'")
+    hand.events("P1", [("transition", "PROCESSING", "QUEUED", "system", {"reason": "pause"})])
+    one(hand.check(), "chunk 1 of step summary of run RP is retrying", "nobody works on it")
+    one(hand.check(crashed=True), "chunk 1", "its item P1 is QUEUED")
+    hand.conn.execute("UPDATE chunks SET status = 'pending' WHERE idx = 1")
+    assert hand.check() == []
+
+
 def test_the_crash_loop_limit(hand: Hand) -> None:
     orphaned = ("transition", "PROCESSING", "QUEUED", "system", {"reason": "orphan_recovery"})
     claimed = TO_READY[2]

@@ -167,6 +167,7 @@ class _Ledger:
         *,
         error: StepError | None = None,
         output: str | None = None,
+        model: str | None = None,
     ) -> None:
         self.rows[idx] = (status, output)
         self.moves.append((idx, status))

@@ -71,18 +71,19 @@ async def test_an_actor_that_loses_its_lease_stops_without_writing(rig: Rig) -> 
         assert db.execute("SELECT lease_owner FROM items").fetchone() == ("thief",)
 
 
-async def test_pause_returns_work_to_queued_at_the_next_step(rig: Rig) -> None:
+async def test_pause_stops_the_running_step_at_once_and_keeps_the_finished_ones(
+    rig: Rig,
+) -> None:
     item_id = await _capture(rig.orch)
     with anyio.fail_after(10):
         await rig.engine.entered.wait()
     await rig.orch.set_paused(True)
-    rig.sup.set_paused(True)
-    rig.engine.gate.set()  # the summary step finishes; the actor stops before score
     with anyio.fail_after(10):
-        await rig.sup.wait_idle()
+        await rig.sup.pause()  # the summary step is cancelled where it waits
     got = await rig.orch.get(item_id, history=True)
+    rig.engine.gate.set()
     assert got["item"].status == "QUEUED"
-    assert set(got["artifacts"]) == {"extraction", "summary"}
+    assert set(got["artifacts"]) == {"extraction"}
     assert got["events"][-1].detail == {"reason": "pause"}
     assert got["runs"][0].status == "queued"
 

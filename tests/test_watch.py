@@ -193,6 +193,7 @@ def test_the_live_view_keeps_each_items_state() -> None:
                     "chunk": 2,
                     "state": "retrying",
                     "done": 2,
+                    "active": 1,
                     "total": 5,
                     "error_code": "AI_TIMEOUT",
                 },
@@ -204,7 +205,8 @@ def test_the_live_view_keeps_each_items_state() -> None:
         ),
     ]
     assert lines[1].endswith("PROCESSING  summary")
-    assert lines[2].endswith("PROCESSING  summary  chunks 2/5  last error AI_TIMEOUT")
+    # Processing and retrying chunks are one "active" figure beside done/total.
+    assert lines[2].endswith("PROCESSING  summary  chunks 2/5, 1 active  last error AI_TIMEOUT")
     assert lines[3].endswith("PROCESSING  score")
     assert lines[4].endswith("item.transition  READY")
     assert lines[0].startswith("10:00:00  I1  item.transition")

@@ -103,6 +103,8 @@ class GetParams(_Params):
     id: str
     history: bool = False
     versions: bool = False
+    #: Parts added on request: ``chunks`` (every chunk of the current run, as ``chunk_list``).
+    include: list[str] = []
 
 
 class ArtifactParams(_Params):

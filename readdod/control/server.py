@@ -397,7 +397,9 @@ class ControlServer:
         return {"item": item, "run_id": run_id}
 
     async def _get(self, params: p.GetParams) -> dict[str, Any]:
-        return await self.orch.get(params.id, history=params.history, versions=params.versions)
+        return await self.orch.get(
+            params.id, history=params.history, versions=params.versions, include=params.include
+        )
 
     async def _list(self, params: p.ListParams) -> dict[str, Any]:
         if not 1 <= params.limit <= 1000:
@@ -448,7 +450,8 @@ class ControlServer:
 
     async def _pause(self, _: p.Empty) -> dict[str, Any]:
         paused = await self.orch.set_paused(True)
-        self.supervisor.set_paused(True)
+        # Answered once the running items are back in QUEUED: no model request goes out after.
+        await self.supervisor.pause()
         return {"paused": paused}
 
     async def _resume(self, _: p.Empty) -> dict[str, Any]:

@@ -38,7 +38,10 @@ class ChunkLedger(Protocol):
         *,
         error: StepError | None = None,
         output: str | None = None,
-    ) -> None: ...
+        model: str | None = None,
+    ) -> None:
+        """Move chunk ``idx`` to ``status``; ``model``: the model its starting attempt asks."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -619,6 +619,7 @@ class OpenAIEngine:
         tally: _Tally,
         hooks: StepHooks,
         on_retry: retrying.OnRetry | None = None,
+        on_attempt: retrying.OnAttempt | None = None,
     ) -> T:
         """Ask for one ``typ``: the request, its retries, one repair, the typed failure."""
         system = load_template("system", self.cfg.profile)
@@ -636,7 +637,9 @@ class OpenAIEngine:
         problems: list[str] = []
         parsed = True
         for turn in range(2):
-            content = await self._complete(tally, messages, kind, schema, hooks, on_retry)
+            content = await self._complete(
+                tally, messages, kind, schema, hooks, on_retry, on_attempt
+            )
             payload, problems, parsed = _judge(kind, typ, content)
             if payload is not None and not problems:
                 return payload
@@ -669,11 +672,12 @@ class OpenAIEngine:
         schema: dict[str, Any],
         hooks: StepHooks,
         on_retry: retrying.OnRetry | None,
+        on_attempt: retrying.OnAttempt | None = None,
     ) -> str:
         async def attempt() -> Any:
             return await self._request(tally, messages, kind, schema, hooks)
 
-        resp = await retrying.call(attempt, self.policy, on_retry or hooks.on_retry)
+        resp = await retrying.call(attempt, self.policy, on_retry or hooks.on_retry, on_attempt)
         if resp.usage is not None:
             tally.prompt_tokens += resp.usage.prompt_tokens or 0
             tally.completion_tokens += resp.usage.completion_tokens or 0
@@ -745,8 +749,8 @@ class OpenAIEngine:
                 except msgspec.DecodeError:
                     pass
             if ledger is not None:
-                await ledger.update("summary", idx, "processing")
-            on_retry = _chunk_retry(hooks, "summary", idx)
+                await ledger.update("summary", idx, "processing", model=tally.model)
+            on_retry, on_attempt = _chunk_retry(hooks, "summary", idx, tally.model)
             try:
                 note = await self._ask(
                     "summary_chunk",
@@ -762,6 +766,7 @@ class OpenAIEngine:
                     tally,
                     hooks,
                     on_retry,
+                    on_attempt,
                 )
             except StepError as exc:
                 if ledger is not None:
@@ -865,19 +870,25 @@ def _render_notes(notes: Sequence[ChunkNotes]) -> str:
     return "\n\n".join(parts)
 
 
-def _chunk_retry(hooks: StepHooks, step: str, idx: int) -> retrying.OnRetry | None:
-    """Record a chunk's retry on the chunk row and on the run."""
+def _chunk_retry(
+    hooks: StepHooks, step: str, idx: int, model: str
+) -> tuple[retrying.OnRetry | None, retrying.OnAttempt | None]:
+    """Record a chunk's retries on the chunk row (and on the run): ``retrying`` while
+    it waits, ``processing`` again when the next attempt starts."""
     ledger = hooks.chunks
     run_retry = hooks.on_retry
     if ledger is None:
-        return run_retry
+        return run_retry, None
 
     async def on_retry(attempt: int, error: StepError, delay_s: float) -> None:
         await ledger.update(step, idx, "retrying", error=error)
         if run_retry is not None:
             await run_retry(attempt, error, delay_s)
 
-    return on_retry
+    async def on_attempt(attempt: int) -> None:
+        await ledger.update(step, idx, "processing", model=model)
+
+    return on_retry, on_attempt
 
 
 def _require_text(text: str) -> None:

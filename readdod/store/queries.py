@@ -786,12 +786,20 @@ class Tx:
             [(run_id, step, i, model, now) for i in range(total)],
         )
 
-    def reopen_chunks(self, run_id: str, step: str, now: int) -> None:
-        """Chunks left unfinished by a crash or a failure go back to pending."""
+    def reopen_chunks(self, run_id: str, step: str, model: str | None, now: int) -> None:
+        """Chunks left unfinished by a failure go back to pending, to be asked of ``model``."""
+        self.execute(
+            "UPDATE chunks SET status = 'pending', model = ?, updated_at = ?"
+            " WHERE run_id = ? AND step = ? AND status != 'done'",
+            (model, now, run_id, step),
+        )
+
+    def settle_chunks(self, run_id: str, now: int) -> None:
+        """The run's chunks in flight (``processing``/``retrying``) go back to pending."""
         self.execute(
             "UPDATE chunks SET status = 'pending', updated_at = ?"
-            " WHERE run_id = ? AND step = ? AND status != 'done'",
-            (now, run_id, step),
+            " WHERE run_id = ? AND status IN ('processing', 'retrying')",
+            (now, run_id),
         )
 
     def update_chunk(self, run_id: str, step: str, idx: int, **fields: Any) -> None:
@@ -1037,7 +1045,8 @@ class Tx:
         out before ``expired_before``). Each gets ``orphan_count + 1``; those
         reaching ``max_orphanings`` fail at their run's current step with
         ``error_code`` and ``printf(message_format, count, step, id)``, the
-        others go back to QUEUED, their run to 'queued'. One transition event
+        others go back to QUEUED, their run to 'queued'; either way the run's chunks in
+        flight go back to pending. One transition event
         per item, as a single move would write. A handful of statements
         whatever the count (events and runs first, read from the items before
         they change), several times cheaper per orphan than a move each. Each
@@ -1125,6 +1134,13 @@ class Tx:
             " AND i.current_run_id IS NOT NULL",
             {**args, "stamp": attempt_stamp},
         )
+        # No chunk of an orphaned run stays in flight: it starts again when the run resumes.
+        c.execute(
+            "UPDATE chunks SET status = 'pending', updated_at = :now"
+            " WHERE status IN ('processing', 'retrying')"
+            f" AND run_id IN (SELECT i.current_run_id FROM items i WHERE {where})",
+            args,
+        )
         if failed:
             c.execute(
                 "UPDATE runs SET status = 'failed', error_code = :code,"
@@ -1155,7 +1171,7 @@ class Tx:
             f" WHERE {where}",
             args,
         )
-        self.statements += 6
+        self.statements += 7
         return (
             int(total) - int(failed),
             int(failed),
