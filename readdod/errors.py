@@ -106,6 +106,7 @@ RETRYABLE: Final[Mapping[ErrorCode, bool | None]] = {
     ErrorCode.FORBIDDEN: False,
     ErrorCode.SHUTTING_DOWN: True,
     ErrorCode.TOO_MANY_CONNECTIONS: True,
+    ErrorCode.UNSUPPORTED_CONTENT: False,
     # extraction
     ErrorCode.EXTRACTION_FETCH_FAILED: None,
     ErrorCode.EXTRACTION_PARSE_FAILED: False,

@@ -290,7 +290,7 @@ def test_show_lists_the_next_actions_the_state_allows(
         f"readdod archive {ready}",
     ]
     shown = run_cli(d, "show", failed)
-    assert "FAILED at extraction: EXTRACTION_EMPTY" in shown.stdout
+    assert "FAILED at extract: EXTRACTION_EMPTY" in shown.stdout
     assert _next(shown) == [f"readdod process {failed}", f"readdod archive {failed}"]
     assert _next(run_cli(d, "show", shipped)) == [
         f"readdod export {shipped}",

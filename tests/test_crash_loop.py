@@ -214,6 +214,7 @@ def test_a_chunk_left_in_flight(hand: Hand) -> None:
         " lease_expires_at = NULL WHERE id = 'P1'"
     )
     hand.conn.execute("UPDATE runs SET status = 'queued' WHERE run_id = 'RP'")
+    hand.conn.execute("UPDATE attempts SET status = 'queued' WHERE run_id = 'RP'")
     hand.events("P1", [("transition", "PROCESSING", "QUEUED", "system", {"reason": "pause"})])
     one(hand.check(), "chunk 1 of step summary of run RP is retrying", "nobody works on it")
     one(hand.check(crashed=True), "chunk 1", "its item P1 is QUEUED")

@@ -55,6 +55,7 @@ DECISIONS: dict[ErrorCode, tuple[bool | None, str | None]] = {
     ErrorCode.VALIDATION_ERROR: (False, None),
     ErrorCode.IDEMPOTENCY_CONFLICT: (False, None),
     ErrorCode.PAYLOAD_TOO_LARGE: (False, None),
+    ErrorCode.UNSUPPORTED_CONTENT: (False, None),
     ErrorCode.FORBIDDEN: (False, None),
     ErrorCode.SHUTTING_DOWN: (True, None),
     ErrorCode.TOO_MANY_CONNECTIONS: (True, None),
