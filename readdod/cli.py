@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -414,7 +415,9 @@ def cmd_show(args: argparse.Namespace, client: Client) -> int:
     edited = [k for k, a in res["artifacts"].items() if a.get("created_by") == "user"]
     if edited:
         print(f"  Edited by you: {', '.join(sorted(edited))}")
-    for line in _ledger_lines(res.get("runs") or []):
+    for line in _ledger_lines(
+        res.get("runs") or [], res.get("attempts") or [], res["item"].get("ready_run_id")
+    ):
         print(line)
     for step, p in (res.get("chunks") or {}).items():
         # Processing and retrying are one "active" figure; retries tell the rest.
@@ -553,11 +556,35 @@ def next_actions(item: dict[str, Any], *, has_card: bool) -> list[tuple[str, str
     return out
 
 
-def _ledger_lines(runs: list[dict[str, Any]]) -> list[str]:
-    """The attempt ledger: every run, what it reached, and why it stopped."""
+def _attempt_line(n: int, a: dict[str, Any]) -> str:
+    """One execution of a run: how it started, where it got, and how it ended."""
+    steps = a.get("first_step") or "?"
+    if a.get("last_step") and a.get("last_step") != a.get("first_step"):
+        steps += f" -> {a['last_step']}"
+    took = ""
+    if a.get("started_at") and a.get("finished_at"):
+        took = f" in {_epoch(a['finished_at']) - _epoch(a['started_at']):.1f}s"
+    why = ""
+    if a.get("error_code") or a.get("error_message"):
+        why = f": {a.get('error_code') or ''} {a.get('error_message') or ''}".rstrip()
+    return (
+        f"      attempt {n} {a['mode']:<10} {a['status']:<9} {steps}{took}"
+        f" (worker {a.get('worker_id') or '-'}){why}"
+    )
+
+
+def _ledger_lines(
+    runs: list[dict[str, Any]],
+    attempts: Sequence[dict[str, Any]] = (),
+    shown_run: str | None = None,
+) -> list[str]:
+    """Every run, what it reached, why it stopped, and each attempt at it."""
     if not runs:
         return []
-    lines = ["  Runs:"]
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for a in attempts:
+        by_run.setdefault(a["run_id"], []).append(a)
+    lines = ["  Runs (* the card shown):"]
     for r in runs:
         reached = r.get("steps_done") or []
         where = f"reached {reached[-1]}" if reached else "no step done"
@@ -575,10 +602,13 @@ def _ledger_lines(runs: list[dict[str, Any]]) -> list[str]:
             extra.append(f"tokens {r.get('prompt_tokens', 0)}+{r.get('completion_tokens', 0)}")
         if r.get("retries"):
             extra.append(f"step retries {r['retries']}")
+        mark = "*" if r["run_id"] == shown_run else " "
         lines.append(
-            f"   {r['run_id']} {r['mode']:<10} {r['status']:<9} attempts={r['attempts']}"
+            f"  {mark}{r['run_id']} {r['mode']:<10} {r['status']:<9} attempts={r['attempts']}"
             f" {where}{took}" + (f" ({'; '.join(extra)})" if extra else "")
         )
+        for n, a in enumerate(by_run.get(r["run_id"], []), 1):
+            lines.append(_attempt_line(n, a))
         for f in r.get("failures") or []:
             why = f.get("message") or ""
             lines.append(f"      {f['at']} failed at {f['step']}: {f['error_code']}: {why}")
