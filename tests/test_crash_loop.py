@@ -608,6 +608,9 @@ class CrashLoop:
             self.counts["refused"] += 1
             return True
         self.counts[f"ok {method}"] += 1
+        item_id = params.get("id") or (result.get("item") or {}).get("id")
+        if item_id:
+            self._one_run_per_card(c, str(item_id))
         if method == "capture":
             iid = result["item"]["id"]
             if iid not in self.acknowledged:
@@ -617,6 +620,16 @@ class CrashLoop:
         elif method == "edit":
             self.edited.add((params["id"], result["artifact"]["version"]))
         return True
+
+    def _one_run_per_card(self, c: Client, item_id: str) -> None:
+        """After every step: what the item shows is one run's card and that run's score."""
+        try:
+            got = c.call("get", {"id": item_id})
+        except DaemonUnavailable:
+            return  # killed meanwhile: the checks after the restart cover it
+        broken = invariants.shown_problems(got)
+        if broken:
+            raise LoopFailure("one run per card broken:\n  " + "\n  ".join(broken))
 
     def _capture(self, name: str) -> dict[str, Any]:
         if name == "recapture" and self.unanswered:
