@@ -352,7 +352,8 @@ class Attempt(msgspec.Struct, kw_only=True):
     run_id: str
     mode: AttemptMode
     status: RunStatus
-    #: The step the attempt started at, and the one it had reached when it ended.
+    #: The step the attempt started at, and the one it had reached when it ended, as
+    #: the contract names steps (``extract``, ``summarize``, ...; see WIRE_STEPS).
     first_step: str | None
     last_step: str | None
     worker_id: str | None

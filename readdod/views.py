@@ -26,6 +26,7 @@ from readdod.models import (
     Item,
     Run,
     decode_failure,
+    wire_step,
 )
 from readdod.states import Status
 from readdod.store import ArtifactRow, AttemptRow, ChunkRow, EventRow, ItemRow, RunRow
@@ -103,14 +104,24 @@ def shown_view(rows: dict[str, ArtifactRow]) -> dict[str, Artifact]:
     return out
 
 
+def _step_name(step: str | None) -> str | None:
+    """A step as the contract names it (``extract``, ``summarize``, ...), as failures do."""
+    if step is None:
+        return None
+    try:
+        return wire_step(step)
+    except KeyError:
+        return step
+
+
 def attempt_view(row: AttemptRow) -> Attempt:
     return Attempt(
         attempt_id=row.attempt_id,
         run_id=row.run_id,
         mode=row.mode,  # type: ignore[arg-type]
         status=row.status,  # type: ignore[arg-type]
-        first_step=row.first_step,
-        last_step=row.last_step,
+        first_step=_step_name(row.first_step),
+        last_step=_step_name(row.last_step),
         worker_id=row.worker_id,
         error_code=row.error_code,
         error_message=row.error_message,

@@ -233,7 +233,7 @@ def test_each_execution_of_a_run_is_an_attempt_and_finished_steps_are_not_paid_t
         ("RESUME", "succeeded"),
     ]
     assert {x["run_id"] for x in got_c["attempts"]} == {got_c["item"]["current_run_id"]}
-    assert got_c["attempts"][1]["first_step"] == "summary"
+    assert got_c["attempts"][1]["first_step"] == "summarize"
 
     # A terminal attempt never changes: the first ones read as they did.
     assert d.call("get", {"id": a})["attempts"][0] == got_a["attempts"][0]
