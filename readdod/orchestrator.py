@@ -232,6 +232,17 @@ def _shown_run(row: ItemRow) -> str | None:
     return row.ready_run_id or row.current_run_id
 
 
+def _score_fields(raw: str | None) -> tuple[str, int | None]:
+    """(priority, match_score) an item takes from a score payload (none: P2, unscored)."""
+    if raw is None:
+        return "P2", None
+    score = _score_decoder.decode(raw)
+    return score.priority, score.match_score
+
+
+_score_decoder = msgspec.json.Decoder(UserScore)
+
+
 def _failed_state(step: str) -> Status:
     return S.FAILED_EXTRACTION if step == "extraction" else S.FAILED_AI
 
@@ -569,6 +580,10 @@ class Orchestrator:
                 run_id, status="queued", error_code=None, error_message=None, finished_at=None
             )
             last = tx.last_attempt(run_id)
+            if last is not None and last.status in ("queued", "running"):
+                # Never expected (the item is not QUEUED or PROCESSING), but a run
+                # must not have two attempts open.
+                tx.end_attempt(run_id, "cancelled", now, error_message="superseded")
             # A run stopped before it could fail resumes; one that failed is retried.
             resumed = last is not None and last.status == "cancelled"
             self._new_attempt(tx, run_id, row.id, "RESUME" if resumed else "RETRY", now)
@@ -2078,7 +2093,7 @@ class Orchestrator:
         self, tx: Tx, notes: list[_Note], row: ItemRow, run_id: str, now: int
     ) -> ItemRow:
         """Gate a run whose steps are all done: READY (maybe auto-archived) or FAILED_AI."""
-        payloads = tx.run_payloads(row.id, run_id, AI_STEPS)
+        payloads, my_score = tx.gate_inputs(row.id, run_id, AI_STEPS)
         code, problems = rubric.gate(run_id, payloads)
         if code is not None:
             return self._fail(
@@ -2095,7 +2110,7 @@ class Orchestrator:
             )
         tx.update_run(run_id, status="succeeded", finished_at=now, current_step=None)
         tx.end_attempt(run_id, "succeeded", now)
-        priority, match = self._shown_score(tx, row.id, payloads["score"][1])
+        priority, match = _score_fields(my_score or payloads["score"][1])
         ready = self._move(
             tx,
             notes,
@@ -2117,11 +2132,7 @@ class Orchestrator:
     def _shown_score(tx: Tx, item_id: str, run_score: str | None) -> tuple[str, int | None]:
         """(priority, match_score) of the score a person sees: their own, else the run's."""
         mine = tx.user_version(item_id, "score")
-        raw = mine.payload if mine is not None else run_score
-        if raw is None:
-            return "P2", None
-        score = msgspec.json.decode(raw)
-        return str(score["priority"]), int(score["match_score"])
+        return _score_fields(mine.payload if mine is not None else run_score)
 
     def _auto_skip(self, tx: Tx, notes: list[_Note], row: ItemRow, now: int) -> ItemRow:
         """READY → ARCHIVED (SYSTEM_SKIP) when the score a person sees is below skip_below."""

@@ -20,6 +20,7 @@ trusted that way.
 from __future__ import annotations
 
 import codecs
+import re
 from typing import Final
 
 #: A signature: (offset, bytes) parts that must all match, and what it is, as a person says it.
@@ -78,19 +79,11 @@ MAX_SUSPICIOUS: Final = 0.05
 BINARY_DATA: Final = "binary data"
 UNDECODABLE: Final = "binary data (or text that is not UTF-8)"
 
-#: Control characters that text does contain: tab, newlines, form feed, escape (ANSI colours).
-_TEXT_CONTROLS: Final = frozenset("\t\n\v\f\r\x1b")
+#: Control characters no text contains: all but tab, the newlines, form feed and escape
+#: (ANSI colours); in decoded text also the C1 range, which no encoding's text uses.
+_SUSPICIOUS_TEXT: Final = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f-\x9f]")
+_SUSPICIOUS_BYTES: Final = re.compile(b"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 _BOMS: Final = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-
-
-def _suspicious_char(ch: str) -> bool:
-    code = ord(ch)
-    control = code < 0x20 or 0x7F <= code < 0xA0
-    return (control and ch not in _TEXT_CONTROLS) or code == 0xFFFD
-
-
-def _suspicious_byte(byte: int) -> bool:
-    return (byte < 0x20 and chr(byte) not in _TEXT_CONTROLS) or byte == 0x7F
 
 
 def _signature_in_bytes(head: bytes) -> str | None:
@@ -107,9 +100,19 @@ def _loose_match(head: str, at: int, magic: bytes) -> bool:
     )
 
 
+#: The signatures with enough ASCII bytes to be trusted in decoded text, each with the
+#: character text must start with to match it (None: any), so most are passed over at once.
+_LOOSE_SIGNATURES: Final = tuple(
+    (chr(parts[0][1][0]) if parts[0][0] == 0 and parts[0][1][0] < 0x80 else None, parts, what)
+    for parts, what in SIGNATURES
+    if sum(b < 0x80 for _, magic in parts for b in magic) >= LOOSE_MIN_ASCII
+)
+
+
 def _signature_in_text(head: str) -> str | None:
-    for parts, what in SIGNATURES:
-        if sum(b < 0x80 for _, magic in parts for b in magic) < LOOSE_MIN_ASCII:
+    first = head[:1]
+    for start, parts, what in _LOOSE_SIGNATURES:
+        if start is not None and start != first:
             continue
         if all(_loose_match(head, at, magic) for at, magic in parts):
             return what
@@ -126,13 +129,13 @@ def binary_kind(content: bytes | str) -> str | None:
         found = _signature_in_bytes(head)
         if found is not None:
             return found
-        bad = sum(1 for byte in head if _suspicious_byte(byte))
+        bad = len(_SUSPICIOUS_BYTES.findall(head))
         return BINARY_DATA if head and bad / len(head) > MAX_SUSPICIOUS else None
     sample = content[:SAMPLE]
     found = _signature_in_text(sample)
     if found is not None:
         return found
-    controls = sum(1 for ch in sample if ch != "\ufffd" and _suspicious_char(ch))
+    controls = len(_SUSPICIOUS_TEXT.findall(sample))
     undecodable = sample.count("\ufffd")
     if not sample or (controls + undecodable) / len(sample) <= MAX_SUSPICIOUS:
         return None

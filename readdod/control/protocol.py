@@ -239,13 +239,17 @@ class LineReader:
                 self._scanned = 0
                 return self._checked(line)
             try:
-                with anyio.CancelScope(deadline=deadline) as scope:
+                if math.isinf(deadline):
+                    # Between lines: no clock to run (the connection's idle timeout applies).
                     data = await self._stream.receive()
+                else:
+                    with anyio.CancelScope(deadline=deadline) as scope:
+                        data = await self._stream.receive()
+                    if scope.cancelled_caught:
+                        raise ReadTimedOut
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._eof = True
                 continue
-            if scope.cancelled_caught:
-                raise ReadTimedOut
             if math.isinf(deadline):
                 deadline = self._deadline()
             self._buf.extend(data)

@@ -96,6 +96,7 @@ _ARTIFACT_FIELDS = (
 _EVENT_FIELDS = ("at", "item_id", "run_id", "kind", "from_status", "to_status", "trigger", "detail")
 _ARTIFACT_INSERT = _insert("artifacts", _ARTIFACT_FIELDS)
 _EVENT_INSERT = _insert("events", _EVENT_FIELDS)
+_ATTEMPT_INSERT = _insert("attempts", ATTEMPT_COLUMNS)
 
 
 #: Set each run's current step from one parameter, a JSON array of [run_id, step].
@@ -173,6 +174,9 @@ class Tx:
         self._artifact_items: dict[str, list[tuple[str, str, int, str, str, str, int, str]]] = {}
         self._events: list[tuple[Any, ...]] = []
         self._steps: dict[str, str | None] = {}
+        #: New attempts (a capture adds one), and the runs they belong to.
+        self._attempts: list[tuple[Any, ...]] = []
+        self._attempt_runs: set[str] = set()
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
         self._flush_held()
@@ -190,18 +194,22 @@ class Tx:
         return self.conn.execute(sql, params)
 
     def _flush_held(self) -> None:
-        if self._artifacts or self._events or self._steps:
+        if self._artifacts or self._events or self._steps or self._attempts:
             self.flush()
 
-    def _take(self) -> tuple[list[Any], list[Any], list[tuple[str, str | None]]]:
-        """The rows held back (artifacts, events, run steps), forgotten here and counted
-        as written."""
+    def _take(
+        self,
+    ) -> tuple[list[Any], list[Any], list[tuple[str, str | None]], list[tuple[Any, ...]]]:
+        """The rows held back (artifacts, events, run steps, attempts), forgotten here and
+        counted as written."""
         artifacts, self._artifacts = self._artifacts, []
         self._artifact_items.clear()
         events, self._events = self._events, []
         steps, self._steps = self._steps, {}
-        self.statements += len(artifacts) + len(events) + (1 if steps else 0)
-        return artifacts, events, list(steps.items())
+        attempts, self._attempts = self._attempts, []
+        self._attempt_runs.clear()
+        self.statements += len(artifacts) + len(events) + (1 if steps else 0) + len(attempts)
+        return artifacts, events, list(steps.items()), attempts
 
     def flush(self) -> None:
         """Write the rows held back, in the order they were added (a table at a time).
@@ -209,13 +217,15 @@ class Tx:
         On the loop, executemany: a multi-row INSERT costs a prepare per shape
         of batch, which only pays off beside the loop (:meth:`take_held`).
         """
-        artifacts, events, steps = self._take()
+        artifacts, events, steps, attempts = self._take()
         if artifacts:
             self.conn.executemany(_ARTIFACT_INSERT, artifacts)
         if steps:
             self.conn.execute(_RUN_STEPS_UPDATE, (_json_rows(steps),))
         if events:
             self.conn.executemany(_EVENT_INSERT, events)
+        if attempts:
+            self.conn.executemany(_ATTEMPT_INSERT, attempts)
 
     def take_held(self) -> list[tuple[str, list[Any]]]:
         """The rows held back as statements for the commit thread, forgotten here.
@@ -225,11 +235,12 @@ class Tx:
         not once per row as with executemany, and SQLite reads the kilobyte
         payloads as bound values rather than parsing them back out of JSON.
         """
-        artifacts, events, steps = self._take()
+        artifacts, events, steps, attempts = self._take()
         held = _held_statements("artifacts", _ARTIFACT_FIELDS, artifacts)
         if steps:
             held.append((_RUN_STEPS_UPDATE, [_json_rows(steps)]))
         held += _held_statements("events", _EVENT_FIELDS, events)
+        held += _held_statements("attempts", ATTEMPT_COLUMNS, attempts)
         return held
 
     def discard(self) -> None:
@@ -238,6 +249,8 @@ class Tx:
         self._artifact_items.clear()
         self._events.clear()
         self._steps.clear()
+        self._attempts.clear()
+        self._attempt_runs.clear()
 
     # --- items -------------------------------------------------------------
 
@@ -508,11 +521,14 @@ class Tx:
     # --- attempts ----------------------------------------------------------
 
     def insert_attempt(self, attempt: AttemptRow) -> None:
-        """Add an attempt; a run's attempt still open is ended as cancelled first."""
-        self.end_attempt(attempt.run_id, "cancelled", attempt.created_at)
-        self._execute_now(
-            _insert("attempts", ATTEMPT_COLUMNS), [getattr(attempt, c) for c in ATTEMPT_COLUMNS]
-        )
+        """Add an attempt (held back: see :meth:`flush`). The run must have none open:
+        end it first (:meth:`end_attempt`)."""
+        self._attempts.append(tuple(getattr(attempt, c) for c in ATTEMPT_COLUMNS))
+        self._attempt_runs.add(attempt.run_id)
+
+    def _flush_attempts_of(self, run_ids: Iterable[str]) -> None:
+        if self._attempt_runs and not self._attempt_runs.isdisjoint(run_ids):
+            self.flush()
 
     def end_attempt(
         self,
@@ -530,6 +546,7 @@ class Tx:
         """
         if run_id in self._steps:
             self.flush()
+        self._flush_attempts_of((run_id,))
         cur = self._execute_now(
             "UPDATE attempts SET status = ?, finished_at = ?, error_code = ?, error_message = ?,"
             " last_step = (SELECT r.current_step FROM runs r WHERE r.run_id = attempts.run_id)"
@@ -539,6 +556,7 @@ class Tx:
         return cur.rowcount > 0
 
     def last_attempt(self, run_id: str) -> AttemptRow | None:
+        self._flush_attempts_of((run_id,))
         row = self._execute_now(
             f"{_ATTEMPT_SELECT} WHERE run_id = ? ORDER BY created_at DESC, attempt_id DESC LIMIT 1",
             (run_id,),
@@ -550,6 +568,7 @@ class Tx:
 
         ``new_id(now)`` names an added attempt.
         """
+        self._flush_attempts_of(run_ids)
         for start in range(0, len(run_ids), 500):
             chunk = run_ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
@@ -573,8 +592,10 @@ class Tx:
                     )
 
     def attempts_for(self, item_id: str) -> list[AttemptRow]:
-        rows = self._execute_now(
-            f"{_ATTEMPT_SELECT} WHERE item_id = ? ORDER BY created_at, attempt_id", (item_id,)
+        rows = self.execute(
+            f"{_ATTEMPT_SELECT} WHERE run_id IN (SELECT run_id FROM runs WHERE item_id = ?)"
+            " ORDER BY created_at, attempt_id",
+            (item_id,),
         ).fetchall()
         return [_attempt(r) for r in rows]
 
@@ -640,6 +661,32 @@ class Tx:
             if row[3] == run_id and row[1] in types:
                 found[row[1]] = (row[3], row[4])
         return found
+
+    def gate_inputs(
+        self, item_id: str, run_id: str, types: Sequence[str]
+    ) -> tuple[dict[str, tuple[str | None, str]], str | None]:
+        """:meth:`run_payloads`, and the payload of a person's newest score (not set
+        aside), if any: what a run that passes the gate makes the item show. One read.
+        """
+        marks = ", ".join("?" for _ in types)
+        rows = self._execute_now(
+            "SELECT artifact_type, run_id, payload, created_by, version FROM artifacts"
+            f" WHERE item_id = ? AND artifact_type IN ({marks}) AND (created_by = 'system'"
+            " AND run_id = ? OR created_by = 'user' AND discarded = 0"
+            " AND artifact_type = 'score')",
+            (item_id, *types, run_id),
+        ).fetchall()
+        found: dict[str, tuple[str | None, str]] = {}
+        mine: tuple[int, str] | None = None
+        for kind, of_run, payload, created_by, version in rows:
+            if created_by == "system":
+                found[kind] = (of_run, payload)
+            elif mine is None or version > mine[0]:
+                mine = (version, payload)
+        for row in self._artifact_items.get(item_id, ()):
+            if row[3] == run_id and row[1] in types:
+                found[row[1]] = (row[3], row[4])
+        return found, mine[1] if mine else None
 
     def _held_artifacts(self, item_id: str) -> list[ArtifactRow]:
         return [
