@@ -11,7 +11,7 @@ gate, the engines' repair step and ``readdod eval`` all judge output with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -85,20 +85,29 @@ def check(payload: Payload) -> list[str]:
     return fn(payload) if fn else []
 
 
-def validate(artifact_type: str, raw: Any) -> tuple[Payload | None, list[str]]:
-    """Decode ``raw`` (builtins or JSON bytes) as ``artifact_type`` and judge it."""
-    typ = PAYLOAD_TYPES.get(artifact_type)
+P = TypeVar("P")
+
+
+def _decode(types: Mapping[str, type[P]], artifact_type: str, raw: Any) -> P | str:
+    """``raw`` (builtins or JSON) decoded as ``artifact_type``, or why it cannot be."""
+    typ = types.get(artifact_type)
     if typ is None:
-        return None, [f"unknown artifact type {artifact_type!r}"]
+        return f"unknown artifact type {artifact_type!r}"
     try:
         if isinstance(raw, bytes | str):
-            payload: Payload = msgspec.json.decode(raw, type=typ)
-        else:
-            payload = msgspec.convert(raw, type=typ)
+            return msgspec.json.decode(raw, type=typ)
+        return msgspec.convert(raw, type=typ)
     except msgspec.ValidationError as exc:
-        return None, [f"{artifact_type}: {exc}"]
+        return f"{artifact_type}: {exc}"
     except msgspec.DecodeError as exc:
-        return None, [f"{artifact_type}: not valid JSON ({exc})"]
+        return f"{artifact_type}: not valid JSON ({exc})"
+
+
+def validate(artifact_type: str, raw: Any) -> tuple[Payload | None, list[str]]:
+    """Decode ``raw`` (builtins or JSON bytes) as ``artifact_type`` and judge it."""
+    payload = _decode(PAYLOAD_TYPES, artifact_type, raw)
+    if isinstance(payload, str):
+        return None, [payload]
     return payload, check(payload)
 
 
@@ -107,18 +116,9 @@ def validate_user(artifact_type: str, raw: Any) -> tuple[UserPayload | None, lis
 
     Blank text is still refused: a point or a todo with no words says nothing.
     """
-    typ = USER_PAYLOAD_TYPES.get(artifact_type)
-    if typ is None:
-        return None, [f"unknown artifact type {artifact_type!r}"]
-    try:
-        if isinstance(raw, bytes | str):
-            payload: UserPayload = msgspec.json.decode(raw, type=typ)
-        else:
-            payload = msgspec.convert(raw, type=typ)
-    except msgspec.ValidationError as exc:
-        return None, [f"{artifact_type}: {exc}"]
-    except msgspec.DecodeError as exc:
-        return None, [f"{artifact_type}: not valid JSON ({exc})"]
+    payload = _decode(USER_PAYLOAD_TYPES, artifact_type, raw)
+    if isinstance(payload, str):
+        return None, [payload]
     texts: list[str] = []
     if isinstance(payload, UserSummary | UserCard):
         texts += payload.key_points

@@ -22,15 +22,8 @@ import pytest
 from tests import invariants
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config
+from tests.test_openai_e2e import ARTICLE
 
-ARTICLE = (
-    "SQLite in WAL mode lets readers and a writer work at the same time.\n\n"
-    "To enable it, run PRAGMA journal_mode=WAL once; the setting persists in the file. "
-    "Checkpoints move pages from the WAL back into the database. "
-    "With synchronous=FULL every commit is durable, even after a power loss.\n\n"
-    "Group commit batches many small transactions into one fsync, which keeps "
-    "throughput high while every acknowledged write stays durable."
-)
 TERMINAL = ("READY", "FAILED_AI", "FAILED_EXTRACTION")
 
 
