@@ -3,17 +3,22 @@ triggers of the new schema behave as the old ones did."""
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from importlib import resources
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from readdod.errors import InternalError
 from readdod.store import Store
 from readdod.store.queries import Tx
 from readdod.store.sqlite import SCHEMA_VERSION
+from tests import invariants
+from tests.daemon_proc import DaemonProc
+from tests.payloads import CARD, SUMMARY, TODOS
 
 pytestmark = pytest.mark.anyio
 
@@ -126,3 +131,80 @@ async def test_artifacts_and_sources_survive_the_move_to_rowid_tables_and_stay_i
                 InternalError, match=re.escape("UNIQUE constraint failed: " + _KEY.format(key))
             ):
                 await store.write(lambda tx, sql=sql: tx.execute(sql))  # type: ignore[misc]
+
+
+def test_runs_of_an_older_database_become_attempts_and_its_cards_their_ready_run(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    """Schema 10 to 11 through the real daemon: every run gets its attempt, a READY
+    item the run it shows, and a queued run goes on as before."""
+    d = DaemonProc(tmp_path, ai={"engine": "fixed"}, daemon={"skip_below": 0})
+    daemons.append(d)
+    d.data.mkdir(parents=True)
+    conn = sqlite3.connect(d.db_path, isolation_level=None)
+    folder = resources.files("readdod.store") / "migrations"
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql") and int(entry.name.split("_", 1)[0]) <= 10:
+            conn.executescript(f"BEGIN;\n{entry.read_text('utf-8')}\nCOMMIT;")
+    conn.execute("PRAGMA user_version = 10")
+    score = {"match_score": 61, "priority": "P1", "reasons": ["a", "b", "c"],
+             "recommendation": "read"}  # fmt: skip
+    payloads = {
+        "extraction": {"text": "Old words.", "source": "provided_text", "extractor": "t"},
+        "summary": msgspec.to_builtins(SUMMARY),
+        "score": score,
+        "todos": msgspec.to_builtins(TODOS),
+        "card": {**msgspec.to_builtins(CARD), "priority": "P1", "match_score": 61},
+    }
+    items = [("R", "READY", "r1", "succeeded"), ("Q", "QUEUED", "r2", "queued")]
+    for iid, status, run, run_status in items:
+        conn.execute(
+            "INSERT INTO items (id, source_type, intent_text, status, priority, match_score,"
+            " current_run_id, created_at, updated_at) VALUES (?, 'text', 'old', ?, 'P1', 61,"
+            " ?, 1, 1)",
+            (iid, status, run),
+        )
+        conn.execute(
+            "INSERT INTO item_sources (item_id, text) VALUES (?, 'Old words about a queue.')",
+            (iid,),
+        )
+        conn.execute(
+            "INSERT INTO runs (run_id, item_id, mode, status, attempts, created_at)"
+            " VALUES (?, ?, 'PROCESS', ?, 1, 1)",
+            (run, iid, run_status),
+        )
+        moves = [
+            ("capture", None, "CAPTURED", "user"),
+            ("transition", "CAPTURED", "QUEUED", "system"),
+        ]
+        if status == "READY":
+            moves += [
+                ("transition", "QUEUED", "PROCESSING", "system"),
+                ("transition", "PROCESSING", "READY", "system"),
+            ]
+            for kind, payload in payloads.items():
+                conn.execute(
+                    "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
+                    " payload, meta, created_at) VALUES (?, ?, 1, 'system', ?, ?, ?, 1)",
+                    (iid, kind, run, json.dumps(payload), json.dumps({"run_id": run})),
+                )
+        for kind, src, dst, trigger in moves:
+            conn.execute(
+                "INSERT INTO events (at, item_id, kind, from_status, to_status, trigger)"
+                " VALUES (1, ?, ?, ?, ?, ?)",
+                (iid, kind, src, dst, trigger),
+            )
+    conn.close()
+
+    d.start()
+    d.wait_log(lambda e: e["event"] == "item.transition" and e["to"] == "READY")
+    ready = d.call("get", {"id": "R"})
+    assert ready["item"]["ready_run_id"] == "r1"
+    assert [(a["run_id"], a["status"]) for a in ready["attempts"]] == [("r1", "succeeded")]
+    assert invariants.shown_problems(ready) == []
+    queued = d.call("get", {"id": "Q"})
+    assert queued["item"]["status"] == "READY" and queued["item"]["ready_run_id"] == "r2"
+    # The run's migrated attempt is the one that ran.
+    assert [(a["mode"], a["status"]) for a in queued["attempts"]] == [("PROCESS", "succeeded")]
+    assert d.stop() == 0
+    assert invariants.check(d.db_path) == []

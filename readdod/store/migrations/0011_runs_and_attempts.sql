@@ -29,7 +29,9 @@ CREATE UNIQUE INDEX attempts_open ON attempts (run_id) WHERE status IN ('queued'
 INSERT INTO attempts (attempt_id, run_id, item_id, mode, status, first_step, last_step,
                       worker_id, error_code, error_message, created_at, started_at, finished_at)
 SELECT run_id, run_id, item_id, mode, status, NULL, current_step, worker_id, error_code,
-       error_message, created_at, started_at, finished_at
+       error_message, created_at, started_at,
+       CASE WHEN status IN ('queued', 'running') THEN NULL
+            ELSE coalesce(finished_at, started_at, created_at) END
   FROM runs;
 
 -- The run a READY or SHIPPED item shows (its card's consistency group). It
