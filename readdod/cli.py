@@ -999,6 +999,9 @@ def cmd_stats(args: argparse.Namespace, client: Client) -> int:
     print("runs:")
     for status, n in sorted(res["runs_by_outcome"].items()):
         print(f"  {status:<18} {n}")
+    print("attempts (each execution of a run):")
+    for status, n in sorted(res.get("attempts_by_outcome", {}).items()):
+        print(f"  {status:<18} {n}")
     if res["step_durations_ms"]:
         print("step durations (ms):      p50       p95   count")
         for step, t in res["step_durations_ms"].items():

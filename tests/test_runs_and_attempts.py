@@ -234,6 +234,11 @@ def test_each_execution_of_a_run_is_an_attempt_and_finished_steps_are_not_paid_t
     assert stats["failed"] == 1 and stats["timeout"] == 1 and stats["cancelled"] == 1
     assert stats["succeeded"] == 2
 
+    printed = run_cli(d, "stats")
+    assert printed.returncode == 0, printed.stderr
+    assert "attempts (each execution of a run):" in printed.stdout
+    assert "  timeout            1" in printed.stdout
+
     shown = run_cli(d, "show", a)
     assert shown.returncode == 0, shown.stderr
     assert "attempt 1 PROCESS" in shown.stdout and "failed" in shown.stdout
