@@ -31,17 +31,10 @@ from readdod.store import Store
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
+from tests.test_openai_e2e import ARTICLE
 
 ROOT = Path(__file__).resolve().parent.parent
 ITEM_SCHEMA = json.loads((ROOT / "schemas" / "item.schema.json").read_text())
-ARTICLE = (
-    "SQLite in WAL mode lets readers and a writer work at the same time.\n\n"
-    "To enable it, run PRAGMA journal_mode=WAL once; the setting persists in the file. "
-    "Checkpoints move pages from the WAL back into the database. "
-    "With synchronous=FULL every commit is durable, even after a power loss.\n\n"
-    "Group commit batches many small transactions into one fsync, which keeps "
-    "throughput high while every acknowledged write stays durable."
-)
 EMPTY_PAGE = "<html><body><nav><a href='/'>Home</a></nav></body></html>"
 TERMINAL = ("READY", "FAILED_AI", "FAILED_EXTRACTION")
 DAY_MS = 24 * 3_600_000
