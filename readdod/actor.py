@@ -2,7 +2,7 @@
 
 The actor walks the steps in order, skipping those whose artifact for this
 run already exists (a crash never re-pays for finished work), and hands each
-result to the orchestrator. It stops at a step boundary when the supervisor
+result to the core's lease book. It stops at a step boundary when the supervisor
 asks (a shutdown's drain) and, when cancelled (a pause, ``archive --cancel``,
 the end of the drain), returns the item to QUEUED in a shielded scope before
 letting the cancellation go on.
@@ -18,11 +18,13 @@ import anyio
 import msgspec
 
 from readdod import faults
+from readdod.core.book import LeaseBook
+from readdod.core.workers import Claimed
 from readdod.engines.base import StepStopped
 from readdod.errors import ErrorCode, ShuttingDown, StepError, StoreBusy, StoreWriteFailed
+from readdod.events import EventSink
 from readdod.logging import get_logger
 from readdod.models import STEPS
-from readdod.orchestrator import Claimed, LeaseChunks, Orchestrator
 from readdod.pipeline import Pipeline, RunContext, decode_payload
 
 log = get_logger("readdod.actor")
@@ -34,7 +36,8 @@ CLEANUP_TIMEOUT_S = 10.0
 
 async def run(
     claimed: Claimed,
-    orch: Orchestrator,
+    book: LeaseBook,
+    events: EventSink,
     pipeline: Pipeline,
     stop_reason: Callable[[], str | None],
 ) -> None:
@@ -54,15 +57,15 @@ async def run(
         )
 
         async def on_retry(attempt: int, error: StepError, delay_s: float) -> None:
-            await orch.note_retry(lease, step, attempt, error, delay_s)
+            await book.note_retry(lease, step, attempt, error, delay_s)
 
         ctx.on_retry = on_retry
 
         async def note(event: str, detail: dict[str, Any]) -> None:
-            await orch.note_step(lease, step, event, detail)
+            await book.note_step(lease, step, event, detail)
 
         ctx.note = note
-        ctx.chunks = LeaseChunks(orch, lease)
+        ctx.chunks = book.chunks(lease)
         ctx.stop_reason = stop_reason
         finished = False
         for step in STEPS:
@@ -71,23 +74,23 @@ async def run(
             reason = stop_reason()
             if reason is not None:
                 with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
-                    await orch.release(lease, reason)
+                    await book.release(lease, reason)
                 return
             if step == "extraction" and claimed.run_mode == "REGENERATE" and not claimed.refetch:
-                newest = await orch.latest_extraction(item.id)
+                newest = await book.latest_extraction(item.id)
                 if newest is not None:
                     ctx.done["extraction"] = decode_payload("extraction", newest.payload)
                     continue
             started = time.perf_counter()
             bound.info("step.started", step=step)
-            orch.bus.publish("step.started", item.id, lease.run_id, step=step)
+            events.publish("step.started", item.id, lease.run_id, step=step)
             faults.crash_point(f"step:{step}")
             if step == "extraction":
-                html, text = claimed.source or await orch.source(item.id)
+                html, text = claimed.source or await book.source(item.id)
                 result = await pipeline.extraction(ctx, html, text)
             else:
                 result = await pipeline.ai_step(step, ctx)
-            version = await orch.put_artifact(
+            version = await book.put_artifact(
                 lease,
                 step,
                 _enc.encode(result.payload),
@@ -105,19 +108,19 @@ async def run(
         if not finished:
             step = "gate"
             with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
-                await orch.complete(lease)
+                await book.complete(lease)
     except StepError as exc:
         bound.warning("step.failed", step=step, error_code=exc.error_code, error=exc.message)
-        orch.bus.publish("step.failed", item.id, lease.run_id, step=step, error_code=exc.error_code)
+        events.publish("step.failed", item.id, lease.run_id, step=step, error_code=exc.error_code)
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
-            await orch.fail(lease, step, exc)
+            await book.fail(lease, step, exc)
     except StepStopped as stopped:
         # The step was waiting for a model server that is down; the item waits QUEUED instead.
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
-            await orch.release(lease, stopped.reason)
+            await book.release(lease, stopped.reason)
     except anyio.get_cancelled_exc_class():
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
-            await orch.release(lease, stop_reason() or "cancelled")
+            await book.release(lease, stop_reason() or "cancelled")
         raise
     except (StoreBusy, StoreWriteFailed, ShuttingDown) as exc:
         # The database failed, not the item: it waits QUEUED and resumes this run. Should
@@ -130,7 +133,7 @@ async def run(
             message=exc.message,
         )
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
-            await orch.release(lease, exc.error_code.lower())
+            await book.release(lease, exc.error_code.lower())
     except Exception as exc:
         bound.exception("step.crashed", step=step, error_code=ErrorCode.INTERNAL_ERROR)
         err = StepError(
@@ -141,4 +144,4 @@ async def run(
             debug=repr(exc),
         )
         with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
-            await orch.fail(lease, step, err)
+            await book.fail(lease, step, err)

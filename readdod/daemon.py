@@ -17,18 +17,22 @@ from typing import IO
 import anyio
 from anyio.abc import TaskStatus
 
-from readdod import __version__, config, retention, systemd
+from readdod import __version__, config, systemd
 from readdod import logging as rlog
 from readdod.clock import Clock, SystemClock
 from readdod.config import Config
 from readdod.control.security import prepare_socket_dir, secure_socket_file
 from readdod.control.server import ControlServer
+from readdod.core import Core
 from readdod.engines import make_engine
 from readdod.errors import ConfigError, InstanceLocked
 from readdod.export.writer import Exporter
 from readdod.extraction.fetch import make_client
 from readdod.logging import get_logger
-from readdod.orchestrator import Orchestrator
+from readdod.loops import retention
+from readdod.loops.auto_export import AutoExporter
+from readdod.loops.heartbeat import Heartbeat
+from readdod.loops.retry import RetryScheduler
 from readdod.pipeline import Pipeline
 from readdod.store import Store
 from readdod.supervisor import Supervisor, worker_id
@@ -113,7 +117,7 @@ async def serve(
                 prepare_socket_dir(sock_path.parent, cfg.control.group)
                 _claim_socket_path(sock_path)
             async with Store.open(db, synchronous=cfg.daemon.synchronous) as store:
-                orch = Orchestrator(
+                core = Core(
                     store,
                     clock,
                     auto_process=cfg.daemon.auto_process,
@@ -126,9 +130,10 @@ async def serve(
                         pattern=cfg.export.filename,
                         default_format=cfg.export.format,
                     ),
+                    retention=cfg.retention,
                 )
                 t0 = time.perf_counter()
-                requeued, failed = await orch.recover(owner)
+                requeued, failed = await core.leases.recover(owner)
                 log.info(
                     "recovery.done",
                     requeued=requeued,
@@ -141,7 +146,9 @@ async def serve(
                 ):
                     pipeline = Pipeline(engine, http, cfg.fetch)
                     supervisor = Supervisor(
-                        orch,
+                        core.leases,
+                        core.book,
+                        core.bus,
                         pipeline,
                         owner=owner,
                         concurrency=cfg.daemon.concurrency,
@@ -149,18 +156,19 @@ async def serve(
                         lease_ttl_s=cfg.daemon.lease_ttl_s,
                         claim_interval_s=cfg.daemon.claim_interval_s,
                         shutdown_grace_s=cfg.daemon.shutdown_grace_s,
-                        auto_export=cfg.daemon.auto_export,
+                        paused=await core.reads.is_paused(),
                     )
-                    server = ControlServer(orch, supervisor, cfg, engine=engine)
+                    core.attach(supervisor)
+                    server = ControlServer(core, supervisor, cfg, engine=engine)
                     if activated is not None:
                         # systemd owns the socket file (readdod.socket): use it, leave it.
                         listener = await anyio.abc.SocketListener.from_socket(activated)
-                        await _run(server, supervisor, listener, signals, task_status)
+                        await _run(core, server, supervisor, listener, signals, task_status)
                     else:
                         listener = await anyio.create_unix_listener(sock_path)
                         try:
                             secure_socket_file(sock_path, cfg.control.group)
-                            await _run(server, supervisor, listener, signals, task_status)
+                            await _run(core, server, supervisor, listener, signals, task_status)
                         finally:
                             sock_path.unlink(missing_ok=True)
         log.info("daemon.stopped", uptime_s=round(time.monotonic() - started, 3))
@@ -168,16 +176,17 @@ async def serve(
         lock.close()
 
 
-async def _status_line(supervisor: Supervisor) -> str:
+async def _status_line(core: Core, supervisor: Supervisor) -> str:
     return systemd.status_line(
         in_flight=supervisor.in_flight,
-        queued=await supervisor.orch.queued_count(),
+        queued=await core.reads.queued_count(),
         paused=supervisor.paused,
         draining=supervisor.draining,
     )
 
 
 async def _run(
+    core: Core,
     server: ControlServer,
     supervisor: Supervisor,
     listener: anyio.abc.SocketListener,
@@ -210,17 +219,27 @@ async def _run(
             else:
                 supervisor.force_stop()
 
+    cfg = server.cfg
+    # The background loops, built before anything can make an item READY or failed;
+    # each ends with the daemon (the group is cancelled once the supervisor is done).
+    heartbeat = Heartbeat(core.leases, supervisor)
+    retries = RetryScheduler(core.commands, core.clock)
+    exporter = AutoExporter(core) if cfg.daemon.auto_export else None
     async with anyio.create_task_group() as tg:
         await tg.start(server.serve, listener)
         await tg.start(supervise)
+        await tg.start(heartbeat.run)
+        await tg.start(retries.run)
+        if exporter is not None:
+            tg.start_soon(exporter.run)
+        tg.start_soon(retention.run_periodically, core.maintenance, cfg.retention)
         tg.start_soon(watch_signals)
-        tg.start_soon(retention.run_periodically, server.orch, server.cfg.retention)
         interval = systemd.watchdog_interval()
         if interval is not None:
             tg.start_soon(systemd.watchdog_loop, interval)
         if os.environ.get("NOTIFY_SOCKET"):
-            reporter = systemd.StatusReporter(lambda: _status_line(supervisor))
-            supervisor.orch.on_enqueue(reporter.poke)
+            reporter = systemd.StatusReporter(lambda: _status_line(core, supervisor))
+            core.units.on_enqueue(reporter.poke)
             tg.start_soon(reporter.run)
         log.info(
             "daemon.ready",

@@ -242,6 +242,13 @@ class InternalError(RequestError):
     http_status = 500
 
 
+class IllegalTransition(InternalError):
+    """readdod itself tried a move :data:`readdod.states.TRANSITIONS` forbids: a bug.
+
+    A real exception, not an ``assert``: the table is enforced under ``python -O`` too.
+    """
+
+
 class ExportFailed(RequestError):
     """An export request failed; the item's new status and the path at fault go in ``data``."""
 

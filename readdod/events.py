@@ -1,6 +1,6 @@
 """The in-process event bus behind ``watch``.
 
-The orchestrator publishes what it committed (transitions, step progress)
+The core publishes what it committed (transitions, step progress)
 and the actor publishes step starts. Publishing never waits: each
 subscriber has a bounded buffer, and one that falls behind is dropped (it
 gets a final ``watch.dropped`` notice) instead of slowing the daemon.
@@ -8,7 +8,7 @@ gets a final ``watch.dropped`` notice) instead of slowing the daemon.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import anyio
 import msgspec
@@ -28,6 +28,14 @@ class BusEvent(msgspec.Struct, frozen=True, kw_only=True):
     item_id: str | None = None
     run_id: str | None = None
     data: dict[str, Any] = {}
+
+
+class EventSink(Protocol):
+    """Where an actor tells ``watch`` what it starts (the bus; anything in tests)."""
+
+    def publish(
+        self, event: str, /, item_id: str | None = None, run_id: str | None = None, **data: Any
+    ) -> None: ...
 
 
 class Subscription:

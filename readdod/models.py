@@ -70,6 +70,21 @@ Tag = Annotated[str, msgspec.Meta(max_length=100)]
 # --- artifact payloads -----------------------------------------------------
 
 
+class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What a client hands in to capture; the bounds keep one request from bloating the store."""
+
+    intent: Annotated[str, msgspec.Meta(max_length=2_000)]
+    url: Annotated[str, msgspec.Meta(max_length=8_192)] | None = None
+    html: str | None = None
+    text: str | None = None
+    title: Annotated[str, msgspec.Meta(max_length=500)] | None = None
+    priority: str | None = None
+    tags: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=100)]], msgspec.Meta(max_length=50)
+    ] = []
+    capture_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
+
+
 class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The article as the extraction step found it."""
 

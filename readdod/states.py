@@ -1,13 +1,16 @@
 """The item state machine (DESIGN §3), as data.
 
-Pure: no I/O. The orchestrator consults :func:`check` before every status
-change; anything not in :data:`TRANSITIONS` is refused.
+Pure: no I/O. The core's unit of work (:mod:`readdod.core.unit`) consults
+this table before every status change; anything not in :data:`TRANSITIONS`
+is refused.
 """
 
 from __future__ import annotations
 
 import enum
 from typing import Final
+
+from readdod.errors import IllegalTransition
 
 
 class Status(enum.StrEnum):
@@ -70,6 +73,12 @@ PROCESSABLE: Final = frozenset(
 def allowed(src: Status, dst: Status, trigger: Trigger) -> bool:
     """Whether ``trigger`` may move an item from ``src`` to ``dst``."""
     return trigger in TRANSITIONS.get((src, dst), frozenset())
+
+
+def require(src: Status, dst: Status, trigger: Trigger) -> None:
+    """Refuse a move readdod makes by itself that the table forbids (a bug, never a request)."""
+    if not allowed(src, dst, trigger):
+        raise IllegalTransition(f"readdod tried to move an item from {src} to {dst} ({trigger})")
 
 
 def refusal_code(src: Status) -> str:

@@ -1,8 +1,11 @@
 """Claims QUEUED items and runs one actor per item.
 
-Event-driven: the orchestrator wakes the supervisor whenever it queues work,
-so pickup has no polling delay; a slow timer is only a safety net. Leases
-live in memory and one heartbeat transaction renews all of them (a statement per 500).
+Event-driven: the core wakes the supervisor whenever it queues work, so
+pickup has no polling delay; a slow timer is only a safety net. Leases live
+in memory; :class:`~readdod.loops.heartbeat.Heartbeat` renews them all in
+one transaction. The supervisor is the core's
+:class:`~readdod.core.workers.Workers`: the daemon attaches it, and the core
+tells it of captures to start at once, cancels and pauses.
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from readdod import actor
+from readdod.core.book import LeaseBook
+from readdod.core.leases import Leases
+from readdod.core.workers import Claimed
 from readdod.errors import ReaddodError
-from readdod.export.auto import AutoExporter
+from readdod.events import EventSink
 from readdod.logging import get_logger
-from readdod.orchestrator import Claimed, Orchestrator
 from readdod.pipeline import Pipeline
-from readdod.scheduler import RetryScheduler
 
 log = get_logger("readdod.supervisor")
 
@@ -32,7 +36,9 @@ def worker_id() -> str:
 class Supervisor:
     def __init__(
         self,
-        orch: Orchestrator,
+        leases: Leases,
+        book: LeaseBook,
+        events: EventSink,
         pipeline: Pipeline,
         *,
         owner: str,
@@ -41,9 +47,11 @@ class Supervisor:
         lease_ttl_s: float,
         claim_interval_s: float,
         shutdown_grace_s: float,
-        auto_export: bool = False,
+        paused: bool = False,
     ) -> None:
-        self.orch = orch
+        self.leases = leases
+        self.book = book
+        self.events = events
         self.pipeline = pipeline
         self.owner = owner
         self.concurrency = concurrency
@@ -51,7 +59,7 @@ class Supervisor:
         self.lease_ttl_ms = int(lease_ttl_s * 1000)
         self.claim_interval_s = claim_interval_s
         self.shutdown_grace_s = shutdown_grace_s
-        self.paused = False
+        self.paused = paused
         self.draining = False
         self._actors: dict[str, anyio.CancelScope] = {}
         #: Slots held for captures being committed that may start at once.
@@ -64,10 +72,6 @@ class Supervisor:
         self._ended: dict[anyio.CancelScope, anyio.Event] = {}
         self._wake = anyio.Event()
         self._idle = anyio.Event()
-        orch.on_enqueue(self.wake)
-        orch.dispatcher = self
-        self.retries = RetryScheduler(orch, orch.clock)
-        self.auto_export = AutoExporter(orch) if auto_export else None
 
     @property
     def in_flight(self) -> int:
@@ -75,6 +79,18 @@ class Supervisor:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def held(self) -> list[str]:
+        """The items whose actors run now (their leases the heartbeat renews)."""
+        return list(self._actors)
+
+    def lost(self, item_id: str) -> bool:
+        """The lease of ``item_id`` is gone: stop its actor; False if none runs."""
+        scope = self._actors.get(item_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
 
     def reserve(self) -> bool:
         """Hold a slot for a capture that may be claimed in its own transaction."""
@@ -125,7 +141,7 @@ class Supervisor:
     def cancel(self, item_id: str) -> bool:
         """Stop the actor running ``item_id`` (``archive --cancel``); False if none runs.
 
-        The orchestrator has already taken the lease back, so nothing the
+        The core has already taken the lease back, so nothing the
         actor still tries to write gets through. ``actor.cancelled`` is
         logged once the actor has stopped.
         """
@@ -150,13 +166,8 @@ class Supervisor:
         return None
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        self.paused = await self.orch.is_paused()
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            tg.start_soon(self._heartbeat_loop)
-            tg.start_soon(self.retries.run)
-            if self.auto_export is not None:
-                tg.start_soon(self.auto_export.run)
             task_status.started()
             await self._claim_loop(tg)
             self._tg = None
@@ -170,7 +181,7 @@ class Supervisor:
         # A clean stop leaves nothing PROCESSING: sweep up leases an actor could not give back.
         with anyio.move_on_after(actor.CLEANUP_TIMEOUT_S, shield=True):
             try:
-                moved = await self.orch.release_owned(self.owner)
+                moved = await self.leases.release_owned(self.owner)
             except ReaddodError as exc:
                 log.warning("shutdown.release_failed", error_code=exc.error_code, error=exc.message)
             else:
@@ -195,7 +206,7 @@ class Supervisor:
             if free <= 0:
                 return
             want = min(free, self.batch_size)
-            claimed = await self.orch.claim(self.owner, want, self.lease_ttl_ms)
+            claimed = await self.leases.claim(self.owner, want, self.lease_ttl_ms)
             for c in claimed:
                 self._start(tg, c)
             if len(claimed) < want:
@@ -214,7 +225,7 @@ class Supervisor:
 
         try:
             with scope:
-                await actor.run(claimed, self.orch, self.pipeline, stop_reason)
+                await actor.run(claimed, self.book, self.events, self.pipeline, stop_reason)
         except Exception:
             # The actor could not even record its failure (the database refused).
             # Its lease is no longer renewed, so the item returns to QUEUED when it expires.
@@ -234,25 +245,4 @@ class Supervisor:
             self._ended.pop(scope).set()
             if not self._actors:
                 self._idle.set()
-            self.wake()
-
-    async def _heartbeat_loop(self) -> None:
-        interval = self.lease_ttl_ms / 3000
-        while True:
-            await anyio.sleep(interval)
-            try:
-                await self._heartbeat()
-            except ReaddodError as exc:
-                log.warning("heartbeat.failed", error_code=exc.error_code, error=exc.message)
-
-    async def _heartbeat(self) -> None:
-        held = list(self._actors)
-        if held:
-            renewed = await self.orch.renew(self.owner, held, self.lease_ttl_ms)
-            for item_id in set(held) - renewed:
-                scope = self._actors.get(item_id)
-                if scope is not None:
-                    log.warning("lease.lost", item_id=item_id, worker_id=self.owner)
-                    scope.cancel()
-        if await self.orch.requeue_expired():
             self.wake()

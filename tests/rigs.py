@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import anyio
+from anyio.abc import TaskStatus
 
 from readdod.config import FetchConfig
+from readdod.core import Core
 from readdod.engines.base import EngineInput, EngineOutput
 from readdod.engines.fixed import FixedEngine
 from readdod.extraction.fetch import FetchClient
+from readdod.loops.heartbeat import Heartbeat
 from readdod.models import Summary
-from readdod.orchestrator import Orchestrator
 from readdod.pipeline import Pipeline
 from readdod.supervisor import Supervisor
 
@@ -29,16 +31,19 @@ class GateEngine(FixedEngine):
 
 
 def supervisor(
-    orch: Orchestrator,
+    orch: Core,
     engine: FixedEngine,
     http: FetchClient,
     *,
     concurrency: int = 4,
     lease_ttl_s: float = 0.3,
 ) -> Supervisor:
-    """A supervisor that claims only when woken (the safety-net timer is 30 s) and stops at once."""
-    return Supervisor(
-        orch,
+    """A supervisor that claims only when woken (the safety-net timer is 30 s) and stops at once,
+    attached to the core as the daemon attaches it."""
+    sup = Supervisor(
+        orch.leases,
+        orch.book,
+        orch.bus,
         Pipeline(engine, http, FetchConfig()),
         owner="me",
         concurrency=concurrency,
@@ -47,3 +52,22 @@ def supervisor(
         claim_interval_s=30,
         shutdown_grace_s=0,
     )
+    orch.attach(sup)
+    return sup
+
+
+async def run_supervisor(
+    core: Core, sup: Supervisor, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    """Run ``sup`` with its heartbeat, as the daemon runs them, until it has drained."""
+    async with anyio.create_task_group() as tg:
+        await tg.start(Heartbeat(core.leases, sup).run)
+
+        async def supervise(*, task_status: TaskStatus[None]) -> None:
+            try:
+                await sup.run(task_status=task_status)
+            finally:
+                tg.cancel_scope.cancel()
+
+        await tg.start(supervise)
+        task_status.started()

@@ -23,10 +23,10 @@ from readdod import retry_policy
 from readdod.clock import ManualClock
 from readdod.config import RetryConfig, RetryRule
 from readdod.control.client import RpcError
+from readdod.core import Core
 from readdod.errors import RETRYABLE, ErrorCode, ExportFailed, is_retryable
 from readdod.export.writer import Exporter
-from readdod.models import WIRE_STEPS, decode_failure, wire_step
-from readdod.orchestrator import CaptureRequest, Orchestrator
+from readdod.models import WIRE_STEPS, CaptureRequest, decode_failure, wire_step
 from readdod.store import Store
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config
@@ -144,68 +144,66 @@ def test_wire_step_names() -> None:
 
 
 @pytest.fixture
-async def orch(tmp_path: Path) -> AsyncIterator[Orchestrator]:
+async def orch(tmp_path: Path) -> AsyncIterator[Core]:
     async with Store.open(tmp_path / "t.db") as store:
-        yield Orchestrator(store, ManualClock(), max_orphanings=3, exporter=Exporter(None))
+        yield Core(store, ManualClock(), max_orphanings=3, exporter=Exporter(None))
 
 
-def _clock(o: Orchestrator) -> ManualClock:
+def _clock(o: Core) -> ManualClock:
     assert isinstance(o.clock, ManualClock)
     return o.clock
 
 
 @pytest.mark.anyio
-async def test_a_lost_worker_is_retryable_but_not_a_crash_loop(orch: Orchestrator) -> None:
-    item, _ = await orch.capture(CaptureRequest(intent="x", text="body"))
+async def test_a_lost_worker_is_retryable_but_not_a_crash_loop(orch: Core) -> None:
+    item, _ = await orch.commands.capture(CaptureRequest(intent="x", text="body"))
     for _ in range(3):
-        await orch.claim("w", 1, 30_000)
-        await orch.recover("w")
-    failure = (await orch.get(item.id))["item"].failure
+        await orch.leases.claim("w", 1, 30_000)
+        await orch.leases.recover("w")
+    failure = (await orch.reads.get(item.id))["item"].failure
     assert failure is not None and failure.error_code == "WORKER_LOST"
     assert failure.failed_step == "extract" and failure.retryable
     assert failure.next_attempt_at is None
     _clock(orch).advance(DAY_MS)
-    assert await orch.requeue_due() == ([], None)
-    assert (await orch.get(item.id))["item"].status == "FAILED_EXTRACTION"
+    assert await orch.commands.requeue_due() == ([], None)
+    assert (await orch.reads.get(item.id))["item"].status == "FAILED_EXTRACTION"
     # A person's retry is the way forward.
-    assert await orch.retry_failed(step="extract") == [item.id]
+    assert await orch.commands.retry_failed(step="extract") == [item.id]
 
 
 @pytest.mark.anyio
-async def test_a_failed_export_is_retryable_but_not_requeued(
-    orch: Orchestrator, tmp_path: Path
-) -> None:
-    item, _ = await orch.capture(CaptureRequest(intent="x", text="body"))
-    [c] = await orch.claim("w", 1, 30_000)
+async def test_a_failed_export_is_retryable_but_not_requeued(orch: Core, tmp_path: Path) -> None:
+    item, _ = await orch.commands.capture(CaptureRequest(intent="x", text="body"))
+    [c] = await orch.leases.claim("w", 1, 30_000)
     for step, payload in [("summary", SUMMARY), ("score", SCORE), ("todos", TODOS)]:
-        await orch.put_artifact(c.lease, step, msgspec.json.encode(payload), META)
-    await orch.put_artifact(c.lease, "card", msgspec.json.encode(CARD), META, finish=True)
+        await orch.book.put_artifact(c.lease, step, msgspec.json.encode(payload), META)
+    await orch.book.put_artifact(c.lease, "card", msgspec.json.encode(CARD), META, finish=True)
     blocker = tmp_path / "notes"
     blocker.write_text("a file where a folder should be\n")
     with pytest.raises(ExportFailed):
-        await orch.export(item.id, out_dir=str(blocker / "cards"))
-    failure = (await orch.get(item.id))["item"].failure
+        await orch.exports.export(item.id, out_dir=str(blocker / "cards"))
+    failure = (await orch.reads.get(item.id))["item"].failure
     assert failure is not None and failure.error_code == "EXPORT_WRITE_FAILED"
     assert failure.failed_step == "export" and failure.retryable
     assert failure.next_attempt_at is None
     _clock(orch).advance(DAY_MS)
-    assert await orch.requeue_due() == ([], None)
-    assert await orch.retry_failed() == []
-    assert (await orch.get(item.id))["item"].status == "FAILED_EXPORT"
+    assert await orch.commands.requeue_due() == ([], None)
+    assert await orch.commands.retry_failed() == []
+    assert (await orch.reads.get(item.id))["item"].status == "FAILED_EXPORT"
 
 
 @pytest.mark.anyio
-async def test_a_gate_failure_names_the_step_at_fault(orch: Orchestrator) -> None:
-    item, _ = await orch.capture(CaptureRequest(intent="x", text="body"))
-    [c] = await orch.claim("w", 1, 30_000)
+async def test_a_gate_failure_names_the_step_at_fault(orch: Core) -> None:
+    item, _ = await orch.commands.capture(CaptureRequest(intent="x", text="body"))
+    [c] = await orch.leases.claim("w", 1, 30_000)
     for step, payload in [("summary", SUMMARY), ("todos", TODOS), ("card", CARD)]:
-        await orch.put_artifact(c.lease, step, msgspec.json.encode(payload), META)
-    failed = await orch.complete(c.lease)
+        await orch.book.put_artifact(c.lease, step, msgspec.json.encode(payload), META)
+    failed = await orch.book.complete(c.lease)
     assert failed is not None and failed.failure is not None
     assert (failed.failure.error_code, failed.failure.failed_step) == ("RUN_INCONSISTENT", "score")
     assert failed.failure.retryable
     # Inside, the gate keeps its name: the event says where the run stopped.
-    history = (await orch.get(item.id, history=True))["events"]
+    history = (await orch.reads.get(item.id, history=True))["events"]
     assert [e.detail["step"] for e in history if e.to_status == "FAILED_AI"] == ["gate"]
 
 

@@ -18,10 +18,10 @@ import pytest
 from readdod import collector
 from readdod.clock import ManualClock
 from readdod.config import DaemonConfig
+from readdod.core import Core
 from readdod.errors import StepError
 from readdod.health import Thresholds, percentile, thresholds_from
-from readdod.models import ArtifactMeta
-from readdod.orchestrator import CaptureRequest, Orchestrator
+from readdod.models import ArtifactMeta, CaptureRequest
 from readdod.store import Store
 from tests.daemon_proc import DaemonProc
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
@@ -33,40 +33,40 @@ HOUR = 3600 * 1000
 
 
 @pytest.fixture
-async def orch(tmp_path: Path) -> AsyncIterator[Orchestrator]:
+async def orch(tmp_path: Path) -> AsyncIterator[Core]:
     async with Store.open(tmp_path / "t.db") as store:
-        yield Orchestrator(store, ManualClock())
+        yield Core(store, ManualClock())
 
 
-def _clock(o: Orchestrator) -> ManualClock:
+def _clock(o: Core) -> ManualClock:
     assert isinstance(o.clock, ManualClock)
     return o.clock
 
 
-async def _succeed(o: Orchestrator, took_ms: int) -> None:
-    await o.capture(CaptureRequest(intent="x", text="body"))
-    [c] = await o.claim("w", 1, 30_000)
+async def _succeed(o: Core, took_ms: int) -> None:
+    await o.commands.capture(CaptureRequest(intent="x", text="body"))
+    [c] = await o.leases.claim("w", 1, 30_000)
     _clock(o).advance(took_ms)
     for step, payload in [("summary", SUMMARY), ("score", SCORE), ("todos", TODOS), ("card", CARD)]:
-        await o.put_artifact(c.lease, step, enc(payload), META)
-    item = await o.complete(c.lease)
+        await o.book.put_artifact(c.lease, step, enc(payload), META)
+    item = await o.book.complete(c.lease)
     assert item is not None and item.status == "READY"
 
 
-async def _fail(o: Orchestrator) -> None:
-    await o.capture(CaptureRequest(intent="x", text="body"))
-    [c] = await o.claim("w", 1, 30_000)
-    item = await o.fail(c.lease, "summary", StepError("the model said no", retryable=False))
+async def _fail(o: Core) -> None:
+    await o.commands.capture(CaptureRequest(intent="x", text="body"))
+    [c] = await o.leases.claim("w", 1, 30_000)
+    item = await o.book.fail(c.lease, "summary", StepError("the model said no", retryable=False))
     assert item is not None and item.status == "FAILED_AI"
 
 
 async def test_health_moves_from_ok_to_degraded_to_unhealthy_with_reasons(
-    orch: Orchestrator,
+    orch: Core,
 ) -> None:
     t = Thresholds()
 
     async def check() -> Any:
-        return await orch.health(t, circuit="closed", paused=False)
+        return await orch.reads.health(t, circuit="closed", paused=False)
 
     report = await check()
     assert (report.status, report.reasons) == ("ok", [])
@@ -98,32 +98,32 @@ async def test_health_moves_from_ok_to_degraded_to_unhealthy_with_reasons(
     assert [name for name, c in report.checks.items() if c.status != "ok"] == ["failed_items"]
 
 
-async def test_slow_runs_backlog_and_old_queue(orch: Orchestrator) -> None:
+async def test_slow_runs_backlog_and_old_queue(orch: Core) -> None:
     t = Thresholds(min_runs=1, backlog_degraded=2, backlog_unhealthy=3)
     await _succeed(orch, took_ms=400_000)
-    report = await orch.health(t, circuit="closed", paused=False)
+    report = await orch.reads.health(t, circuit="closed", paused=False)
     assert report.status == "degraded" and report.checks["avg_run_s_24h"].value == 400.0
     assert report.reasons == ["the average run is 400 s, at or above 300 s"]
 
-    await orch.capture(CaptureRequest(intent="x", text="body"))
-    await orch.capture(CaptureRequest(intent="y", text="body"))
+    await orch.commands.capture(CaptureRequest(intent="x", text="body"))
+    await orch.commands.capture(CaptureRequest(intent="y", text="body"))
     _clock(orch).advance(2 * HOUR)
-    report = await orch.health(t, circuit="closed", paused=False)
+    report = await orch.reads.health(t, circuit="closed", paused=False)
     assert report.metrics.backlog == 2 and report.metrics.oldest_queued_s == 7200.0
     assert report.checks["backlog"].status == "degraded"
     assert report.checks["oldest_queued_s"].status == "degraded"
     for _ in range(2):
-        await orch.capture(CaptureRequest(intent="z", text="body"))
-    report = await orch.health(t, circuit="closed", paused=False)
+        await orch.commands.capture(CaptureRequest(intent="z", text="body"))
+    report = await orch.reads.health(t, circuit="closed", paused=False)
     assert report.checks["backlog"].status == "unhealthy" and report.status == "unhealthy"
 
 
-async def test_circuit_and_pause(orch: Orchestrator) -> None:
+async def test_circuit_and_pause(orch: Core) -> None:
     t = Thresholds()
-    assert (await orch.health(t, circuit="open", paused=False)).status == "unhealthy"
-    half = await orch.health(t, circuit="half_open", paused=False)
+    assert (await orch.reads.health(t, circuit="open", paused=False)).status == "unhealthy"
+    half = await orch.reads.health(t, circuit="half_open", paused=False)
     assert half.status == "degraded" and "half open" in half.reasons[0]
-    paused = await orch.health(t, circuit="closed", paused=True)
+    paused = await orch.reads.health(t, circuit="closed", paused=True)
     assert paused.status == "degraded" and "readdod resume" in paused.reasons[0]
 
 
@@ -133,16 +133,16 @@ def test_thresholds_come_from_the_daemon_section() -> None:
     assert t.failed_items_unhealthy == DaemonConfig().health_failed_items_unhealthy
 
 
-async def test_stats_count_statuses_runs_step_times_and_tokens(orch: Orchestrator) -> None:
+async def test_stats_count_statuses_runs_step_times_and_tokens(orch: Core) -> None:
     durations = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0]
     for ms in durations:
-        await orch.capture(CaptureRequest(intent="x", text="body"))
-        [c] = await orch.claim("w", 1, 30_000)
+        await orch.commands.capture(CaptureRequest(intent="x", text="body"))
+        [c] = await orch.leases.claim("w", 1, 30_000)
         meta = ArtifactMeta(run_id=None, engine="test", prompt_tokens=100, completion_tokens=7)
-        await orch.put_artifact(c.lease, "summary", enc(SUMMARY), meta, duration_ms=ms)
-        await orch.fail(c.lease, "score", StepError("no", retryable=False))
-    await orch.capture(CaptureRequest(intent="x", text="body"))
-    stats = await orch.stats()
+        await orch.book.put_artifact(c.lease, "summary", enc(SUMMARY), meta, duration_ms=ms)
+        await orch.book.fail(c.lease, "score", StepError("no", retryable=False))
+    await orch.commands.capture(CaptureRequest(intent="x", text="body"))
+    stats = await orch.reads.stats()
     assert stats.items_by_status == {"FAILED_AI": 10, "QUEUED": 1} and stats.items_total == 11
     assert stats.runs_by_outcome == {"failed": 10, "queued": 1}
     summary = stats.step_durations_ms["summary"]
@@ -150,11 +150,11 @@ async def test_stats_count_statuses_runs_step_times_and_tokens(orch: Orchestrato
     assert (stats.tokens.prompt, stats.tokens.completion, stats.tokens.total) == (1000, 70, 1070)
 
 
-async def test_stats_report_store_counters_that_grow_with_work(orch: Orchestrator) -> None:
-    first = await orch.stats()
+async def test_stats_report_store_counters_that_grow_with_work(orch: Core) -> None:
+    first = await orch.reads.stats()
     assert first.store is not None
     await _succeed(orch, took_ms=1_000)
-    second = await orch.stats()
+    second = await orch.reads.stats()
     assert second.store is not None
     a, b = first.store, second.store
     units, transactions = b.units - a.units, b.transactions - a.transactions

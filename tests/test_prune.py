@@ -13,9 +13,10 @@ import pytest
 
 from readdod.clock import ManualClock
 from readdod.config import RetentionConfig
+from readdod.core import Core
+from readdod.core.maintenance import DAY_MS
 from readdod.errors import StepError
-from readdod.orchestrator import CaptureRequest, Orchestrator
-from readdod.retention import DAY_MS, prune
+from readdod.models import CaptureRequest
 from readdod.store import Store
 from tests.daemon_proc import DaemonProc
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
@@ -27,39 +28,39 @@ HOUR = 3600 * 1000
 
 
 @pytest.fixture
-async def orch(tmp_path: Path) -> AsyncIterator[Orchestrator]:
+async def orch(tmp_path: Path) -> AsyncIterator[Core]:
     async with Store.open(tmp_path / "t.db") as store:
-        yield Orchestrator(store, ManualClock(), max_orphanings=3)
+        yield Core(store, ManualClock(), max_orphanings=3)
 
 
-def _clock(o: Orchestrator) -> ManualClock:
+def _clock(o: Core) -> ManualClock:
     assert isinstance(o.clock, ManualClock)
     return o.clock
 
 
-async def _finish_run(o: Orchestrator, extraction: bytes = b'{"text":"body"}') -> str:
+async def _finish_run(o: Core, extraction: bytes = b'{"text":"body"}') -> str:
     """Claim the (only) queued item and carry its run to READY."""
-    [c] = await o.claim("w", 1, 30_000)
-    await o.put_artifact(c.lease, "extraction", extraction, META)
+    [c] = await o.leases.claim("w", 1, 30_000)
+    await o.book.put_artifact(c.lease, "extraction", extraction, META)
     for step, payload in [("summary", SUMMARY), ("score", SCORE), ("todos", TODOS), ("card", CARD)]:
-        await o.put_artifact(c.lease, step, enc(payload), META)
-    item = await o.complete(c.lease)
+        await o.book.put_artifact(c.lease, step, enc(payload), META)
+    item = await o.book.complete(c.lease)
     assert item is not None and item.status == "READY"
     return c.lease.run_id
 
 
-async def _ready_item(o: Orchestrator, runs: int, extraction: bytes = b'{"text":"body"}') -> str:
+async def _ready_item(o: Core, runs: int, extraction: bytes = b'{"text":"body"}') -> str:
     """An item READY after ``runs`` runs (each a regenerate), an hour apart."""
-    item, _ = await o.capture(CaptureRequest(intent="x", text="body"))
+    item, _ = await o.commands.capture(CaptureRequest(intent="x", text="body"))
     for n in range(runs):
         if n:
-            await o.process(item.id, regenerate=True, refetch=True)
+            await o.commands.process(item.id, regenerate=True, refetch=True)
         await _finish_run(o, extraction)
         _clock(o).advance(HOUR)
     return item.id
 
 
-async def _counts(o: Orchestrator, item_id: str) -> tuple[int, int, int]:
+async def _counts(o: Core, item_id: str) -> tuple[int, int, int]:
     def read(tx: Any) -> tuple[int, int, int]:
         return (
             len(tx.runs_for(item_id)),
@@ -71,22 +72,22 @@ async def _counts(o: Orchestrator, item_id: str) -> tuple[int, int, int]:
 
 
 async def test_prune_touches_old_archived_items_only_and_keeps_current_versions(
-    orch: Orchestrator,
+    orch: Core,
 ) -> None:
     policy = RetentionConfig(keep_versions=1)
     archived = await _ready_item(orch, runs=4)
     kept = await _ready_item(orch, runs=4)
-    await orch.archive(archived)
-    before = await orch.get(archived)
+    await orch.commands.archive(archived)
+    before = await orch.reads.get(archived)
     shown = {k: (a.version, a.run_id) for k, a in before["artifacts"].items()}
     start = {i: await _counts(orch, i) for i in (archived, kept)}
     assert start[archived] == (4, start[archived][1], 20)
 
     # Nothing is old enough yet.
-    assert (await prune(orch, policy)).removed.runs == 0
+    assert (await orch.maintenance.prune(policy)).removed.runs == 0
 
     _clock(orch).advance(31 * DAY_MS)
-    dry = await prune(orch, policy, dry_run=True)
+    dry = await orch.maintenance.prune(policy, dry_run=True)
     # 3 old runs; every event of the item; per type, 4 versions - current - 1 kept = 2.
     assert (dry.removed.runs, dry.removed.events, dry.removed.artifacts) == (
         3,
@@ -95,49 +96,49 @@ async def test_prune_touches_old_archived_items_only_and_keeps_current_versions(
     )
     assert {i: await _counts(orch, i) for i in (archived, kept)} == start
 
-    done = await prune(orch, policy)
+    done = await orch.maintenance.prune(policy)
     assert done.removed == dry.removed and not done.dry_run
     assert await _counts(orch, archived) == (1, 0, 10)
     assert await _counts(orch, kept) == start[kept]
-    after = await orch.get(archived)
+    after = await orch.reads.get(archived)
     assert {k: (a.version, a.run_id) for k, a in after["artifacts"].items()} == shown
     # The current run's complete set survives: unarchive goes straight back to READY.
-    assert (await orch.unarchive(archived)).status == "READY"
-    assert (await prune(orch, policy)).removed.runs == 0
+    assert (await orch.commands.unarchive(archived)).status == "READY"
+    assert (await orch.maintenance.prune(policy)).removed.runs == 0
 
 
 async def test_cancelled_failed_and_succeeded_runs_have_their_own_windows(
-    orch: Orchestrator,
+    orch: Core,
 ) -> None:
     clock = _clock(orch)
     # A cancelled run (archived while queued), then a regenerate that succeeds.
-    cancelled_item, _ = await orch.capture(CaptureRequest(intent="x", text="body"))
-    await orch.archive(cancelled_item.id)
-    await orch.unarchive(cancelled_item.id, regenerate=True)
+    cancelled_item, _ = await orch.commands.capture(CaptureRequest(intent="x", text="body"))
+    await orch.commands.archive(cancelled_item.id)
+    await orch.commands.unarchive(cancelled_item.id, regenerate=True)
     await _finish_run(orch)
     # A failed run, then a regenerate that succeeds.
-    failed_item, _ = await orch.capture(CaptureRequest(intent="y", text="body"))
-    [c] = await orch.claim("w", 1, 30_000)
-    await orch.fail(c.lease, "summary", StepError("boom", retryable=False))
-    await orch.process(failed_item.id, regenerate=True)
+    failed_item, _ = await orch.commands.capture(CaptureRequest(intent="y", text="body"))
+    [c] = await orch.leases.claim("w", 1, 30_000)
+    await orch.book.fail(c.lease, "summary", StepError("boom", retryable=False))
+    await orch.commands.process(failed_item.id, regenerate=True)
     await _finish_run(orch)
     for item_id in (cancelled_item.id, failed_item.id):
-        await orch.archive(item_id)
+        await orch.commands.archive(item_id)
 
     policy = RetentionConfig()
     clock.advance(8 * DAY_MS)
-    assert (await prune(orch, policy)).removed.runs == 1  # the cancelled one
+    assert (await orch.maintenance.prune(policy)).removed.runs == 1  # the cancelled one
     clock.advance(7 * DAY_MS)
-    assert (await prune(orch, policy)).removed.runs == 1  # the failed one
+    assert (await orch.maintenance.prune(policy)).removed.runs == 1  # the failed one
     clock.advance(16 * DAY_MS)
     # The succeeded runs are the current ones: never removed.
-    assert (await prune(orch, policy)).removed.runs == 0
+    assert (await orch.maintenance.prune(policy)).removed.runs == 0
     for item_id in (cancelled_item.id, failed_item.id):
-        runs = (await orch.get(item_id))["runs"]
+        runs = (await orch.reads.get(item_id))["runs"]
         assert [r.status for r in runs] == ["succeeded"]
 
 
-async def test_a_users_edit_is_never_pruned(orch: Orchestrator) -> None:
+async def test_a_users_edit_is_never_pruned(orch: Core) -> None:
     item_id = await _ready_item(orch, runs=3)
 
     def edit(tx: Any) -> int:
@@ -148,12 +149,12 @@ async def test_a_users_edit_is_never_pruned(orch: Orchestrator) -> None:
         )
 
     user_version = await orch.store.write(edit)
-    await orch.process(item_id, regenerate=True)
+    await orch.commands.process(item_id, regenerate=True)
     await _finish_run(orch)
-    await orch.archive(item_id)
+    await orch.commands.archive(item_id)
     _clock(orch).advance(31 * DAY_MS)
-    await prune(orch, RetentionConfig(keep_versions=0))
-    arts = (await orch.get(item_id))["artifacts"]
+    await orch.maintenance.prune(RetentionConfig(keep_versions=0))
+    arts = (await orch.reads.get(item_id))["artifacts"]
     assert arts["summary"].created_by == "user" and arts["summary"].version == user_version
     versions = await orch.store.read(lambda tx: tx.all_artifacts(item_id))
     summaries = sorted(a.version for a in versions if a.artifact_type == "summary")
@@ -165,17 +166,17 @@ async def test_the_file_shrinks_after_a_big_prune(tmp_path: Path) -> None:
     db = tmp_path / "big.db"
     big = enc({"text": "lorem ipsum dolor sit amet " * 4000})
     async with Store.open(db) as store:
-        o = Orchestrator(store, ManualClock())
+        o = Core(store, ManualClock())
         ids = [await _ready_item(o, runs=4, extraction=big) for _ in range(12)]
         for item_id in ids:
-            await o.archive(item_id)
+            await o.commands.archive(item_id)
         await store.reclaim()
         full = db.stat().st_size
         _clock(o).advance(31 * DAY_MS)
-        report = await prune(o, RetentionConfig(keep_versions=0))
+        report = await o.maintenance.prune(RetentionConfig(keep_versions=0))
         assert report.removed.artifacts == 12 * 3 * 5
         for item_id in ids:
-            assert (await o.get(item_id))["artifacts"]["extraction"].version == 4
+            assert (await o.reads.get(item_id))["artifacts"]["extraction"].version == 4
     shrunk = db.stat().st_size
     assert shrunk < full * 0.6, (full, shrunk)
 

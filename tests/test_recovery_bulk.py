@@ -16,13 +16,9 @@ from structlog.testing import capture_logs
 
 from readdod import urls
 from readdod.clock import ManualClock, iso
-from readdod.models import Failure, wire_step
-from readdod.orchestrator import (
-    ORPHAN_LINES,
-    WORKER_LOST_MESSAGE,
-    CaptureRequest,
-    Orchestrator,
-)
+from readdod.core import Core
+from readdod.core.leases import ORPHAN_LINES, WORKER_LOST_MESSAGE
+from readdod.models import CaptureRequest, Failure, wire_step
 from readdod.store import Store
 from tests.payloads import META
 
@@ -33,29 +29,29 @@ EXTRACTION = msgspec.json.encode({"text": "body", "source": "provided_text", "ex
 
 
 @pytest.fixture
-async def orch(tmp_path: Path) -> AsyncIterator[Orchestrator]:
+async def orch(tmp_path: Path) -> AsyncIterator[Core]:
     async with Store.open(tmp_path / "t.db") as store:
-        yield Orchestrator(store, ManualClock(), max_orphanings=MAX)
+        yield Core(store, ManualClock(), max_orphanings=MAX)
 
 
-async def _sql(o: Orchestrator, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+async def _sql(o: Core, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
     return await o.store.write(lambda tx: tx.conn.execute(sql, args).fetchall())
 
 
-async def _in_flight(o: Orchestrator, n: int, *, lease_ms: int = 30_000) -> list[str]:
+async def _in_flight(o: Core, n: int, *, lease_ms: int = 30_000) -> list[str]:
     """``n`` items claimed (PROCESSING); every third has finished its extraction."""
     ids = []
     for i in range(n):
-        item, _ = await o.capture(CaptureRequest(intent=f"intent {i}", text=f"Body {i}."))
+        item, _ = await o.commands.capture(CaptureRequest(intent=f"intent {i}", text=f"Body {i}."))
         ids.append(item.id)
-    claimed = await o.claim("w", n, lease_ms)
+    claimed = await o.leases.claim("w", n, lease_ms)
     assert len(claimed) == n
     for c in claimed[::3]:
-        assert await o.put_artifact(c.lease, "extraction", EXTRACTION, META) == 1
+        assert await o.book.put_artifact(c.lease, "extraction", EXTRACTION, META) == 1
     return ids
 
 
-async def _before(o: Orchestrator) -> dict[str, dict[str, Any]]:
+async def _before(o: Core) -> dict[str, dict[str, Any]]:
     rows = await _sql(
         o,
         "SELECT i.id, i.current_run_id, i.orphan_count, i.auto_retries, r.current_step,"
@@ -107,7 +103,7 @@ def _expected(item_id: str, b: dict[str, Any], now: int, reason: str) -> dict[st
 
 
 async def _check(
-    o: Orchestrator, before: dict[str, dict[str, Any]], now: int, reason: str
+    o: Core, before: dict[str, dict[str, Any]], now: int, reason: str
 ) -> tuple[int, int]:
     """Every orphan's item, run and event row against what a single move writes."""
     requeued = failed = 0
@@ -160,7 +156,7 @@ async def _check(
     return requeued, failed
 
 
-async def test_bulk_recovery_is_one_move_per_item_with_mixed_counts(orch: Orchestrator) -> None:
+async def test_bulk_recovery_is_one_move_per_item_with_mixed_counts(orch: Core) -> None:
     n = ORPHAN_LINES + 50
     ids = await _in_flight(orch, n)
     # Orphaned before: 0, 1 or 2 times (2 reaches the limit of 3 now); some with auto retries.
@@ -183,7 +179,7 @@ async def test_bulk_recovery_is_one_move_per_item_with_mixed_counts(orch: Orches
     now = clock.now_ms()
 
     with capture_logs() as logs:
-        requeued, failed = await orch.recover("new")
+        requeued, failed = await orch.leases.recover("new")
     assert (requeued, failed) == await _check(orch, before, now, "orphan_recovery")
     assert requeued > 0 and failed > 0
     assert {f["step"] for f in before.values()} == {"extraction", "summary"}
@@ -208,22 +204,22 @@ async def test_bulk_recovery_is_one_move_per_item_with_mixed_counts(orch: Orches
 
     # Nothing is left in flight; search still finds the items (the FTS rows are intact).
     assert await _sql(orch, "SELECT count(*) FROM items WHERE status = 'PROCESSING'") == [(0,)]
-    found, _ = await orch.list_items(query=f"intent {n - 1}")
+    found, _ = await orch.reads.list_items(query=f"intent {n - 1}")
     assert [i.id for i in found] == [ids[-1]]
     # The requeued resume their run, the failed wait for a person.
-    claimed = await orch.claim("new", n, 30_000)
+    claimed = await orch.leases.claim("new", n, 30_000)
     assert {c.lease.item_id for c in claimed} == {
         i for i, b in before.items() if b["orphans"] + 1 < MAX
     }
     assert all(c.lease.run_id == before[c.lease.item_id]["run"] for c in claimed)
 
 
-async def test_a_worker_lost_message_names_the_step_and_the_item(orch: Orchestrator) -> None:
+async def test_a_worker_lost_message_names_the_step_and_the_item(orch: Core) -> None:
     [item_id] = await _in_flight(orch, 1)
     await _sql(orch, "UPDATE items SET orphan_count = ? WHERE id = ?", (MAX - 1, item_id))
     with capture_logs() as logs:
-        assert await orch.recover("new") == (0, 1)
-    failure = (await orch.get(item_id))["item"].failure
+        assert await orch.leases.recover("new") == (0, 1)
+    failure = (await orch.reads.get(item_id))["item"].failure
     assert failure.message == WORKER_LOST_MESSAGE % (MAX, "summarize", item_id)
     assert "lost 3 times" in failure.message and f"readdod process {item_id}" in failure.message
     # Retryable by a person, never by itself: no automatic retry is due.
@@ -232,7 +228,7 @@ async def test_a_worker_lost_message_names_the_step_and_the_item(orch: Orchestra
     assert [e["event"] for e in logs] == ["item.transition"]
 
 
-async def test_expired_leases_take_the_same_path_and_only_they(orch: Orchestrator) -> None:
+async def test_expired_leases_take_the_same_path_and_only_they(orch: Core) -> None:
     clock = orch.clock
     assert isinstance(clock, ManualClock)
     short = await _in_flight(orch, 6, lease_ms=1_000)
@@ -242,7 +238,7 @@ async def test_expired_leases_take_the_same_path_and_only_they(orch: Orchestrato
     before = await _before(orch)
     expired = {i: b for i, b in before.items() if i in short}
     with capture_logs() as logs:
-        assert await orch.requeue_expired() == len(short)
+        assert await orch.leases.requeue_expired() == len(short)
     assert await _check(orch, expired, clock.now_ms(), "lease_expired") == (len(short) - 1, 1)
     still = await _sql(
         orch,
@@ -253,13 +249,13 @@ async def test_expired_leases_take_the_same_path_and_only_they(orch: Orchestrato
     assert still == [(len(long),)]
     assert not any(e["event"] == "recovery.unlisted" for e in logs)
     assert {e["reason"] for e in logs if e["event"] == "recovery.requeued"} == {"lease_expired"}
-    assert await orch.requeue_expired() == 0
+    assert await orch.leases.requeue_expired() == 0
 
 
-async def test_nothing_in_flight_is_a_no_op(orch: Orchestrator) -> None:
-    await orch.capture(CaptureRequest(intent="x", text="body"))
+async def test_nothing_in_flight_is_a_no_op(orch: Core) -> None:
+    await orch.commands.capture(CaptureRequest(intent="x", text="body"))
     with capture_logs() as logs:
-        assert await orch.recover("new") == (0, 0)
+        assert await orch.leases.recover("new") == (0, 0)
     assert logs == []
     assert await _sql(orch, "SELECT count(*) FROM events WHERE from_status = 'PROCESSING'") == [
         (0,)
@@ -273,10 +269,10 @@ async def test_recovery_costs_one_transaction_and_the_same_statements_for_any_co
     costs = []
     for n in (3, ORPHAN_LINES + 20):
         async with Store.open(tmp_path / f"{n}.db") as store:
-            o = Orchestrator(store, ManualClock(), max_orphanings=MAX)
+            o = Core(store, ManualClock(), max_orphanings=MAX)
             await _in_flight(o, n)
             before = store.counters()
-            assert await o.recover("new") == (n, 0)
+            assert await o.leases.recover("new") == (n, 0)
             after = store.counters()
         costs.append(
             (after.transactions - before.transactions, after.statements - before.statements)

@@ -14,10 +14,10 @@ import pytest
 from readdod import retry_policy
 from readdod.clock import ManualClock
 from readdod.config import RetryConfig, RetryRule
+from readdod.core import Core
 from readdod.errors import AIError, ErrorCode, ExtractionError, StepError
-from readdod.models import ArtifactMeta, Extraction
-from readdod.orchestrator import CaptureRequest, Orchestrator
-from readdod.scheduler import RetryScheduler
+from readdod.loops.retry import RetryScheduler
+from readdod.models import ArtifactMeta, CaptureRequest, Extraction
 from readdod.store import Store
 
 pytestmark = pytest.mark.anyio
@@ -35,25 +35,25 @@ NETWORK = ExtractionError(
 
 
 @pytest.fixture
-async def orch(tmp_path: Path) -> AsyncIterator[Orchestrator]:
+async def orch(tmp_path: Path) -> AsyncIterator[Core]:
     async with Store.open(tmp_path / "t.db") as store:
-        yield Orchestrator(store, ManualClock(), max_orphanings=3)
+        yield Core(store, ManualClock(), max_orphanings=3)
 
 
-def _clock(o: Orchestrator) -> ManualClock:
+def _clock(o: Core) -> ManualClock:
     assert isinstance(o.clock, ManualClock)
     return o.clock
 
 
-async def _capture(o: Orchestrator, intent: str = "x") -> str:
-    item, _ = await o.capture(CaptureRequest(intent=intent, text="body"))
+async def _capture(o: Core, intent: str = "x") -> str:
+    item, _ = await o.commands.capture(CaptureRequest(intent=intent, text="body"))
     return item.id
 
 
-async def _fail_next(o: Orchestrator, step: str, error: StepError) -> str:
+async def _fail_next(o: Core, step: str, error: StepError) -> str:
     """Claim the next queued item and fail it at ``step``."""
-    [claimed] = await o.claim("w", 1, 30_000)
-    assert await o.fail(claimed.lease, step, error) is not None
+    [claimed] = await o.leases.claim("w", 1, 30_000)
+    assert await o.book.fail(claimed.lease, step, error) is not None
     return claimed.lease.run_id
 
 
@@ -91,108 +91,108 @@ def test_the_last_delay_repeats() -> None:
 
 
 async def test_network_failures_are_retried_three_times_then_stay_failed(
-    orch: Orchestrator,
+    orch: Core,
 ) -> None:
     clock = _clock(orch)
     item_id = await _capture(orch)
     run_id = await _fail_next(orch, "extraction", NETWORK)
     for n, delay_s in enumerate([30, 60, 120], start=1):
-        item = (await orch.get(item_id))["item"]
+        item = (await orch.reads.get(item_id))["item"]
         assert item.status == "FAILED_EXTRACTION"
         assert item.failure is not None and item.failure.next_attempt_at is not None
         assert item.failure.auto_retries == n - 1
         # Not yet due: one millisecond short of the delay.
         clock.advance(delay_s * 1000 - 1)
-        queued, next_due = await orch.requeue_due()
+        queued, next_due = await orch.commands.requeue_due()
         assert queued == [] and next_due == clock.now_ms() + 1
         clock.advance(1)
-        queued, next_due = await orch.requeue_due()
+        queued, next_due = await orch.commands.requeue_due()
         assert queued == [item_id] and next_due is None
-        got = await orch.get(item_id, history=True)
+        got = await orch.reads.get(item_id, history=True)
         assert got["item"].status == "QUEUED"
         auto = [e for e in got["events"] if e.detail.get("op") == "auto_retry"]
         assert auto[-1].trigger == "system" and auto[-1].detail["retry"] == n
         # A retry resumes the same run: finished steps are not paid for twice.
         assert await _fail_next(orch, "extraction", NETWORK) == run_id
-    item = (await orch.get(item_id))["item"]
+    item = (await orch.reads.get(item_id))["item"]
     assert item.failure is not None
     assert item.failure.next_attempt_at is None and item.failure.auto_retries == 3
     clock.advance(3_600_000)
-    assert await orch.requeue_due() == ([], None)
-    runs = (await orch.get(item_id))["runs"]
+    assert await orch.commands.requeue_due() == ([], None)
+    runs = (await orch.reads.get(item_id))["runs"]
     assert len(runs) == 1 and runs[0].attempts == 4
 
     # A person's `process` starts the count again.
-    await orch.process(item_id)
+    await orch.commands.process(item_id)
     await _fail_next(orch, "extraction", NETWORK)
-    item = (await orch.get(item_id))["item"]
+    item = (await orch.reads.get(item_id))["item"]
     assert item.failure is not None and item.failure.auto_retries == 0
     assert item.failure.next_attempt_at is not None
 
 
 async def test_an_archived_failure_is_not_retried_and_does_not_say_it_will(
-    orch: Orchestrator,
+    orch: Core,
 ) -> None:
     clock = _clock(orch)
     item_id = await _capture(orch)
     await _fail_next(orch, "extraction", NETWORK)
-    item = (await orch.get(item_id))["item"]
+    item = (await orch.reads.get(item_id))["item"]
     assert item.failure is not None and item.failure.next_attempt_at is not None
-    archived, _ = await orch.archive(item_id)
+    archived, _ = await orch.commands.archive(item_id)
     assert archived.status == "ARCHIVED" and archived.archive_reason == "FAILURE_ARCHIVE"
     # Why it failed is kept; a retry that will not happen is not promised.
     assert archived.failure is not None
     assert archived.failure.error_code == "EXTRACTION_FETCH_FAILED"
     assert archived.failure.next_attempt_at is None
     clock.advance(3_600_000)
-    assert await orch.requeue_due() == ([], None)
-    assert (await orch.get(item_id))["item"].status == "ARCHIVED"
+    assert await orch.commands.requeue_due() == ([], None)
+    assert (await orch.reads.get(item_id))["item"].status == "ARCHIVED"
 
 
-async def test_rate_limit_waits_as_long_as_the_provider_asks(orch: Orchestrator) -> None:
+async def test_rate_limit_waits_as_long_as_the_provider_asks(orch: Core) -> None:
     clock = _clock(orch)
     item_id = await _capture(orch)
     start = clock.now_ms()
     limited = AIError("slow down", code=ErrorCode.AI_RATE_LIMITED, retryable=True, retry_after=7)
     await _fail_next(orch, "summary", limited)
-    queued, next_due = await orch.requeue_due()
+    queued, next_due = await orch.commands.requeue_due()
     assert queued == [] and next_due == start + 7_000
     clock.advance(7_000)
-    assert (await orch.requeue_due())[0] == [item_id]
+    assert (await orch.commands.requeue_due())[0] == [item_id]
 
 
-async def test_non_retryable_failures_are_never_retried(orch: Orchestrator) -> None:
+async def test_non_retryable_failures_are_never_retried(orch: Core) -> None:
     clock = _clock(orch)
     item_id = await _capture(orch)
     empty = ExtractionError("no text", code=ErrorCode.EXTRACTION_EMPTY, retryable=False)
     await _fail_next(orch, "extraction", empty)
-    item = (await orch.get(item_id))["item"]
+    item = (await orch.reads.get(item_id))["item"]
     assert item.failure is not None and item.failure.next_attempt_at is None
     clock.advance(24 * 3_600_000)
-    assert await orch.requeue_due() == ([], None)
-    assert (await orch.get(item_id))["item"].status == "FAILED_EXTRACTION"
+    assert await orch.commands.requeue_due() == ([], None)
+    assert (await orch.reads.get(item_id))["item"].status == "FAILED_EXTRACTION"
 
 
-async def test_retry_failed_by_step_and_dry_run(orch: Orchestrator) -> None:
+async def test_retry_failed_by_step_and_dry_run(orch: Core) -> None:
     a = await _capture(orch, "a")
     await _fail_next(orch, "extraction", NETWORK)
     b = await _capture(orch, "b")
     schema = AIError("bad", code=ErrorCode.AI_SCHEMA_INVALID, retryable=False)
     await _fail_next(orch, "todos", schema)
-    assert sorted(await orch.retry_failed(dry_run=True)) == sorted([a, b])
-    assert (await orch.get(a))["item"].status == "FAILED_EXTRACTION"
-    assert await orch.retry_failed(step="todos") == [b]
-    assert (await orch.get(b))["item"].status == "QUEUED"
-    assert (await orch.get(a))["item"].status == "FAILED_EXTRACTION"
-    assert await orch.retry_failed() == [a]
-    assert await orch.retry_failed() == []
+    assert sorted(await orch.commands.retry_failed(dry_run=True)) == sorted([a, b])
+    assert (await orch.reads.get(a))["item"].status == "FAILED_EXTRACTION"
+    assert await orch.commands.retry_failed(step="todos") == [b]
+    assert (await orch.reads.get(b))["item"].status == "QUEUED"
+    assert (await orch.reads.get(a))["item"].status == "FAILED_EXTRACTION"
+    assert await orch.commands.retry_failed() == [a]
+    assert await orch.commands.retry_failed() == []
 
 
-async def test_scheduler_queues_due_items_by_itself(orch: Orchestrator) -> None:
+async def test_scheduler_queues_due_items_by_itself(orch: Core) -> None:
     clock = _clock(orch)
-    scheduler = RetryScheduler(orch, clock, max_sleep_s=30.0)
+    scheduler = RetryScheduler(orch.commands, clock, max_sleep_s=30.0)
     queued = anyio.Event()
-    orch.on_enqueue(lambda: queued.set())
+    orch.units.on_enqueue(lambda: queued.set())
     item_id = await _capture(orch)
     async with anyio.create_task_group() as tg:
         await tg.start(scheduler.run)
@@ -204,35 +204,35 @@ async def test_scheduler_queues_due_items_by_itself(orch: Orchestrator) -> None:
             while scheduler.passes < 2:
                 await anyio.sleep(0.01)
         passes = scheduler.passes
-        due = (await orch.requeue_due())[1]
+        due = (await orch.commands.requeue_due())[1]
         assert due is not None and scheduler.sleep_for(due) == 30.0
         await anyio.sleep(0.2)
         assert scheduler.passes == passes
-        assert (await orch.get(item_id))["item"].status == "FAILED_EXTRACTION"
+        assert (await orch.reads.get(item_id))["item"].status == "FAILED_EXTRACTION"
         clock.advance(30_000)
         scheduler.wake()
         with anyio.fail_after(5):
             await queued.wait()
-        assert (await orch.get(item_id))["item"].status == "QUEUED"
+        assert (await orch.reads.get(item_id))["item"].status == "QUEUED"
         tg.cancel_scope.cancel()
 
 
 async def test_the_ledger_keeps_models_tokens_and_every_failed_attempt(
-    orch: Orchestrator,
+    orch: Core,
 ) -> None:
     item_id = await _capture(orch)
     run_id = await _fail_next(orch, "extraction", NETWORK)
     _clock(orch).advance(30_000)
-    await orch.requeue_due()
-    [claimed] = await orch.claim("w", 1, 30_000)
+    await orch.commands.requeue_due()
+    [claimed] = await orch.leases.claim("w", 1, 30_000)
     ext = Extraction(text="body", source="provided_text", extractor="t")
     meta = ArtifactMeta(run_id=None, model="m-1", prompt_tokens=11, completion_tokens=4)
-    assert await orch.put_artifact(claimed.lease, "extraction", enc(ext), meta) == 1
+    assert await orch.book.put_artifact(claimed.lease, "extraction", enc(ext), meta) == 1
     summary_meta = ArtifactMeta(run_id=None, model="m-2", prompt_tokens=5, completion_tokens=2)
     timeout = AIError("no answer", code=ErrorCode.AI_TIMEOUT, retryable=True)
-    assert await orch.put_artifact(claimed.lease, "summary", enc(SUMMARY), summary_meta) == 1
-    await orch.fail(claimed.lease, "score", timeout)
-    [run] = (await orch.get(item_id))["runs"]
+    assert await orch.book.put_artifact(claimed.lease, "summary", enc(SUMMARY), summary_meta) == 1
+    await orch.book.fail(claimed.lease, "score", timeout)
+    [run] = (await orch.reads.get(item_id))["runs"]
     assert run.run_id == run_id and run.attempts == 2 and run.status == "failed"
     assert run.steps_done == ["extraction", "summary"]
     assert run.models == ["m-1", "m-2"]

@@ -10,17 +10,18 @@ import anyio
 import pytest
 
 from readdod.clock import SystemClock
+from readdod.core import Core
 from readdod.extraction.fetch import make_client
-from readdod.orchestrator import CaptureRequest, Orchestrator
+from readdod.models import CaptureRequest
 from readdod.store import Store
 from readdod.supervisor import Supervisor
-from tests.rigs import GateEngine, supervisor
+from tests.rigs import GateEngine, run_supervisor, supervisor
 
 pytestmark = pytest.mark.anyio
 
 
 class Rig:
-    def __init__(self, path: Path, orch: Orchestrator, sup: Supervisor, engine: GateEngine) -> None:
+    def __init__(self, path: Path, orch: Core, sup: Supervisor, engine: GateEngine) -> None:
         self.path, self.orch, self.sup, self.engine = path, orch, sup, engine
 
 
@@ -29,16 +30,18 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     path = tmp_path / "s.db"
     engine = GateEngine()
     async with Store.open(path) as store, make_client() as http:
-        orch = Orchestrator(store, SystemClock())
+        orch = Core(store, SystemClock())
         sup = supervisor(orch, engine, http)
         async with anyio.create_task_group() as tg:
-            await tg.start(sup.run)
+            await tg.start(run_supervisor, orch, sup)
             yield Rig(path, orch, sup, engine)
             sup.stop()
 
 
-async def _capture(orch: Orchestrator) -> str:
-    item, _ = await orch.capture(CaptureRequest(intent="x", text="Some text.\n\nMore text."))
+async def _capture(orch: Core) -> str:
+    item, _ = await orch.commands.capture(
+        CaptureRequest(intent="x", text="Some text.\n\nMore text.")
+    )
     return item.id
 
 
@@ -59,7 +62,7 @@ async def test_an_actor_that_loses_its_lease_stops_without_writing(rig: Rig) -> 
     with anyio.fail_after(10):
         await rig.sup.wait_idle()  # the heartbeat noticed and cancelled the actor
     rig.engine.gate.set()
-    got = await rig.orch.get(item_id, history=True)
+    got = await rig.orch.reads.get(item_id, history=True)
     assert got["item"].status == "PROCESSING"
     assert set(got["artifacts"]) == {"extraction"}
     assert [e.to_status for e in got["events"] if e.kind in ("capture", "transition")] == [
@@ -77,10 +80,10 @@ async def test_pause_stops_the_running_step_at_once_and_keeps_the_finished_ones(
     item_id = await _capture(rig.orch)
     with anyio.fail_after(10):
         await rig.engine.entered.wait()
-    await rig.orch.set_paused(True)
+    await rig.orch.commands.set_paused(True)
     with anyio.fail_after(10):
         await rig.sup.pause()  # the summary step is cancelled where it waits
-    got = await rig.orch.get(item_id, history=True)
+    got = await rig.orch.reads.get(item_id, history=True)
     rig.engine.gate.set()
     assert got["item"].status == "QUEUED"
     assert set(got["artifacts"]) == {"extraction"}
@@ -99,7 +102,7 @@ async def test_a_capture_with_room_is_claimed_in_its_own_transaction(rig: Rig) -
     assert _db_status(rig.path, item_id) == "PROCESSING"
     with anyio.fail_after(10):
         await rig.engine.entered.wait()
-    got = await rig.orch.get(item_id, history=True)
+    got = await rig.orch.reads.get(item_id, history=True)
     moves = [(e.from_status, e.to_status) for e in got["events"] if e.kind == "transition"]
     assert moves == [("CAPTURED", "QUEUED"), ("QUEUED", "PROCESSING")]
     assert got["runs"][0].status == "running" and got["runs"][0].attempts == 1
@@ -115,7 +118,7 @@ async def test_a_capture_waits_its_turn_behind_older_queued_items(rig: Rig) -> N
         if len(ready) == 6:
             all_ready.set()
 
-    rig.orch.on_ready(on_ready)
+    rig.orch.units.on_ready(on_ready)
     first = [await _capture(rig.orch) for _ in range(4)]  # fill every slot
     with anyio.fail_after(10):
         await rig.engine.entered.wait()
@@ -134,10 +137,10 @@ async def test_a_clean_stop_gives_back_every_lease_it_still_holds(tmp_path: Path
     path = tmp_path / "stop.db"
     engine = GateEngine()
     async with Store.open(path) as store, make_client() as http:
-        orch = Orchestrator(store, SystemClock())
+        orch = Core(store, SystemClock())
         sup = supervisor(orch, engine, http, concurrency=1, lease_ttl_s=30)
         async with anyio.create_task_group() as tg:
-            await tg.start(sup.run)
+            await tg.start(run_supervisor, orch, sup)
             item_id = await _capture(orch)
             with anyio.fail_after(10):
                 await engine.entered.wait()
@@ -150,11 +153,11 @@ async def test_a_clean_stop_gives_back_every_lease_it_still_holds(tmp_path: Path
                     (other,),
                 )
             sup.stop()
-        got = await orch.get(other, history=True)
+        got = await orch.reads.get(other, history=True)
         assert got["item"].status == "QUEUED"
         with sqlite3.connect(path) as db:
             assert db.execute(
                 "SELECT orphan_count FROM items WHERE id = ?", (other,)
             ).fetchone() == (0,)
         assert got["events"][-1].detail == {"reason": "shutdown"}
-        assert (await orch.get(item_id))["item"].status == "QUEUED"
+        assert (await orch.reads.get(item_id))["item"].status == "QUEUED"

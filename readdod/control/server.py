@@ -1,8 +1,10 @@
-"""The control server: reads JSON-RPC lines, calls the orchestrator, answers.
+"""The control server: reads JSON-RPC lines, calls the core, answers.
 
 A client's mistake is answered with an error on the same connection; it
-never takes the daemon down. Handlers only call the orchestrator (and the
-supervisor for pause/resume); they never touch the store.
+never takes the daemon down. Handlers only call the core (commands, the read
+model, exports, maintenance); they never touch the store, and what a
+command means for running work (a cancel, a pause) is the core's to tell
+the workers.
 """
 
 from __future__ import annotations
@@ -22,14 +24,12 @@ from readdod import __version__
 from readdod.config import Config
 from readdod.control import protocol as p
 from readdod.control.security import PeerPolicy, peer_credentials
+from readdod.core import Core
 from readdod.errors import ErrorCode, RequestError, ValidationFailed
 from readdod.events import Subscription
 from readdod.health import thresholds_from
 from readdod.logging import get_logger
-from readdod.models import ExportResult
-from readdod.orchestrator import CaptureRequest, Orchestrator
-from readdod.retention import prune
-from readdod.supervisor import Supervisor
+from readdod.models import CaptureRequest, ExportResult
 
 log = get_logger("readdod.control")
 _enc = msgspec.json.Encoder()
@@ -63,6 +63,16 @@ class CircuitSource(Protocol):
     def circuit_state(self) -> str: ...
 
 
+class WorkerState(Protocol):
+    """What ``ping`` and ``health`` say of the workers (the supervisor)."""
+
+    owner: str
+    paused: bool
+
+    @property
+    def in_flight(self) -> int: ...
+
+
 class _Conn:
     """One client connection: its stream, its writer lock, its watch."""
 
@@ -94,14 +104,14 @@ _conn: contextvars.ContextVar[_Conn] = contextvars.ContextVar("readdod_control_c
 class ControlServer:
     def __init__(
         self,
-        orch: Orchestrator,
-        supervisor: Supervisor,
+        core: Core,
+        workers: WorkerState,
         cfg: Config | None = None,
         *,
         engine: CircuitSource | None = None,
     ) -> None:
-        self.orch = orch
-        self.supervisor = supervisor
+        self.core = core
+        self.workers = workers
         self.cfg = cfg or Config()
         self.engine = engine
         self.policy = PeerPolicy(os.getuid(), self.cfg.control.allowed_uids)
@@ -384,11 +394,11 @@ class ControlServer:
     # --- methods -----------------------------------------------------------
 
     async def _capture(self, req: CaptureRequest) -> dict[str, Any]:
-        item, created = await self.orch.capture(req)
+        item, created = await self.core.commands.capture(req)
         return {"item": item, "created": created}
 
     async def _process(self, params: p.ProcessParams) -> dict[str, Any]:
-        item, run_id = await self.orch.process(
+        item, run_id = await self.core.commands.process(
             params.id,
             regenerate=params.regenerate,
             refetch=params.refetch,
@@ -397,14 +407,14 @@ class ControlServer:
         return {"item": item, "run_id": run_id}
 
     async def _get(self, params: p.GetParams) -> dict[str, Any]:
-        return await self.orch.get(
+        return await self.core.reads.get(
             params.id, history=params.history, versions=params.versions, include=params.include
         )
 
     async def _list(self, params: p.ListParams) -> dict[str, Any]:
         if not 1 <= params.limit <= 1000:
             raise ValidationFailed("limit must be between 1 and 1000")
-        items, cursor = await self.orch.list_items(
+        items, cursor = await self.core.reads.list_items(
             statuses=params.status,
             priority=params.priority,
             limit=params.limit,
@@ -415,52 +425,45 @@ class ControlServer:
         return {"items": items, "next_cursor": cursor}
 
     async def _artifact(self, params: p.ArtifactParams) -> dict[str, Any]:
-        return {"artifact": await self.orch.artifact(params.id, params.type, params.version)}
+        return {"artifact": await self.core.reads.artifact(params.id, params.type, params.version)}
 
     async def _archive(self, params: p.ArchiveParams) -> dict[str, Any]:
-        item, cancelled = await self.orch.archive(
+        item, _ = await self.core.commands.archive(
             params.id, reason=params.reason, cancel=params.cancel
         )
-        if cancelled:
-            self.supervisor.cancel(params.id)
         return {"item": item}
 
     async def _edit(self, params: p.EditParams) -> dict[str, Any]:
         if not params.discard and params.payload is None:
             raise ValidationFailed("edit needs a payload (or discard: true)")
-        artifact = await self.orch.edit(
+        artifact = await self.core.commands.edit(
             params.id, params.type, params.payload, discard=params.discard
         )
         return {"artifact": artifact}
 
     async def _retry_failed(self, params: p.RetryFailedParams) -> dict[str, Any]:
-        ids = await self.orch.retry_failed(step=params.step, dry_run=params.dry_run)
+        ids = await self.core.commands.retry_failed(step=params.step, dry_run=params.dry_run)
         return {"requeued": ids, "count": len(ids), "dry_run": params.dry_run}
 
     async def _unarchive(self, params: p.UnarchiveParams) -> dict[str, Any]:
-        return {"item": await self.orch.unarchive(params.id, regenerate=params.regenerate)}
+        return {"item": await self.core.commands.unarchive(params.id, regenerate=params.regenerate)}
 
     async def _ship(self, params: p.ItemRef) -> dict[str, Any]:
-        return {"item": await self.orch.ship(params.id)}
+        return {"item": await self.core.commands.ship(params.id)}
 
     async def _export(self, params: p.ExportParams) -> ExportResult:
-        return await self.orch.export(
+        return await self.core.exports.export(
             params.id, fmt=params.format, export_key=params.export_key, out_dir=params.out_dir
         )
 
     async def _pause(self, _: p.Empty) -> dict[str, Any]:
-        paused = await self.orch.set_paused(True)
-        # Answered once the running items are back in QUEUED: no model request goes out after.
-        await self.supervisor.pause()
-        return {"paused": paused}
+        return {"paused": await self.core.commands.pause()}
 
     async def _resume(self, _: p.Empty) -> dict[str, Any]:
-        paused = await self.orch.set_paused(False)
-        self.supervisor.set_paused(False)
-        return {"paused": paused}
+        return {"paused": await self.core.commands.resume()}
 
     async def _backup(self, params: p.BackupParams) -> dict[str, Any]:
-        result = await self.orch.backup(params.path)
+        result = await self.core.maintenance.backup(params.path)
         return {"path": result.path, "bytes": result.bytes, "pages": result.pages}
 
     async def _ping(self, _: p.Empty) -> dict[str, Any]:
@@ -468,9 +471,9 @@ class ControlServer:
             "version": __version__,
             "pid": os.getpid(),
             "uptime_s": round(time.monotonic() - self.started, 3),
-            "paused": self.supervisor.paused,
-            "in_flight": self.supervisor.in_flight,
-            "worker_id": self.supervisor.owner,
+            "paused": self.workers.paused,
+            "in_flight": self.workers.in_flight,
+            "worker_id": self.workers.owner,
         }
 
     async def _watch(self, params: p.WatchParams) -> dict[str, Any]:
@@ -480,19 +483,19 @@ class ControlServer:
         if conn.watching or conn.pending_watch is not None:
             raise ValidationFailed("this connection already watches; open another one")
         if params.id is not None:
-            await self.orch.get(params.id)
-        conn.pending_watch = self.orch.bus.subscribe(params.id, self.cfg.control.watch_buffer)
-        log.info("watch.subscribed", item_id=params.id, watchers=self.orch.bus.subscribers)
+            await self.core.reads.get(params.id)
+        conn.pending_watch = self.core.bus.subscribe(params.id, self.cfg.control.watch_buffer)
+        log.info("watch.subscribed", item_id=params.id, watchers=self.core.bus.subscribers)
         return {"subscribed": True, "id": params.id}
 
     async def _health(self, _: p.Empty) -> Any:
         circuit = self.engine.circuit_state() if self.engine is not None else "closed"
-        return await self.orch.health(
-            thresholds_from(self.cfg.daemon), circuit=circuit, paused=self.supervisor.paused
+        return await self.core.reads.health(
+            thresholds_from(self.cfg.daemon), circuit=circuit, paused=self.workers.paused
         )
 
     async def _stats(self, _: p.Empty) -> Any:
-        return await self.orch.stats()
+        return await self.core.reads.stats()
 
     async def _prune(self, params: p.PruneParams) -> Any:
-        return await prune(self.orch, self.cfg.retention, dry_run=params.dry_run)
+        return await self.core.maintenance.prune(self.cfg.retention, dry_run=params.dry_run)

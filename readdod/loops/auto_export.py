@@ -1,8 +1,8 @@
 """``daemon.auto_export``: export an item the moment its run makes it READY.
 
-Daemon side: the orchestrator calls back after the READY commit (never
+Built by the daemon: the core calls back after the READY commit (never
 inside it), this queues the id, and one task exports the items in turn
-through the orchestrator, which records what happened. An item that goes
+through the core, which records what happened. An item that goes
 somewhere else first (auto-skip, archive, regenerate) is left alone. At
 start, the items a run made READY that were never exported (the daemon
 stopped or crashed first) are queued again.
@@ -14,19 +14,19 @@ import math
 
 import anyio
 
+from readdod.core import Core
 from readdod.errors import ExportFailed, RequestError
 from readdod.logging import get_logger
-from readdod.orchestrator import Orchestrator
 from readdod.states import Trigger
 
 log = get_logger("readdod.export")
 
 
 class AutoExporter:
-    def __init__(self, orch: Orchestrator) -> None:
-        self.orch = orch
+    def __init__(self, core: Core) -> None:
+        self.core = core
         self._send, self._recv = anyio.create_memory_object_stream[str](max_buffer_size=math.inf)
-        orch.on_ready(self._ready)
+        core.units.on_ready(self._ready)
 
     def _ready(self, item_id: str) -> None:
         try:
@@ -37,7 +37,7 @@ class AutoExporter:
     async def run(self) -> None:
         try:
             # The items a stop or a crash kept from being exported last time.
-            for item_id in await self.orch.ready_from_runs():
+            for item_id in await self.core.reads.ready_from_runs():
                 self._ready(item_id)
             async with self._recv:
                 async for item_id in self._recv:
@@ -47,7 +47,7 @@ class AutoExporter:
 
     async def export_one(self, item_id: str) -> None:
         try:
-            result = await self.orch.export(item_id, trigger=Trigger.SYSTEM)
+            result = await self.core.exports.export(item_id, trigger=Trigger.SYSTEM)
         except ExportFailed as exc:
             log.warning(
                 "export.auto_failed",

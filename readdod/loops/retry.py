@@ -1,9 +1,9 @@
 """Automatic retries across runs: queue failed items again when they are due.
 
-The orchestrator sets ``next_attempt_at`` on a retryable failure (per the
+The core sets ``next_attempt_at`` on a retryable failure (per the
 ``[retry]`` policy). This loop sleeps until the soonest one is due, or until
-the orchestrator says a new retry was scheduled, and then asks the
-orchestrator to queue what is due. One query per due time, none in between:
+the core says a new retry was scheduled, and then asks the core to queue
+what is due. One query per due time, none in between:
 no polling storm however many items wait.
 """
 
@@ -13,9 +13,9 @@ import anyio
 from anyio.abc import TaskStatus
 
 from readdod.clock import Clock
+from readdod.core.commands import Commands
 from readdod.errors import ReaddodError
 from readdod.logging import get_logger
-from readdod.orchestrator import Orchestrator
 
 log = get_logger("readdod.scheduler")
 
@@ -29,14 +29,14 @@ BATCH = 100
 
 class RetryScheduler:
     def __init__(
-        self, orch: Orchestrator, clock: Clock, *, max_sleep_s: float = MAX_SLEEP_S
+        self, commands: Commands, clock: Clock, *, max_sleep_s: float = MAX_SLEEP_S
     ) -> None:
-        self.orch = orch
+        self.commands = commands
         self.clock = clock
         self.max_sleep_s = max_sleep_s
         self.passes = 0
         self._wake = anyio.Event()
-        orch.on_retry_scheduled(self.wake)
+        commands.units.on_retry_scheduled(self.wake)
 
     def wake(self) -> None:
         self._wake.set()
@@ -53,7 +53,7 @@ class RetryScheduler:
         while True:
             self._wake = anyio.Event()
             try:
-                queued, next_due = await self.orch.requeue_due(BATCH)
+                queued, next_due = await self.commands.requeue_due(BATCH)
             except ReaddodError as exc:
                 log.warning("retry.scan_failed", error_code=exc.error_code, error=exc.message)
                 queued, next_due = [], None

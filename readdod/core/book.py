@@ -1,0 +1,434 @@
+"""What an actor writes under its lease: the lease book.
+
+Every write here is fenced by ``(lease_owner, run_id)``: a worker that lost
+its lease (it expired, the item was cancelled, the daemon restarted) writes
+nothing, and learns so from the answer. The actor never writes a status: it
+hands over a step's artifact, a retry, a failure or the end of its run, and
+the book records what that means for the item (:mod:`readdod.core.runs`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from readdod import faults, urls
+from readdod.clock import iso
+from readdod.core import runs
+from readdod.core.runs import RunPolicy, fail, next_step, requeue
+from readdod.core.unit import Note, Units, Work, dumps
+from readdod.core.workers import Lease
+from readdod.errors import StepError
+from readdod.models import CHUNK_ACTIVE, ArtifactMeta, Item
+from readdod.states import Trigger
+from readdod.store import ArtifactRow, ItemRow
+from readdod.views import item_view
+
+
+class LeaseChunks:
+    """A run's chunk ledger for an engine, written through the book under the lease."""
+
+    def __init__(self, book: LeaseBook, lease: Lease) -> None:
+        self.book = book
+        self.lease = lease
+
+    async def begin(self, step: str, total: int, model: str | None) -> dict[int, str]:
+        return await self.book.chunks_begin(self.lease, step, total, model)
+
+    async def update(
+        self,
+        step: str,
+        idx: int,
+        status: str,
+        *,
+        error: StepError | None = None,
+        output: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        await self.book.chunk_update(
+            self.lease, step, idx, status, error=error, output=output, model=model
+        )
+        if status == "done":
+            faults.crash_point(f"chunk:{step}:{idx}")
+
+
+class LeaseBook:
+    """An actor's writes, each fenced by its lease."""
+
+    def __init__(self, units: Units, policy: RunPolicy) -> None:
+        self.units = units
+        self.clock = units.clock
+        self.policy = policy
+
+    def chunks(self, lease: Lease) -> LeaseChunks:
+        """The chunk ledger of ``lease``'s run, for the engine's long-text steps."""
+        return LeaseChunks(self, lease)
+
+    async def source(self, item_id: str) -> tuple[str | None, str | None]:
+        """The captured (html, text) of an item, read when the claim did not carry it."""
+        return await self.units.read(lambda tx: tx.source(item_id))
+
+    async def latest_extraction(self, item_id: str) -> ArtifactRow | None:
+        """The newest extraction (a regenerate that does not refetch reuses it)."""
+        return await self.units.read(lambda tx: tx.latest_artifact(item_id, "extraction"))
+
+    async def put_artifact(
+        self,
+        lease: Lease,
+        step: str,
+        payload: bytes,
+        meta: ArtifactMeta,
+        *,
+        item_fields: dict[str, Any] | None = None,
+        duration_ms: float | None = None,
+        finish: bool = False,
+    ) -> int | None:
+        """Commit one step's artifact for the lease's run; None if the lease is gone.
+
+        ``duration_ms`` (the step's own time) goes into the step event for
+        ``stats`` and the ``step.finished`` line. ``finish`` also runs the
+        READY gate in the same transaction: the last step and the run's
+        outcome commit together, one transaction fewer per item.
+
+        The item row is written only when something on it changes (title,
+        priority, score, a crash-loop count to clear); otherwise the read that
+        checks the lease is all it costs.
+        """
+
+        def unit(work: Work) -> int | None:
+            tx, notes = work.tx, work.notes
+            orphaned, newest, edited, existing = tx.step_slot(
+                lease.item_id, step, lease.owner, lease.run_id
+            )
+            fields = dict(item_fields or {})
+            if edited:
+                # A person's edit keeps deciding what the item shows.
+                for key in ("priority", "match_score", "title"):
+                    fields.pop(key, None)
+            now = self.clock.now_ms()
+            held = orphaned is not None
+            if held and existing is None and (fields or orphaned):
+                # A finished step ends a crash loop: the orphan count starts again.
+                held = tx.update_fenced(
+                    lease.item_id,
+                    lease.owner,
+                    lease.run_id,
+                    updated_at=now,
+                    orphan_count=0,
+                    **fields,
+                )
+            if not held:
+                notes.append(
+                    Note(
+                        "lease.lost",
+                        {
+                            "item_id": lease.item_id,
+                            "run_id": lease.run_id,
+                            "step": step,
+                            "worker_id": lease.owner,
+                        },
+                    )
+                )
+                return None
+            if existing is not None:
+                version = int(existing)
+            else:
+                version = newest + 1
+                tx.add_artifact(
+                    lease.item_id,
+                    step,
+                    version,
+                    lease.run_id,
+                    payload.decode(),
+                    dumps(msgspec.structs.replace(meta, run_id=lease.run_id, created_at=iso(now))),
+                    now,
+                )
+                faults.crash_point(f"tx:step:{step}")
+                if not finish:
+                    tx.set_current_step(lease.run_id, next_step(step))
+                tx.insert_event(
+                    now,
+                    lease.item_id,
+                    lease.run_id,
+                    "step",
+                    None,
+                    None,
+                    Trigger.SYSTEM,
+                    dumps(
+                        {"step": step, "version": version}
+                        if duration_ms is None
+                        else {
+                            "step": step,
+                            "version": version,
+                            "duration_ms": round(duration_ms, 2),
+                        }
+                    ),
+                )
+            notes.append(
+                Note(
+                    "step.finished",
+                    {
+                        "item_id": lease.item_id,
+                        "run_id": lease.run_id,
+                        "worker_id": lease.owner,
+                        "step": step,
+                        "version": version,
+                        "duration_ms": round(duration_ms or 0.0, 2),
+                    },
+                )
+            )
+            if finish:
+                row = tx.item(lease.item_id)
+                assert row is not None
+                runs.finish(work, self.policy, row, lease.run_id, now)
+            return version
+
+        return await self.units.commit(unit)
+
+    async def note_retry(
+        self, lease: Lease, step: str, attempt: int, error: StepError, delay_s: float
+    ) -> bool:
+        """Record ``step`` as ``retrying`` after a retryable error; False if the lease is gone."""
+
+        def unit(work: Work) -> bool:
+            tx, notes = work.tx, work.notes
+            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                return False
+            now = self.clock.now_ms()
+            run = tx.run(lease.run_id)
+            retries = (run.retries if run is not None else 0) + 1
+            message = urls.redact_credentials(error.message)[:1000]
+            tx.update_run(
+                lease.run_id,
+                retries=retries,
+                last_error_code=error.error_code,
+                last_error_message=message,
+            )
+            detail = {
+                "step": step,
+                "state": "retrying",
+                "attempt": attempt,
+                "error_code": error.error_code,
+                "message": message,
+                "delay_s": round(delay_s, 3),
+            }
+            tx.insert_event(
+                now, lease.item_id, lease.run_id, "step", None, None, Trigger.SYSTEM, dumps(detail)
+            )
+            notes.append(
+                Note(
+                    "step.retrying",
+                    {
+                        "item_id": lease.item_id,
+                        "run_id": lease.run_id,
+                        "worker_id": lease.owner,
+                        "step": step,
+                        "attempt": attempt,
+                        "error_code": error.error_code,
+                        "delay_s": round(delay_s, 3),
+                    },
+                )
+            )
+            return True
+
+        return await self.units.commit(unit)
+
+    async def note_step(self, lease: Lease, step: str, event: str, detail: dict[str, Any]) -> bool:
+        """Record something about a running step (e.g. it waits for the model server)."""
+
+        def unit(work: Work) -> bool:
+            tx, notes = work.tx, work.notes
+            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                return False
+            full = {"step": step, "event": event, **detail}
+            tx.insert_event(
+                self.clock.now_ms(),
+                lease.item_id,
+                lease.run_id,
+                "step",
+                None,
+                None,
+                Trigger.SYSTEM,
+                dumps(full),
+            )
+            notes.append(
+                Note(
+                    event,
+                    {
+                        "item_id": lease.item_id,
+                        "run_id": lease.run_id,
+                        "worker_id": lease.owner,
+                        "step": step,
+                        **detail,
+                    },
+                )
+            )
+            return True
+
+        return await self.units.commit(unit)
+
+    async def chunks_begin(
+        self, lease: Lease, step: str, total: int, model: str | None
+    ) -> dict[int, str]:
+        """Set up ``step``'s chunks for the lease's run; the outputs of chunks already done.
+
+        The same run resumed (after a crash or a retry) keeps its done chunks
+        when the text splits into as many chunks as before; otherwise it
+        starts over.
+        """
+
+        def unit(work: Work) -> dict[int, str]:
+            tx, notes = work.tx, work.notes
+            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                return {}
+            now = self.clock.now_ms()
+            rows = tx.chunks(lease.run_id, step)
+            if len(rows) == total:
+                tx.reopen_chunks(lease.run_id, step, model, now)
+            else:
+                tx.reset_chunks(lease.run_id, step, total, model, now)
+                rows = []
+            done = {r.idx: r.output for r in rows if r.status == "done" and r.output is not None}
+            notes.append(
+                Note(
+                    "chunks.started",
+                    {
+                        "item_id": lease.item_id,
+                        "run_id": lease.run_id,
+                        "step": step,
+                        "total": total,
+                        "done": len(done),
+                    },
+                )
+            )
+            return done
+
+        return await self.units.commit(unit)
+
+    async def chunk_update(
+        self,
+        lease: Lease,
+        step: str,
+        idx: int,
+        status: str,
+        *,
+        error: StepError | None = None,
+        output: str | None = None,
+        model: str | None = None,
+    ) -> bool:
+        """Move one chunk to ``status``; False if the lease is gone.
+
+        ``model`` is the model the attempt starting now asks (``processing``).
+        """
+
+        def unit(work: Work) -> bool:
+            tx, notes = work.tx, work.notes
+            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                return False
+            now = self.clock.now_ms()
+            fields: dict[str, Any] = {"status": status, "updated_at": now}
+            rows = tx.chunks(lease.run_id, step)
+            current = next((r for r in rows if r.idx == idx), None)
+            if current is None:
+                return False
+            if error is not None:
+                fields["last_error_code"] = error.error_code
+                fields["last_error_message"] = error.message[:1000]
+            if status == "retrying":
+                fields["retries"] = current.retries + 1
+            if output is not None:
+                fields["output"] = output
+            if model is not None:
+                fields["model"] = model
+            tx.update_chunk(lease.run_id, step, idx, **fields)
+            now_states = [status if r.idx == idx else r.status for r in rows]
+            detail: dict[str, Any] = {
+                "step": step,
+                "chunk": idx,
+                "state": status,
+                "done": now_states.count("done"),
+                # In flight, retrying or not: one figure, as people see it.
+                "active": sum(st in CHUNK_ACTIVE for st in now_states),
+                "total": len(rows),
+            }
+            if error is not None:
+                detail["error_code"] = error.error_code
+            if status in ("done", "error", "retrying"):
+                tx.insert_event(
+                    now,
+                    lease.item_id,
+                    lease.run_id,
+                    "chunk",
+                    None,
+                    None,
+                    Trigger.SYSTEM,
+                    dumps(detail),
+                )
+            notes.append(
+                Note("chunk.progress", {"item_id": lease.item_id, "run_id": lease.run_id, **detail})
+            )
+            return True
+
+        return await self.units.commit(unit)
+
+    async def complete(self, lease: Lease) -> Item | None:
+        """The READY gate and, if it passes, PROCESSING → READY; else FAILED_AI."""
+
+        def unit(work: Work) -> ItemRow | None:
+            tx, notes = work.tx, work.notes
+            row = tx.item(lease.item_id)
+            if row is None or not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                notes.append(
+                    Note(
+                        "lease.lost",
+                        {"item_id": lease.item_id, "run_id": lease.run_id, "step": "gate"},
+                    )
+                )
+                return None
+            return runs.finish(work, self.policy, row, lease.run_id, self.clock.now_ms())
+
+        row = await self.units.commit(unit)
+        return item_view(row) if row else None
+
+    async def fail(self, lease: Lease, step: str, error: StepError) -> Item | None:
+        def unit(work: Work) -> ItemRow | None:
+            tx, notes = work.tx, work.notes
+            row = tx.item(lease.item_id)
+            if row is None or not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                notes.append(
+                    Note(
+                        "lease.lost",
+                        {"item_id": lease.item_id, "run_id": lease.run_id, "step": step},
+                    )
+                )
+                return None
+            return fail(
+                work,
+                self.policy,
+                row,
+                step,
+                error.code,
+                error.message,
+                error.retryable,
+                error.debug,
+                self.clock.now_ms(),
+                retry_after=error.retry_after,
+                timed_out=error.timed_out,
+            )
+
+        row = await self.units.commit(unit)
+        return item_view(row) if row else None
+
+    async def release(self, lease: Lease, reason: str) -> bool:
+        """PROCESSING → QUEUED for a run that stops early (pause, shutdown, cancel)."""
+
+        def unit(work: Work) -> bool:
+            tx = work.tx
+            row = tx.item(lease.item_id)
+            if row is None or not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+                return False
+            requeue(work, row, reason, self.clock.now_ms())
+            return True
+
+        return await self.units.commit(unit)

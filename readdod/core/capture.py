@@ -1,0 +1,254 @@
+"""A capture: checked, recognised when it was seen before, written as a new item.
+
+The checks and the capture's identity are pure; :func:`capture_unit` is the
+unit of work. With ``daemon.auto_process`` a new item is written QUEUED at
+once (one row write; its events still record CAPTURED → QUEUED), and claimed
+in the same transaction when the workers hold a slot for it and nothing
+older waits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.parse
+from typing import Final
+
+import msgspec
+
+from readdod import faults, ids, sniff, urls
+from readdod.core.runs import new_run
+from readdod.core.unit import Work, dumps
+from readdod.core.workers import Claimed, Lease, Workers
+from readdod.errors import (
+    IdempotencyConflict,
+    PayloadTooLarge,
+    UnsupportedContent,
+    ValidationFailed,
+)
+from readdod.models import PRIORITIES, CaptureRequest
+from readdod.states import Status, Trigger
+from readdod.store import ItemRow
+
+S = Status
+#: Marks capture hashes made from what identifies a capture (see :func:`capture_hash`).
+CAPTURE_HASH_PREFIX: Final = "c2:"
+#: Captured sources up to this size travel with the claim (no read per item); bigger ones
+#: are read by the actor when it needs them, so thousands in flight stay small in memory.
+CLAIM_SOURCE_MAX_CHARS: Final = 64 * 1024
+
+
+class Checked(msgspec.Struct, frozen=True):
+    """A capture request that passed the checks, with what was derived from it."""
+
+    req: CaptureRequest
+    intent: str
+    domain: str | None
+    canonical: str | None
+    tags: list[str]
+    source_type: str
+    digest: str
+
+
+def capture_hash(canonical_url: str | None, req: CaptureRequest) -> str:
+    """What identifies a capture: the page (its canonical URL), the intent as
+    :func:`urls.normalise_intent` compares it, and the content handed in.
+
+    Two captures with the same hash are the same capture: a repeated
+    capture_id conflicts only when this differs, and a page captured again
+    with its HTML through another spelling of its URL is the same item.
+    """
+    title = req.title.strip() if req.title else None
+    h = hashlib.sha256()
+    for part in (canonical_url, urls.normalise_intent(req.intent), req.html, req.text, title):
+        h.update(b"\x00" if part is None else b"\x01" + part.encode())
+    return CAPTURE_HASH_PREFIX + h.hexdigest()[:32]
+
+
+def _legacy_capture_hash(req: CaptureRequest) -> str:
+    """The hash items captured before :data:`CAPTURE_HASH_PREFIX` carry: the raw fields."""
+    h = hashlib.sha256()
+    for part in (req.url, req.intent, req.html, req.text, req.title):
+        h.update(b"\x00" if part is None else b"\x01" + part.encode())
+    return h.hexdigest()[:32]
+
+
+def _same_capture(stored: str | None, digest: str, req: CaptureRequest) -> bool:
+    if stored is None or stored.startswith(CAPTURE_HASH_PREFIX):
+        return stored == digest
+    return stored == _legacy_capture_hash(req)
+
+
+def _check_content(req: CaptureRequest, max_bytes: int) -> None:
+    """Refuse html or text that is too big to capture, or binary."""
+    for field, content, expected in (
+        ("html", req.html, "a web page"),
+        ("text", req.text, "text"),
+    ):
+        if content is None:
+            continue
+        size = len(content) if content.isascii() else len(content.encode())
+        if size > max_bytes:
+            raise PayloadTooLarge(
+                f"the {field} is {size / 2**20:.1f} MB; readdod captures at most"
+                f" {max_bytes / 2**20:.1f} MB of {field} (fetch.max_bytes)"
+            )
+        kind = sniff.binary_kind(content)
+        if kind is not None:
+            raise UnsupportedContent(
+                f"the {field} looks like {kind}, not {expected}: readdod captures HTML pages"
+                " and plain text only"
+            )
+
+
+def _check_url(url: str) -> tuple[str, str]:
+    """(domain, canonical url) of ``url``, or VALIDATION_ERROR."""
+    try:
+        canonical = urls.canonical(url)
+    except urls.BadURL as exc:
+        raise ValidationFailed(
+            f"url must be an absolute http(s) address such as https://example.org/page, got {url!r}"
+        ) from exc
+    host = urllib.parse.urlsplit(canonical).hostname
+    if host is None:
+        raise ValidationFailed(f"url {url!r} names no host")
+    return host, canonical
+
+
+def check(req: CaptureRequest, max_bytes: int) -> Checked:
+    """Refuse a capture that is missing something, too big or not a page; derive the rest."""
+    intent = req.intent.strip()
+    if not intent:
+        raise ValidationFailed("intent is required: say why you saved this, in a few words")
+    if req.html is not None and req.text is not None:
+        raise ValidationFailed("give html or text, not both")
+    if req.url is None and not req.html and not req.text:
+        raise ValidationFailed("one of url, html or text is required")
+    if req.html is not None and not req.html.strip():
+        raise ValidationFailed("html is empty")
+    if req.text is not None and not req.text.strip():
+        raise ValidationFailed("text is empty")
+    _check_content(req, max_bytes)
+    domain, canonical = _check_url(req.url) if req.url is not None else (None, None)
+    if req.priority is not None and req.priority not in PRIORITIES:
+        raise ValidationFailed(f"priority must be one of {', '.join(PRIORITIES)}")
+    return Checked(
+        req=req,
+        intent=intent,
+        domain=domain,
+        canonical=canonical,
+        tags=sorted({t.strip() for t in req.tags if t.strip()}),
+        source_type="text" if req.text else "html" if req.html else "url",
+        digest=capture_hash(canonical, req),
+    )
+
+
+def _seen(work: Work, c: Checked) -> tuple[ItemRow | None, str | None]:
+    """The item this capture repeats, if any; else the item of the same page (a sibling)."""
+    req = c.req
+    if req.capture_id:
+        found = work.tx.item_by_capture_id(req.capture_id)
+        if found is not None:
+            if not _same_capture(found.capture_hash, c.digest, req):
+                raise IdempotencyConflict(
+                    f"capture_id {req.capture_id!r} was already used for different"
+                    f" content (item {found.id}); use a new capture_id"
+                )
+            return found, None
+    if c.canonical is None:
+        return None, None
+    same_intent = urls.normalise_intent(c.intent)
+    same_page = work.tx.items_by_canonical_url(c.canonical)
+    for other in same_page:
+        # A page sent with its own HTML (say, after a fetch hit a bot wall)
+        # is new content: only an exact repeat of it is the same item.
+        same_source = (c.source_type == "url" and other.source_type == "url") or _same_capture(
+            other.capture_hash, c.digest, req
+        )
+        if same_source and urls.normalise_intent(other.intent_text) == same_intent:
+            return other, None
+    return None, same_page[0].id if same_page else None
+
+
+def capture_unit(
+    work: Work, c: Checked, now: int, *, auto_process: bool, workers: Workers | None
+) -> tuple[ItemRow, bool, Claimed | None]:
+    """Write the capture (or find it again): (item, created, claimed at once)."""
+    seen, sibling_of = _seen(work, c)
+    if seen is not None:
+        return seen, False, None
+    req = c.req
+    row = ItemRow(
+        id=ids.ulid(now),
+        capture_id=req.capture_id,
+        capture_hash=c.digest,
+        source_type=c.source_type,
+        url=req.url.strip() if req.url else None,
+        final_url=None,
+        domain=c.domain,
+        title=req.title.strip() if req.title and req.title.strip() else None,
+        intent_text=c.intent,
+        status=S.CAPTURED,
+        priority=req.priority or "P2",
+        match_score=None,
+        tags=dumps(c.tags),
+        failure=None,
+        archive_reason=None,
+        lease_owner=None,
+        lease_expires_at=None,
+        current_run_id=None,
+        orphan_count=0,
+        next_attempt_at=0,
+        created_at=now,
+        updated_at=now,
+        canonical_url=c.canonical,
+        sibling_of=sibling_of,
+    )
+    # Claimed here when the workers hold a slot and nothing older waits.
+    owner = workers.owner if workers is not None else None
+    if owner is not None and work.tx.queue_due(now):
+        owner = None
+    path: list[tuple[Status, Status, Trigger]] = []
+    run_id = None
+    if auto_process:
+        run_id = ids.ulid(now)
+        path.append((S.CAPTURED, S.QUEUED, Trigger.SYSTEM))
+        row = msgspec.structs.replace(row, status=S.QUEUED, current_run_id=run_id)
+        if owner is not None and workers is not None:
+            path.append((S.QUEUED, S.PROCESSING, Trigger.SYSTEM))
+            row = msgspec.structs.replace(
+                row,
+                status=S.PROCESSING,
+                lease_owner=owner,
+                lease_expires_at=now + workers.lease_ttl_ms,
+            )
+    work.insert(row, path)
+    if run_id is not None:
+        new_run(work, row.id, "PROCESS", now, run_id=run_id, running_by=owner)
+    if req.html or req.text:
+        work.tx.insert_source(row.id, req.html, req.text)
+    detail = dumps({"sibling_of": sibling_of}) if sibling_of else "{}"
+    work.tx.insert_event(now, row.id, None, "capture", None, S.CAPTURED, Trigger.USER, detail)
+    work.note("item.captured", item_id=row.id, source_type=c.source_type)
+    faults.crash_point("tx:capture")
+    for src, dst, trigger in path:
+        work.record(
+            now,
+            row.id,
+            run_id,
+            src,
+            dst,
+            trigger,
+            {"worker_id": owner} if dst is S.PROCESSING else None,
+        )
+    if run_id is None or owner is None:
+        return row, True, None
+    small = len(req.html or "") + len(req.text or "") <= CLAIM_SOURCE_MAX_CHARS
+    claimed = Claimed(
+        lease=Lease(row.id, owner, run_id),
+        item=row,
+        run_mode="PROCESS",
+        refetch=False,
+        done={},
+        source=(req.html, req.text) if small and (req.html or req.text) else None,
+    )
+    return row, True, claimed

@@ -1,0 +1,188 @@
+"""Leases: claiming queued items, renewing what is held, recovering what was lost.
+
+A lease is the right to write for one run of one item, held by one worker
+until ``lease_expires_at``. The supervisor claims and renews; whatever a
+lost worker held (its lease ran out, or the daemon died) returns to QUEUED,
+or fails with WORKER_LOST once an item has been lost too often in a row, so
+a page that kills the process cannot crash-loop it. What an actor writes
+under its lease is in :mod:`readdod.core.book`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from readdod import ids
+from readdod.clock import iso
+from readdod.core.capture import CLAIM_SOURCE_MAX_CHARS
+from readdod.core.runs import RunPolicy, failed_state, requeue
+from readdod.core.unit import Note, Units, Work, dumps, transition_note
+from readdod.core.workers import Claimed, Lease
+from readdod.errors import ErrorCode
+from readdod.states import Status, Trigger, require
+
+S = Status
+#: The failure message of an item whose worker was lost too often (printf: count, step, id).
+WORKER_LOST_MESSAGE: Final = (
+    "the worker processing this item was lost %d times in a row during step %s;"
+    " it may crash readdod. Retry with `readdod process %s`."
+)
+#: Orphans logged one by one (a transition line each); the rest are counted in one line.
+ORPHAN_LINES: Final = 100
+
+
+class Leases:
+    """The supervisor's side of the core: claim, renew, recover, release."""
+
+    def __init__(self, units: Units, policy: RunPolicy) -> None:
+        self.units = units
+        self.clock = units.clock
+        self.policy = policy
+
+    async def claim(self, owner: str, limit: int, lease_ttl_ms: int) -> list[Claimed]:
+        """Lease up to ``limit`` QUEUED items to ``owner``, starting their runs."""
+
+        def unit(work: Work) -> list[Claimed]:
+            tx = work.tx
+            now = self.clock.now_ms()
+            rows = work.claim(owner, limit, now + lease_ttl_ms, now)
+            run_ids = [r.current_run_id for r in rows if r.current_run_id]
+            runs = tx.start_runs(run_ids, owner, now)
+            tx.start_attempts(run_ids, owner, now, ids.ulid)
+            sources = tx.small_sources(
+                [r.id for r in rows if r.source_type != "url"], CLAIM_SOURCE_MAX_CHARS
+            )
+            detail = dumps({"worker_id": owner})
+            events = []
+            out = []
+            for row in rows:
+                run = runs[row.current_run_id or ""]
+                events.append(
+                    (now, row.id, run.run_id, "transition", S.QUEUED, S.PROCESSING, detail)
+                )
+                work.notes.append(
+                    transition_note(
+                        row.id,
+                        run.run_id,
+                        S.QUEUED,
+                        S.PROCESSING,
+                        Trigger.SYSTEM,
+                        {"worker_id": owner},
+                    )
+                )
+                # Only a run claimed before can have finished steps to resume from.
+                resumed = run.attempts > 1
+                out.append(
+                    Claimed(
+                        lease=Lease(row.id, owner, run.run_id),
+                        item=row,
+                        run_mode=run.mode,
+                        refetch=bool(run.refetch),
+                        done=tx.artifacts_of_run(row.id, run.run_id) if resumed else {},
+                        source=sources.get(row.id),
+                    )
+                )
+            tx.insert_events(events, Trigger.SYSTEM)
+            return out
+
+        return await self.units.commit(unit)
+
+    async def renew(self, owner: str, item_ids: Sequence[str], lease_ttl_ms: int) -> set[str]:
+        """Extend ``owner``'s leases on ``item_ids``; the ids it still held."""
+        until = self.clock.now_ms() + lease_ttl_ms
+        return await self.units.store.write(lambda tx: tx.renew_leases(owner, item_ids, until))
+
+    async def recover(self, owner: str) -> tuple[int, int]:
+        """Startup: every PROCESSING row is an orphan (we hold the instance lock).
+
+        Returns (requeued, failed).
+        """
+        return await self.units.commit(
+            lambda work: self._orphan(work, self.clock.now_ms(), reason="orphan_recovery")
+        )
+
+    async def requeue_expired(self) -> int:
+        """Return items whose lease ran out (a dead or stalled worker) to QUEUED."""
+
+        def unit(work: Work) -> int:
+            requeued, failed = self._orphan(
+                work, self.clock.now_ms(), reason="lease_expired", expired=True
+            )
+            return requeued + failed
+
+        return await self.units.commit(unit)
+
+    async def release_owned(self, owner: str, reason: str = "shutdown") -> int:
+        """PROCESSING → QUEUED for every lease ``owner`` still holds (a clean stop).
+
+        An actor whose own release failed (the database was locked), or an
+        item claimed at capture whose actor never started, would otherwise
+        wait for recovery and count as orphaned. Returns how many moved.
+        """
+
+        def unit(work: Work) -> int:
+            now = self.clock.now_ms()
+            held = work.tx.held_by(owner)
+            for row in held:
+                requeue(work, row, reason, now)
+            return len(held)
+
+        return await self.units.commit(unit)
+
+    def _orphan(
+        self, work: Work, now: int, *, reason: str, expired: bool = False
+    ) -> tuple[int, int]:
+        """Requeue or fail every orphan (every PROCESSING item, or those whose lease expired).
+
+        Set-based: a few statements whatever the count, so a restart after a
+        crash with 100,000 items in flight takes a second or so rather than
+        the many seconds of one move per item. Log lines go per item for the
+        first ``ORPHAN_LINES`` orphans, then one ``recovery.unlisted`` line;
+        the events table has a row for every one.
+        """
+        require(S.PROCESSING, S.QUEUED, Trigger.SYSTEM)
+        require(S.PROCESSING, S.FAILED_AI, Trigger.SYSTEM)
+        require(S.PROCESSING, S.FAILED_EXTRACTION, Trigger.SYSTEM)
+        requeued, failed, sample = work.tx.orphan_processing(
+            now,
+            expired_before=now if expired else None,
+            max_orphanings=self.policy.max_orphanings,
+            reason=reason,
+            error_code=ErrorCode.WORKER_LOST,
+            message_format=WORKER_LOST_MESSAGE,
+            failed_at=iso(now) or "",
+            sample=ORPHAN_LINES,
+            attempt_stamp=ids.ulid(now)[:10],
+        )
+        for item_id, run_id, count, step, has_failed, message in sample:
+            if has_failed:
+                detail: dict[str, Any] = {
+                    "step": step,
+                    "error_code": ErrorCode.WORKER_LOST,
+                    "message": (message or "")[:500],
+                    "next_attempt_at": None,
+                }
+                dst = failed_state(step)
+            else:
+                detail = {"reason": reason, "orphan_count": count}
+                dst = S.QUEUED
+            work.notes.append(
+                transition_note(item_id, run_id, S.PROCESSING, dst, Trigger.SYSTEM, detail)
+            )
+            if not has_failed:
+                work.notes.append(
+                    Note(
+                        "recovery.requeued",
+                        {"item_id": item_id, "run_id": run_id, "reason": reason},
+                    )
+                )
+        if requeued + failed > len(sample):
+            work.note(
+                "recovery.unlisted",
+                reason=reason,
+                count=requeued + failed - len(sample),
+                requeued=requeued,
+                failed=failed,
+            )
+        return requeued, failed
