@@ -270,7 +270,7 @@ class ExportFailed(RequestError):
 
 
 class StepError(ReaddodError):
-    """A step failed. The orchestrator records it as ``items.failure``."""
+    """A step failed. The core records it as ``items.failure``."""
 
     retryable: bool = False
 

@@ -1,6 +1,6 @@
 """Health (Cecelia §7): a few metrics, each judged against two limits.
 
-:func:`evaluate` is pure: the orchestrator gathers the metrics on one
+:func:`evaluate` is pure: the core's read model gathers the metrics on one
 snapshot and this module says ``ok``, ``degraded`` or ``unhealthy``, with a
 reason a person can act on for every check that is not ok.
 """

@@ -3,7 +3,7 @@
 Steps take what earlier steps of the same run produced and return a payload;
 they raise :class:`readdod.errors.StepError` subclasses on failure. They
 never touch the store or a status: the actor hands their results to the
-orchestrator.
+core's lease book.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A step (or one chunk of it) that hits a retryable :class:`StepError` — a
 timeout, a 429, a 5xx, a reset connection — is tried again with exponential
 backoff and jitter, honouring the server's ``Retry-After``. Before each wait
-the caller's ``on_retry`` hook is told, so the orchestrator can record the
+the caller's ``on_retry`` hook is told, so the core can record the
 ``retrying`` state and people watching see why an item is slow. After the
 last attempt the error goes up unchanged and the step fails with its code.
 """

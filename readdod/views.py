@@ -1,7 +1,7 @@
 """Wire views of store rows: what `get`, `list`, `show` and `watch` send.
 
 Pure functions from the store's row Structs to the protocol's Structs, kept
-apart from the orchestrator so reading code need not wade through state
+apart from the core so reading code need not wade through state
 changes.
 """
 

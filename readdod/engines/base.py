@@ -22,7 +22,7 @@ ChunkStatus = Literal["pending", "processing", "retrying", "done", "error"]
 class ChunkLedger(Protocol):
     """Where one step's chunks keep their state across retries and crashes.
 
-    The actor backs it with the orchestrator (fenced by its lease), so an
+    The actor backs it with the core's lease book (fenced by its lease), so an
     engine records chunk progress without knowing items, runs or the store.
     """
 

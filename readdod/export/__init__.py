@@ -2,7 +2,7 @@
 
 Rendering (:mod:`markdown`, :mod:`jsonfmt`, :mod:`naming`) is pure;
 :mod:`writer` and :mod:`atomic` are the I/O edge. Exporters never write a
-status: the orchestrator records what happened.
+status: the core records what happened (:mod:`readdod.core.exporting`).
 """
 
 from __future__ import annotations

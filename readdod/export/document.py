@@ -1,6 +1,6 @@
 """What a renderer gets: one item's card with the facts around it.
 
-Pure: no I/O. The orchestrator builds an :class:`ExportDoc` from the store;
+Pure: no I/O. The export planner builds an :class:`ExportDoc` from the store;
 renderers turn it into bytes and never look anything up themselves.
 """
 

@@ -81,7 +81,7 @@ def _owned(path: Path, marker: bytes) -> bool:
 
 
 class Exporter:
-    """Writes rendered exports into a folder; the orchestrator records the outcome."""
+    """Writes rendered exports into a folder; the core records the outcome."""
 
     def __init__(
         self,
