@@ -1,4 +1,8 @@
-"""`readdod demo`: a private daemon on a temporary directory, fed the bundled pages."""
+"""`readdod demo`: a private daemon on a temporary directory, fed the bundled pages.
+
+The caller hands in how a card reads for people (the CLI's renderer), so the
+demo needs nothing from the CLI and the CLI can run the demo.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from readdod.control.client import Client
 from readdod.demo import sample_pages
 from readdod.errors import DaemonUnavailable
+
+#: A card for people from `get`'s answer: the item and its artifacts in, text out.
+CardRenderer = Callable[[dict[str, Any], dict[str, Any]], str]
 
 TERMINAL = {"READY", "SHIPPED", "ARCHIVED", "FAILED_EXTRACTION", "FAILED_AI", "FAILED_EXPORT"}
 
@@ -38,9 +46,8 @@ def _connect(sock: Path, proc: subprocess.Popen[bytes], timeout_s: float = 30.0)
             time.sleep(0.05)
 
 
-def run_demo(*, json_out: bool = False, keep: bool = False) -> int:
-    from readdod.cli import render_card
-
+def run_demo(*, render_card: CardRenderer, json_out: bool = False, keep: bool = False) -> int:
+    """Capture every sample page, wait for the cards, print them; 0 when all are READY."""
     tmp = Path(tempfile.mkdtemp(prefix="readdod-demo-"))
     sock = tmp / "readdod.sock"
     cfg = tmp / "config.toml"

@@ -1,0 +1,74 @@
+"""The files a verb reads for its argument (``FILE`` or ``-`` for standard input).
+
+A file that cannot be read, is too large or is binary is refused here, naming
+it, before anything is sent to the daemon.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from readdod import sniff
+from readdod.errors import PayloadTooLarge, ReaddodError, UnsupportedContent
+
+
+def shown(value: str) -> str:
+    """A file name as a message quotes it: whole when short, cut when it is long or odd."""
+    return value if len(value) <= 120 and "\n" not in value else f"{value[:60]!r}…"
+
+
+def _unreadable(value: str, exc: OSError) -> ReaddodError:
+    return ReaddodError(
+        f"cannot read the file {shown(value)}: {exc.strerror or exc}"
+        " (--html and --text take a file name, or - for standard input)"
+    )
+
+
+def read_source(value: str) -> str:
+    """A file's text, or standard input's for ``-``; undecodable bytes replaced."""
+    if value == "-":
+        return sys.stdin.read()
+    try:
+        return Path(value).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise _unreadable(value, exc) from exc
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
+
+
+def read_capture_source(value: str, *, html: bool, max_bytes: int) -> str:
+    """The page or text of ``--html``/``--text``, decoded as a fetched page would be.
+
+    A file over ``max_bytes`` or one that is binary is refused here, naming it,
+    before anything is sent.
+    """
+    from readdod.extraction.fetch import decode_body
+
+    name = "standard input" if value == "-" else shown(value)
+    try:
+        if value == "-":
+            data = sys.stdin.buffer.read(max_bytes + 1)
+            size = len(data)
+        else:
+            with Path(value).open("rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                data = f.read(max_bytes + 1) if size <= max_bytes else b""
+    except OSError as exc:
+        raise _unreadable(value, exc) from exc
+    if max(size, len(data)) > max_bytes:
+        what = f"is {_mb(size)}" if value != "-" else f"is over {_mb(max_bytes)}"
+        raise PayloadTooLarge(
+            f"{name} {what}; readdod captures at most {_mb(max_bytes)} of"
+            f" {'html' if html else 'text'} (fetch.max_bytes)"
+        )
+    kind = sniff.binary_kind(data)
+    if kind is not None:
+        raise UnsupportedContent(
+            f"{name} looks like {kind}, not {'a web page' if html else 'text'}: readdod"
+            " captures HTML pages (--html) and plain text (--text) only"
+        )
+    return decode_body(data, None)

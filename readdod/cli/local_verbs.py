@@ -1,0 +1,189 @@
+"""The verbs that run here, in this process: the daemon itself, and tools that need none.
+
+``serve`` builds and runs the daemon; ``demo`` runs a private one; ``config``,
+``schemas``, ``eval`` and ``extract`` work without any daemon and store nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from readdod import __version__, config
+from readdod.cli import render
+from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from readdod.cli.inputs import read_source
+from readdod.errors import ConfigError, ExtractionError
+
+#: A verb that needs no daemon to talk to: the command line in, an exit code out.
+LocalVerb = Callable[[argparse.Namespace], int]
+
+
+def _register_secrets(cfg: config.Config) -> None:
+    """Tell the log scrubber every secret's value: the API key and systemd credentials."""
+    from readdod import logging as rlog
+
+    key_env = getattr(cfg.ai, "api_key_env", None)
+    creds = os.environ.get("CREDENTIALS_DIRECTORY")
+    if key_env:
+        rlog.add_secret(os.environ.get(key_env))
+    if creds:
+        try:
+            for entry in Path(creds).iterdir():
+                if entry.is_file() and entry.stat().st_size <= 64 * 1024:
+                    rlog.add_secret(entry.read_text(errors="replace").strip())
+        except OSError:
+            pass
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    cfg, path, overrides = config.load_with_overrides(args.config)
+    shown = config.redacted(cfg)
+    if args.json:
+        answer = {"file": str(path) if path else None, "overrides": overrides, "config": shown}
+        print(render.json_text(answer))
+        return EXIT_OK
+    print("\n".join(render.config_lines(path, overrides, shown)))
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from readdod import collector, daemon
+    from readdod import logging as rlog
+
+    cfg, path, overrides = config.load_with_overrides(args.config)
+    rlog.configure(cfg.log.level, fmt=cfg.log.format, file=cfg.log.file)
+    _register_secrets(cfg)
+    rlog.get_logger("readdod.cli").info(
+        "daemon.starting",
+        version=__version__,
+        config=str(path) if path else None,
+        overrides=overrides,
+    )
+    collector.tune()
+    anyio.run(daemon.serve, cfg, backend="asyncio")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from readdod.demo.runner import run_demo
+
+    return run_demo(render_card=render.render_card, json_out=args.json)
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    from readdod import schemas
+
+    out = Path(args.out)
+    if args.check:
+        problems = schemas.check_dir(out)
+        for problem in problems:
+            print(f"readdod: {problem}", file=sys.stderr)
+        if problems:
+            print("readdod: run `readdod schemas` to regenerate them", file=sys.stderr)
+            return EXIT_ERROR
+        print(f"{len(schemas.NAMES)} schemas in {out} match the models")
+        return EXIT_OK
+    for path in schemas.write_all(out):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from readdod import logging as rlog
+    from readdod.engines import make_engine
+    from readdod.evaluation import runner
+
+    cfg, _ = config.load(args.config)
+    ai = cfg.ai
+    if args.engine:
+        try:
+            ai = msgspec.convert(
+                {**msgspec.structs.asdict(ai), "engine": args.engine}, type=config.AIConfig
+            )
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"--engine {args.engine}: {exc}") from exc
+    pages = runner.load_golden(Path(args.golden) if args.golden else None)
+
+    async def run() -> runner.Report:
+        engine = make_engine(ai)
+        try:
+            return await runner.evaluate(engine, pages)
+        finally:
+            await runner.close_engine(engine)
+
+    # The engine's warnings (a circuit opening, ...) go to stderr: stdout is the report.
+    with rlog.redirected("warning", sys.stderr, fmt="console"):
+        report = anyio.run(run, backend="asyncio")
+    if args.json:
+        print(render.json_text(msgspec.to_builtins(report) | {"passed": report.passed}))
+    else:
+        print(runner.format_report(report))
+    return EXIT_OK if report.passed else EXIT_ERROR
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    """Extract one page here and now: no daemon, nothing stored."""
+    from readdod.extraction import extract
+
+    config.load(args.config)  # a bad config is reported even when this page needs none of it
+    if args.json and args.markdown:
+        print("readdod extract: --json and --markdown exclude each other", file=sys.stderr)
+        return EXIT_USAGE
+    source = args.source
+    if args.html is None and not source:
+        print("readdod extract: give a URL, --html FILE, or - (HTML on stdin)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.html is not None:
+            result = extract(read_source(args.html), source if source and source != "-" else None)
+        elif source == "-":
+            result = extract(sys.stdin.read())
+        else:
+            result = _extract_url(args, source)
+    except ExtractionError as exc:
+        # The code is what scripts branch on; the message is what a person reads.
+        if args.json:
+            error = {"error_code": exc.error_code, "message": exc.message}
+            print(render.json_text({"error": error | {"retryable": exc.retryable}}))
+        print(f"readdod: {exc.error_code}: {exc.message}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(result)).decode() + "\n")
+    elif args.markdown:
+        head = f"# {result.title}\n\n" if result.title else ""
+        sys.stdout.write(f"{head}{result.markdown}\n")
+    else:
+        head = f"{result.title}\n\n" if result.title else ""
+        sys.stdout.write(f"{head}{result.text}\n")
+    return EXIT_OK
+
+
+def _extract_url(args: argparse.Namespace, url: str) -> Any:
+    from readdod.extraction.fetch import extract_url, make_client
+
+    cfg, _ = config.load(args.config)
+
+    async def run() -> Any:
+        async with make_client(cfg.fetch) as client:
+            return await extract_url(url, client=client)
+
+    return anyio.run(run, backend="asyncio")
+
+
+#: Every verb that runs in this process, by the name typed on the command line.
+LOCAL_VERBS: dict[str, LocalVerb] = {
+    "serve": cmd_serve,
+    "config": cmd_config,
+    "demo": cmd_demo,
+    "schemas": cmd_schemas,
+    "eval": cmd_eval,
+    "extract": cmd_extract,
+}
