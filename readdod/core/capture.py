@@ -16,9 +16,10 @@ from typing import Final
 import msgspec
 
 from readdod import faults, ids, sniff, urls
+from readdod.core.leases import claimed, lease_new
 from readdod.core.runs import new_run
 from readdod.core.unit import Work, dumps
-from readdod.core.workers import Claimed, Lease, Workers
+from readdod.core.workers import CLAIM_SOURCE_MAX_CHARS, Claimed, Workers
 from readdod.errors import (
     IdempotencyConflict,
     PayloadTooLarge,
@@ -32,9 +33,6 @@ from readdod.store import ItemRow
 S = Status
 #: Marks capture hashes made from what identifies a capture (see :func:`capture_hash`).
 CAPTURE_HASH_PREFIX: Final = "c2:"
-#: Captured sources up to this size travel with the claim (no read per item); bigger ones
-#: are read by the actor when it needs them, so thousands in flight stay small in memory.
-CLAIM_SOURCE_MAX_CHARS: Final = 64 * 1024
 
 
 class Checked(msgspec.Struct, frozen=True):
@@ -203,24 +201,18 @@ def capture_unit(
         canonical_url=c.canonical,
         sibling_of=sibling_of,
     )
-    # Claimed here when the workers hold a slot and nothing older waits.
-    owner = workers.owner if workers is not None else None
-    if owner is not None and work.tx.queue_due(now):
-        owner = None
     path: list[tuple[Status, Status, Trigger]] = []
     run_id = None
+    owner = None
     if auto_process:
         run_id = ids.ulid(now)
         path.append((S.CAPTURED, S.QUEUED, Trigger.SYSTEM))
         row = msgspec.structs.replace(row, status=S.QUEUED, current_run_id=run_id)
-        if owner is not None and workers is not None:
+        # Claimed here when the workers hold a slot and nothing older waits.
+        leased = lease_new(work, row, workers, now) if workers is not None else None
+        if leased is not None:
             path.append((S.QUEUED, S.PROCESSING, Trigger.SYSTEM))
-            row = msgspec.structs.replace(
-                row,
-                status=S.PROCESSING,
-                lease_owner=owner,
-                lease_expires_at=now + workers.lease_ttl_ms,
-            )
+            row, owner = leased, leased.lease_owner
     work.insert(row, path)
     if run_id is not None:
         new_run(work, row.id, "PROCESS", now, run_id=run_id, running_by=owner)
@@ -243,12 +235,5 @@ def capture_unit(
     if run_id is None or owner is None:
         return row, True, None
     small = len(req.html or "") + len(req.text or "") <= CLAIM_SOURCE_MAX_CHARS
-    claimed = Claimed(
-        lease=Lease(row.id, owner, run_id),
-        item=row,
-        run_mode="PROCESS",
-        refetch=False,
-        done={},
-        source=(req.html, req.text) if small and (req.html or req.text) else None,
-    )
-    return row, True, claimed
+    source = (req.html, req.text) if small and (req.html or req.text) else None
+    return row, True, claimed(row, owner, run_id, "PROCESS", refetch=False, done={}, source=source)

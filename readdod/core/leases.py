@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+import msgspec
+
 from readdod import ids
 from readdod.clock import iso
-from readdod.core.capture import CLAIM_SOURCE_MAX_CHARS
 from readdod.core.runs import RunPolicy, failed_state, requeue
 from readdod.core.unit import Note, Units, Work, dumps, transition_note
-from readdod.core.workers import Claimed, Lease
+from readdod.core.workers import CLAIM_SOURCE_MAX_CHARS, Claimed, Lease, Workers
 from readdod.errors import ErrorCode
 from readdod.states import Status, Trigger, require
+from readdod.store import ArtifactRow, ItemRow
 
 S = Status
 #: The failure message of an item whose worker was lost too often (printf: count, step, id).
@@ -30,6 +32,40 @@ WORKER_LOST_MESSAGE: Final = (
 )
 #: Orphans logged one by one (a transition line each); the rest are counted in one line.
 ORPHAN_LINES: Final = 100
+
+
+def lease_new(work: Work, row: ItemRow, workers: Workers, now: int) -> ItemRow | None:
+    """A new QUEUED item leased to ``workers`` in its capture's own transaction (one row
+    write, no claim after it), or None when an older item waits: it goes first."""
+    if work.tx.queue_due(now):
+        return None
+    return msgspec.structs.replace(
+        row,
+        status=S.PROCESSING,
+        lease_owner=workers.owner,
+        lease_expires_at=now + workers.lease_ttl_ms,
+    )
+
+
+def claimed(
+    row: ItemRow,
+    owner: str,
+    run_id: str,
+    mode: str,
+    *,
+    refetch: bool,
+    done: dict[str, ArtifactRow],
+    source: tuple[str | None, str | None] | None,
+) -> Claimed:
+    """What an actor is handed for a claimed item."""
+    return Claimed(
+        lease=Lease(row.id, owner, run_id),
+        item=row,
+        run_mode=mode,
+        refetch=refetch,
+        done=done,
+        source=source,
+    )
 
 
 class Leases:
@@ -74,10 +110,11 @@ class Leases:
                 # Only a run claimed before can have finished steps to resume from.
                 resumed = run.attempts > 1
                 out.append(
-                    Claimed(
-                        lease=Lease(row.id, owner, run.run_id),
-                        item=row,
-                        run_mode=run.mode,
+                    claimed(
+                        row,
+                        owner,
+                        run.run_id,
+                        run.mode,
                         refetch=bool(run.refetch),
                         done=tx.artifacts_of_run(row.id, run.run_id) if resumed else {},
                         source=sources.get(row.id),

@@ -9,11 +9,15 @@ two by hand.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Protocol
 
 import msgspec
 
 from readdod.store import ArtifactRow, ItemRow
+
+#: Captured sources up to this size travel with the claim (no read per item); bigger ones
+#: are read by the actor when it needs them, so thousands in flight stay small in memory.
+CLAIM_SOURCE_MAX_CHARS: Final = 64 * 1024
 
 
 class Lease(msgspec.Struct, frozen=True):
