@@ -1,0 +1,331 @@
+"""Which elements are chrome or boilerplate rather than the article.
+
+Chrome is what a site wraps around every article (nav, header, footer, aside,
+forms, ARIA landmarks other than main, hidden elements); boilerplate is what
+class and id names call out as not prose (ads, share bars, comments, related
+links, bylines, captions). The vocabulary is that of class and id names, not
+of page text, so pages in any language are judged the same way. Content
+scoring asks :class:`Boilerplate` which ancestors disqualify a paragraph;
+:func:`prune` then clears the chosen container.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from readdod.extraction.dom import Node, is_block, link_density, node_text_len, nonspace_len
+
+# Never article text, wherever they sit.
+_NEVER_TEXT: Final = (
+    "script, style, noscript, template, svg, iframe, button, object, embed, dialog, "
+    "select, textarea, input, canvas, map, audio, video, figcaption"
+)
+_NEVER_TEXT_TAGS: Final = frozenset(_NEVER_TEXT.split(", "))
+# Chrome that some sites (ASP.NET forms, modal snapshots) wrap around the whole
+# page: dropped only when it does not hold the article.
+_CHROME_TAGS: Final = frozenset({"nav", "header", "footer", "aside", "form", "menu"})
+# Containers whose class/id/role can name them boilerplate.
+_NAMED_TAGS: Final = frozenset(
+    {
+        "div", "section", "ul", "ol", "table", "dl", "details", "center", "article",
+        "main", "nav", "header", "footer", "aside", "form", "menu",
+    }
+)  # fmt: skip
+_CHROME_ROLES: Final = frozenset(
+    {"navigation", "banner", "contentinfo", "complementary", "dialog", "alert", "search"}
+)
+
+# --- class/id vocabulary -----------------------------------------------------
+# Token-bounded so that "header" or "shadow" never reads as "ad".
+_NEGATIVE_RE: Final = re.compile(
+    r"(?:^|[\s_-])(?:ads?|advert\w*|banner|combx|comment\w*|com|contact|footer|footnote"
+    r"|masthead|media|meta|nav\w*|newsletter|outbrain|promo\w*|related|scroll|share\w*"
+    r"|shoutbox|sidebar|skyscraper|sponsor\w*|shopping|social|subscribe\w*|tags?|tool\w*"
+    r"|widget\w*|teaser\w*|recirc\w*|trending|popular|most)(?=$|[\s_-])",
+    re.IGNORECASE,
+)
+_POSITIVE_RE: Final = re.compile(
+    r"article|body|content|entry|hentry|h-entry|main|page|post|text|blog|story", re.IGNORECASE
+)
+# Class/id words, matched per token ("header" or "shadow" never reads as "ad");
+# a prefix matches its derivations (comment, comments, commentlist).
+_UNLIKELY_WORDS: Final = frozenset(
+    {
+        "ad", "ads", "agegate", "banner", "breadcrumb", "breadcrumbs", "colophon", "combx",
+        "community", "disqus", "footer", "gdpr", "header", "masthead", "menu", "newsletter",
+        "pager", "pagination", "popup", "related", "remark", "reply", "replies", "rss",
+        "sharing", "shoutbox", "sidebar", "skyscraper", "social", "supplemental", "trending",
+        "outbrain", "taboola",
+    }
+)  # fmt: skip
+_UNLIKELY_PREFIXES: Final = (
+    "advert", "comment", "cookie", "promo", "share", "sponsor", "subscribe", "recirc",
+)  # fmt: skip
+_MAYBE_RE: Final = re.compile(r"and|article|body|column|content|main|shadow")
+# Inside the chosen container: everything that is about the article, not of it.
+_JUNK_WORDS: Final = frozenset(
+    {
+        "ad", "ads", "breadcrumb", "breadcrumbs", "disqus", "modal", "newsletter", "outbrain",
+        "paywall", "popup", "related", "reply", "replies", "sharing", "signup", "social",
+        "taboola", "credit", "credits", "dateline", "timestamp", "published", "updated",
+        "tag", "tags", "tagged", "toolbar", "tools", "print", "email", "follow", "trending",
+        "more", "also", "readmore", "gallery", "slideshow", "carousel", "hidden",
+        "visuallyhidden", "sronly",
+    }
+)  # fmt: skip
+_JUNK_PREFIXES: Final = (
+    "advert", "comment", "cookie", "promo", "recommend", "share", "sponsor", "subscribe",
+    "caption", "byline", "author", "recirc", "teaser", "screenreader", "widget",
+)  # fmt: skip
+_CAMEL_RE: Final = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_UNLIKELY: Final = 1
+_JUNK: Final = 2
+
+
+_WORD_VERDICT: Final = {
+    **dict.fromkeys(_UNLIKELY_WORDS, _UNLIKELY),
+    **dict.fromkeys(_JUNK_WORDS - _UNLIKELY_WORDS, _JUNK),
+    **dict.fromkeys(_JUNK_WORDS & _UNLIKELY_WORDS, _UNLIKELY | _JUNK),
+}
+_ALL_PREFIXES: Final = _UNLIKELY_PREFIXES + _JUNK_PREFIXES
+
+
+# Elements inside the container that pruning looks at.
+_PRUNE_TAGS: Final = frozenset(
+    {"div", "section", "ul", "ol", "table", "dl", "details", "p", "span", "aside", "figure",
+     "time"}
+)  # fmt: skip
+# Microdata that marks an element as metadata about the article.
+_META_ITEMPROPS: Final = frozenset(
+    {"datepublished", "datemodified", "datecreated", "author", "creator", "publisher"}
+)
+_LINK_LIST_DENSITY: Final = 0.5
+_DATE_LINE_EXTRA_CHARS: Final = 30  # "Published on", "Updated:", a time zone
+
+
+def _names(names: str, cache: dict[str, int]) -> int:
+    """Verdict bits for a class/id string; pages repeat class strings, hence ``cache``."""
+    verdict = cache.get(names)
+    if verdict is not None:
+        return verdict
+    verdict = 0
+    low = names.lower()
+    split = low if low == names else _CAMEL_RE.sub(" ", names).lower()  # newsCaption
+    for token in split.replace("_", " ").replace("-", " ").split():
+        bits = _WORD_VERDICT.get(token)
+        if bits is not None:
+            verdict |= bits
+        elif token.startswith(_ALL_PREFIXES):
+            if token.startswith(_UNLIKELY_PREFIXES):
+                verdict |= _UNLIKELY
+            if token.startswith(_JUNK_PREFIXES):
+                verdict |= _JUNK
+    if "sr-only" in low or "screen-reader" in low or "visually-hidden" in low:
+        verdict |= _JUNK
+    if verdict:
+        if verdict & _UNLIKELY and _MAYBE_RE.search(low):
+            verdict &= ~_UNLIKELY
+        if verdict & _JUNK and _POSITIVE_RE.search(low):
+            verdict &= ~_JUNK
+    cache[names] = verdict
+    return verdict
+
+
+def _decompose_reversed(nodes: list[Node]) -> None:
+    """Remove nodes given in document order.
+
+    Going backwards frees descendants before their ancestors, so no node is
+    touched after an ancestor's removal freed it.
+    """
+    for node in reversed(nodes):
+        node.decompose()
+
+
+class Boilerplate:
+    """Decides, once per element, whether it is chrome or named boilerplate.
+
+    Chrome is nav/header/footer/aside/form/menu, ARIA landmarks other than
+    main, and hidden elements; named boilerplate is readability's "unlikely
+    candidates" rule, guarded the same way (a name that also says
+    content/article/main keeps the element). Either is kept when it wraps the
+    page's article markup or, as a page-wide wrapper, most of its text.
+    Only the ancestors of paragraphs and the chosen container's elements are
+    ever judged, which is a small part of a page.
+    """
+
+    def __init__(self, body: Node, keep: set[int]) -> None:
+        self.body = body
+        self.keep = keep
+        self.verdicts: dict[str, int] = {}
+        self.judged: dict[int, bool] = {}
+        self._total = -1
+
+    def is_bad(self, node: Node, attrs: dict[str, str | None] | None = None) -> bool:
+        """``attrs``: the node's attributes, if the caller has read them already."""
+        key = node.mem_id
+        bad = self.judged.get(key)
+        if bad is None:
+            bad = self.judged[key] = self._judge(node, attrs)
+        return bad
+
+    def _judge(self, node: Node, attrs: dict[str, str | None] | None) -> bool:
+        tag = node.tag
+        if tag in _NEVER_TEXT_TAGS:
+            return True
+        if node.mem_id in self.keep:
+            return False
+        chrome = tag in _CHROME_TAGS
+        if not chrome:
+            if attrs is None and (tag in _NAMED_TAGS or tag in _PRUNE_TAGS):
+                attrs = node.attributes
+            if not attrs:
+                return False
+            if (
+                "hidden" in attrs
+                or (attrs.get("aria-hidden") or "").lower() == "true"
+                or "display:none" in (attrs.get("style") or "").replace(" ", "").lower()
+            ):
+                return True
+            if tag not in _NAMED_TAGS:
+                return False
+            if (attrs.get("role") or "").lower() in _CHROME_ROLES:
+                chrome = True
+            else:
+                names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
+                if len(names) <= 1 or not _names(names, self.verdicts) & _UNLIKELY:
+                    return False
+                if _is_embed(node):
+                    return False
+        text = node.text()
+        if (
+            len(text) > 2000
+            and node.css_first("p") is not None
+            and link_density(node, len(text)) < 0.5  # cheaper than the body's text
+        ):
+            if self._total < 0:
+                self._total = node_text_len(self.body)
+            # A comment thread can outweigh a short post, so a node named as
+            # boilerplate escapes only as a page-wide wrapper.
+            if nonspace_len(text) > self._total * (0.5 if chrome else 0.8):
+                return False
+        return True
+
+    def names(self, attrs: dict[str, str | None]) -> int:
+        names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
+        return _names(names, self.verdicts) if len(names) > 1 else 0
+
+
+def _is_embed(node: Node) -> bool:
+    """A wrapper around an embedded post (a quoted tweet or toot is article text)."""
+    child = node.first_child
+    while child is not None and not child.is_element_node:
+        child = child.next
+    return (
+        child is not None
+        and child.tag == "blockquote"
+        and child.css_first("p") is not None
+        and link_density(child) < 0.5
+    )
+
+
+def class_weight(node: Node) -> float:
+    weight = 0.0
+    attrs = node.attributes
+    for value in (attrs.get("class"), attrs.get("id")):
+        if not value:
+            continue
+        if _NEGATIVE_RE.search(value):
+            weight -= 25
+        if _POSITIVE_RE.search(value):
+            weight += 25
+    return weight
+
+
+def prune(container: Node, judge: Boilerplate) -> None:
+    """Remove what sits inside the article but is not of it.
+
+    Chrome and hidden elements; share bars, captions, bylines, related links
+    and comments by class/id (a wrapper around an embedded post stays);
+    figures (their text is captions); date lines and author/date microdata;
+    rel=tag links; lists and blocks that are mostly links.
+    """
+    # One walk: the links' text is credited to their ancestors first, since
+    # the elements are judged by it (a css("a") query would be a second walk).
+    nodes = list(container.traverse())
+    tags: list[str | None] = [node.tag for node in nodes]
+    linked: dict[int, int] = {}
+    cid = container.mem_id
+    for link, tag in zip(nodes, tags, strict=True):
+        if tag != "a":
+            continue
+        chars = nonspace_len(link.text())
+        if not chars:
+            continue
+        ancestor = link.parent
+        while ancestor is not None:
+            key = ancestor.mem_id
+            linked[key] = linked.get(key, 0) + chars
+            if key == cid:
+                break
+            ancestor = ancestor.parent
+    total = node_text_len(container)
+    doomed: list[Node] = []
+    # What lies inside a doomed element goes with it: not worth judging
+    # (comment threads and link lists are often most of a container).
+    dead: set[int] = set()
+    for node, tag in zip(nodes, tags, strict=True):
+        if not tag or tag[0] == "-":  # comments
+            continue
+        if dead:
+            parent = node.parent
+            if parent is not None and parent.mem_id in dead:
+                dead.add(node.mem_id)
+                continue
+        if tag == "a":
+            # rel=tag links are the page's tag cloud, not its prose.
+            rel = node.attributes.get("rel")
+            if rel and "tag" in rel.lower().split():
+                doomed.append(node)
+            continue
+        if (tag not in _PRUNE_TAGS and tag not in _CHROME_TAGS) or node.mem_id == cid:
+            continue
+        if _is_junk(node, tag, judge, linked.get(node.mem_id, 0), total):
+            doomed.append(node)
+            dead.add(node.mem_id)
+    _decompose_reversed(doomed)
+
+
+def _is_junk(node: Node, tag: str, judge: Boilerplate, links: int, total: int) -> bool:
+    """Whether an element of the container is about the article, not of it.
+
+    ``links``: characters of link text inside; ``total``: the container's.
+    """
+    if tag == "figure":
+        return node.css_first("blockquote, table, pre") is None
+    if tag == "time":
+        return _is_date_line(node)
+    attrs = node.attributes
+    if attrs or tag in _CHROME_TAGS:  # a bare element is never boilerplate
+        if judge.is_bad(node, attrs):
+            return True
+        if (attrs.get("itemprop") or "").lower() in _META_ITEMPROPS:
+            return True
+        if judge.names(attrs) & _JUNK and node_text_len(node) < total / 2 and not _is_embed(node):
+            return True
+    # A node's text holds its links' text: with links >= total / 3 it
+    # cannot be a short link list, so its length is not worth reading.
+    if links and links < total / 3 and tag in ("div", "section", "ul", "ol", "table", "dl", "p"):
+        length = node_text_len(node)
+        return bool(length) and links / length > _LINK_LIST_DENSITY and length < total / 3
+    return False
+
+
+def _is_date_line(node: Node) -> bool:
+    """A ``<time>`` that is (nearly) all of its block is metadata, not a sentence."""
+    block = node.parent
+    while block is not None and not is_block(block.tag):
+        block = block.parent
+    if block is None:
+        return False
+    return nonspace_len(block.text()) < nonspace_len(node.text()) + _DATE_LINE_EXTRA_CHARS

@@ -1,0 +1,147 @@
+"""Node, text and link helpers that every stage of extraction shares.
+
+Metadata, boilerplate judgement, content scoring and Markdown rendering all
+measure nodes, collapse whitespace and resolve links; doing it with one set
+of primitives means a page is measured the same way wherever it is judged,
+and the cheap forms (counting characters instead of splitting, substring
+tests instead of regex scans) are written once.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+from urllib.parse import urljoin
+
+# selectolax ships no type stubs; name the node type for readers.
+Node = Any
+
+BLOCK_TAGS: Final = frozenset(
+    {
+        "address", "article", "aside", "blockquote", "body", "caption", "center",
+        "col", "colgroup", "dd", "details", "dialog", "div", "dl", "dt",
+        "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
+        "h4", "h5", "h6", "header", "hgroup", "hr", "html", "legend", "li",
+        "main", "menu", "nav", "ol", "p", "pre", "search", "section", "summary",
+        "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+    }
+)  # fmt: skip
+# Elements that carry no readable text of their own (or whose text is a caption).
+SKIP_TAGS: Final = frozenset(
+    {
+        "area", "audio", "canvas", "embed", "figcaption", "head", "hr", "img",
+        "input", "link", "map", "meta", "object", "option", "picture", "select",
+        "source", "textarea", "title", "track", "video", "script", "style",
+        "noscript", "template", "svg", "iframe", "button",
+    }
+)  # fmt: skip
+HEADINGS: Final = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+
+# Marks a <br> while a block's text is gathered (a line separator, so that
+# collapsing whitespace inside a line cannot mistake it for a newline).
+BR: Final = "\u2028"
+INVISIBLE: Final = "\u200b\u2060\ufeff\u00ad"
+INVISIBLE_RE: Final = re.compile(f"[{INVISIBLE}]")
+
+
+def node_text_len(node: Node) -> int:
+    """Characters of text, whitespace not counted (cheap, comparable across nodes)."""
+    return nonspace_len(node.text())
+
+
+def nonspace_len(text: str) -> int:
+    """Length without the usual whitespace (counting beats splitting on long texts)."""
+    chars = len(text) - text.count(" ") - text.count("\n") - text.count("\t") - text.count("\r")
+    return chars if text.isascii() else chars - text.count("\xa0")
+
+
+def link_density(node: Node, total: int = -1) -> float:
+    """Share of the text inside links (raw lengths: both sides carry the same spacing).
+
+    ``total``: the length of the node's text, if the caller has it already.
+    """
+    if total < 0:
+        total = len(node.text())
+    if total == 0:
+        return 0.0
+    linked = sum(len(link.text()) for link in node.css("a"))
+    return min(linked / total, 1.0)
+
+
+def find_inside(node: Node, selector: str) -> Node | None:
+    """First match strictly inside ``node`` (lexbor's css() also matches the node itself)."""
+    for match in node.css(selector):
+        if match.mem_id != node.mem_id:
+            return match
+    return None
+
+
+def is_block(tag: str) -> bool:
+    # Custom elements (<x-paragraph>) are treated as blocks: joining them
+    # inline would glue separate paragraphs together.
+    return tag in BLOCK_TAGS or "-" in tag
+
+
+def absolute_url(base: str | None, href: str | None) -> str | None:
+    """``href`` as an absolute http(s) URL, or None if it cannot be one."""
+    url = resolve_url(base, href)
+    return url if url and url.startswith(("https://", "http://")) else None
+
+
+def resolve_url(base: str | None, href: str | None) -> str | None:
+    if not href or not href.strip():
+        return None
+    href = href.strip()
+    if not base or href.startswith(("https://", "http://")):
+        return href
+    return urljoin(base, href)
+
+
+def link_target(base: str | None, href: str | None) -> str | None:
+    """Where a link points, or None for in-page and script links."""
+    if not href:
+        return None
+    href = href.strip()
+    if not href or href.startswith("#"):
+        return None
+    if href.startswith(("https://", "http://")):
+        target: str | None = href
+    elif href.lower().startswith(("javascript:", "data:", "vbscript:")):
+        return None
+    else:
+        target = resolve_url(base, href)
+    return target.replace(" ", "%20").replace(")", "%29") if target else None
+
+
+def ws(text: str | None) -> str:
+    """Whitespace runs become one space (newlines included), none at the ends."""
+    if not text:
+        return ""
+    if has_invisible(text):
+        text = INVISIBLE_RE.sub("", text)
+    return " ".join(text.split())
+
+
+def has_invisible(text: str) -> bool:
+    """Whether ``text`` holds one of ``INVISIBLE``.
+
+    Plain substring tests: much cheaper than a regex scan of a long text (and
+    immediate when the text's storage cannot hold such characters at all).
+    """
+    return not text.isascii() and (
+        "\u00ad" in text or "\u200b" in text or "\u2060" in text or "\ufeff" in text
+    )
+
+
+def clean_lines(text: str) -> str:
+    """Normalise a block: collapse whitespace, one line per ``<br>``, no empty lines."""
+    if has_invisible(text):
+        text = INVISIBLE_RE.sub("", text)
+    if BR not in text:
+        return " ".join(text.split())
+    lines = (" ".join(line.split()) for line in text.split(BR))
+    return "\n".join(line for line in lines if line)
+
+
+def fold(text: str) -> str:
+    return ws(text).casefold()

@@ -1,0 +1,167 @@
+"""The one walk over a parsed page that every later stage reads from.
+
+Every CSS query or Python walk over a whole page costs about a fifth of
+parsing it, so a single query (:func:`scan_page`) collects, before anything
+is removed, what metadata and content scoring both need: the metadata
+elements (``<meta>``, ``<link rel=canonical>``, ``<title>``, ``<base>``,
+``<time>``, ``<h1>``), the JSON-LD objects and the article among them, the
+semantic hints (``<article>``, ``<main>``, ``itemprop=articleBody``,
+``role=main``, whose ancestors are kept from boilerplate removal) and the
+paragraphs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import urljoin
+
+from readdod.extraction.dom import Node, node_text_len, resolve_url, ws
+
+# What the one query over the document collects.
+_SCAN_TAGS: Final = frozenset(
+    {"meta", "link", "title", "base", "script", "h1", "article", "main", "time"}
+)
+_PARAGRAPH_TAGS: Final = frozenset({"p", "pre", "td", "br"})
+_SCAN_QUERY: Final = (
+    'meta, link[rel~=canonical i], title, base, script[type="application/ld+json" i], h1, '
+    "article, main, time, p, pre, td, br, [itemprop~=articleBody i], [role=main i]"
+)
+_LD_ARTICLE_TYPES: Final = frozenset(
+    {
+        "Article", "NewsArticle", "BlogPosting", "TechArticle", "ScholarlyArticle",
+        "Report", "AnalysisNewsArticle", "OpinionNewsArticle", "ReportageNewsArticle",
+        "ReviewNewsArticle", "BackgroundNewsArticle", "LiveBlogPosting",
+        "SocialMediaPosting", "DiscussionForumPosting", "MedicalScholarlyArticle",
+        "APIReference", "HowTo", "Recipe", "Review",
+    }
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class Scan:
+    """What one query over the whole page found, before anything is removed."""
+
+    base: str | None
+    metas: dict[str, str] = field(default_factory=dict)
+    canonical: str | None = None
+    doc_title: str = ""
+    h1s: list[Node] = field(default_factory=list)
+    times: list[str] = field(default_factory=list)
+    date_published: str | None = None
+    paragraph_nodes: list[Node] = field(default_factory=list)
+    ld_objects: list[dict[str, Any]] = field(default_factory=list)
+    ld_article: dict[str, Any] | None = None
+    article_body_id: int | None = None
+    keep: set[int] = field(default_factory=set)
+
+
+def scan_page(tree: Node, page_url: str | None) -> Scan:
+    """Collect metadata elements, semantic hints and paragraphs in one query."""
+    scan = Scan(base=page_url)
+    canonical_href: str | None = None
+    semantic: list[Node] = []
+    articles: list[Node] = []
+    paragraphs = scan.paragraph_nodes
+    for node in tree.css(_SCAN_QUERY):
+        tag = node.tag
+        if tag in _PARAGRAPH_TAGS:
+            paragraphs.append(node)
+            continue
+        attrs = node.attributes
+        if tag not in _SCAN_TAGS or tag == "article":  # maybe matched by itemprop or role
+            if "articlebody" in (attrs.get("itemprop") or "").lower().split():
+                scan.article_body_id = node.mem_id
+                semantic.append(node)
+                continue
+            if (attrs.get("role") or "").lower() == "main":
+                semantic.append(node)
+                continue
+            if tag != "article":
+                continue
+        if tag == "meta":
+            content = attrs.get("content")
+            if content:
+                for attr in ("property", "name", "itemprop"):
+                    key = attrs.get(attr)
+                    if key:
+                        scan.metas.setdefault(key.strip().lower(), content)
+                if (attrs.get("http-equiv") or "").lower() == "content-language":
+                    scan.metas.setdefault("content-language", content)
+        elif tag == "link":
+            if canonical_href is None and "canonical" in (attrs.get("rel") or "").lower().split():
+                canonical_href = attrs.get("href")
+        elif tag == "title":
+            if not scan.doc_title:
+                scan.doc_title = ws(node.text())
+        elif tag == "base":
+            href = attrs.get("href")
+            if href and href.strip():
+                scan.base = urljoin(page_url or "", href.strip()) or page_url
+        elif tag == "script":
+            if (attrs.get("type") or "").strip().lower() == "application/ld+json":
+                try:
+                    data = json.loads(node.text() or "", strict=False)
+                except ValueError:
+                    data = None
+                scan.ld_objects.extend(_flatten_ld(data))
+        elif tag == "h1":
+            scan.h1s.append(node)
+        elif tag == "article":
+            articles.append(node)
+        elif tag == "main":
+            semantic.append(node)
+        elif tag == "time":
+            stamp = attrs.get("datetime")
+            if stamp and stamp.strip():
+                scan.times.append(stamp.strip())
+                if (attrs.get("itemprop") or "").lower() == "datepublished":
+                    scan.date_published = stamp.strip()
+    scan.canonical = resolve_url(scan.base, canonical_href)
+    if scan.base is None and scan.canonical and scan.canonical.startswith(("https://", "http://")):
+        # A saved page read without its URL still links where it did on the web.
+        scan.base = scan.canonical
+    if articles:
+        # Only the main <article>: comment threads mark up each reply as one.
+        semantic.append(articles[0] if len(articles) == 1 else max(articles, key=node_text_len))
+    for node in semantic:
+        while node is not None and node.mem_id not in scan.keep:
+            scan.keep.add(node.mem_id)
+            node = node.parent
+    scan.ld_article = _ld_article(scan.ld_objects)
+    return scan
+
+
+# --- JSON-LD -----------------------------------------------------------------
+
+
+def _flatten_ld(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
+    if depth > 4:
+        return
+    if isinstance(data, list):
+        for entry in data:
+            yield from _flatten_ld(entry, depth + 1)
+    elif isinstance(data, dict):
+        yield data
+        for key in ("@graph", "mainEntity", "mainEntityOfPage"):
+            if isinstance(data.get(key), list | dict):
+                yield from _flatten_ld(data[key], depth + 1)
+
+
+def _ld_types(obj: dict[str, Any]) -> set[str]:
+    kind = obj.get("@type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    return {k.rsplit("/", 1)[-1] for k in kinds if isinstance(k, str)}
+
+
+def _ld_article(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The object describing the article itself, if the page has one."""
+    for obj in objects:
+        if _ld_types(obj) & _LD_ARTICLE_TYPES:
+            return obj
+    for obj in objects:
+        if isinstance(obj.get("articleBody"), str):
+            return obj
+    return None
