@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from readdod.store.api import Store, UnitOfWork
@@ -109,8 +111,12 @@ async def test_list_items_pages_by_cursor_without_gaps_or_repeats(store: Store) 
     await rows.insert(store, *(rows.item(f"i{n:02}", status="READY") for n in range(7)))
     pages: list[list[str]] = []
     cursor: str | None = None
+
+    def page_after(before: str | None) -> Callable[[UnitOfWork], list[ItemRow]]:
+        return lambda tx: tx.list_items(["READY"], None, 3, before)
+
     while True:
-        page = await store.read(lambda tx: tx.list_items(["READY"], None, 3, cursor))
+        page = await store.read(page_after(cursor))
         if not page:
             break
         pages.append([r.id for r in page])
@@ -229,6 +235,5 @@ async def test_retries_due_come_soonest_first_and_next_retry_is_the_soonest(
     assert await store.read(read) == (["i2", "i4"], ["i2", "i4"], [], 100)
     await store.write(lambda tx: tx.set_status("i2", "FAILED_EXTRACTION", "ARCHIVED"))
     assert await store.read(lambda tx: tx.next_retry_at()) == 200
-    for item_id, status in (("i1", "FAILED_AI"), ("i4", "FAILED_AI")):
-        await store.write(lambda tx: tx.set_status(item_id, status, "ARCHIVED"))
+    await store.write(lambda tx: [tx.set_status(i, "FAILED_AI", "ARCHIVED") for i in ("i1", "i4")])
     assert await store.read(lambda tx: tx.next_retry_at()) is None
