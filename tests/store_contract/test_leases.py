@@ -87,7 +87,7 @@ async def test_leases_expire_renew_only_for_their_owner_and_say_who_holds_them(
     expired = await store.read(lambda tx: sorted(r.id for r in tx.expired_leases(2500)))
     assert expired == ["b", "c"]
     # A lease ends with its item's PROCESSING: it is neither held nor renewed after.
-    await store.write(lambda tx: tx.set_status("a", "PROCESSING", "READY", lease_owner=None))
+    await store.write(lambda tx: tx.set_status("a", "PROCESSING", "READY"))
     after = await store.write(lambda tx: tx.renew_leases("w1", ["a", "b"], 4000))
     held = await store.read(lambda tx: [r.id for r in tx.held_by("w1")])
     assert after == {"b"}

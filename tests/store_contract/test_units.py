@@ -20,16 +20,20 @@ class _Refused(Exception):
 
 
 def _capture(item_id: str, *, fail: bool = False) -> Callable[[UnitOfWork], str]:
-    """A unit that writes to every kind of table, then fails if told to."""
+    """A unit that writes to every kind of table, then fails if told to.
+
+    The appends of the hot path come last: a store may hold them back until
+    the unit ends, and a failing unit must lose those too.
+    """
 
     def unit(tx: UnitOfWork) -> str:
         tx.insert_item(rows.item(item_id, current_run_id=f"r-{item_id}"))
         tx.insert_run(rows.run(f"r-{item_id}", item_id))
-        tx.insert_attempt(rows.attempt(f"t-{item_id}", f"r-{item_id}", item_id))
         tx.insert_source(item_id, None, "text")
+        tx.set_setting(f"seen-{item_id}", "1")
+        tx.insert_attempt(rows.attempt(f"t-{item_id}", f"r-{item_id}", item_id))
         tx.add_artifact(item_id, "extraction", 1, f"r-{item_id}", '{"text":"t"}', "{}", 1)
         tx.insert_event(1, item_id, f"r-{item_id}", "transition", None, "QUEUED", "user")
-        tx.set_setting(f"seen-{item_id}", "1")
         if fail:
             raise _Refused(item_id)
         return item_id
