@@ -3,6 +3,7 @@
 It imports nothing above it (no orchestrator, supervisor, control or CLI).
 """
 
+from readdod.store.api import UnitOfWork
 from readdod.store.queries import Tx
 from readdod.store.rows import (
     ArtifactRow,
@@ -27,4 +28,5 @@ __all__ = [
     "Store",
     "StoreClosed",
     "Tx",
+    "UnitOfWork",
 ]

@@ -1,0 +1,148 @@
+"""Leases: the claim's order and limits, renewals, expiry, and who holds what."""
+
+from __future__ import annotations
+
+import pytest
+
+from readdod.store.api import Store, UnitOfWork
+from tests.store_contract import rows
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_claim_takes_due_queued_items_p0_first_then_oldest_up_to_its_limit(
+    store: Store,
+) -> None:
+    await rows.insert(
+        store,
+        rows.item("a", priority="P2", created_at=1),
+        rows.item("b", priority="P0", created_at=5),
+        rows.item("c", priority="P1", created_at=2),
+        rows.item("d", priority="P0", created_at=3),
+        rows.item("e", priority="P0", created_at=0, next_attempt_at=500),  # not yet due
+        rows.item("f", priority="P0", created_at=0, status="READY"),
+        rows.item("g", priority="P3", created_at=0),
+    )
+    first = await store.write(lambda tx: tx.claim("w1", 3, 1100, 100))
+    second = await store.write(lambda tx: tx.claim("w2", 10, 1200, 100))
+    third = await store.write(lambda tx: tx.claim("w2", 10, 1200, 100))
+    later = await store.write(lambda tx: tx.claim("w3", 10, 1700, 600))
+    assert [r.id for r in first] == ["d", "b", "c"]
+    assert [r.id for r in second] == ["a", "g"]
+    assert third == []
+    assert [r.id for r in later] == ["e"]
+    assert all(
+        (r.status, r.lease_owner, r.lease_expires_at, r.updated_at)
+        == ("PROCESSING", "w1", 1100, 100)
+        for r in first
+    )
+    stored = await store.read(lambda tx: tx.item("d"))
+    assert stored == first[0]
+
+
+async def test_queue_due_says_whether_a_claim_would_find_work(store: Store) -> None:
+    await rows.insert(
+        store,
+        rows.item("a", next_attempt_at=500),
+        rows.item("b", status="READY"),
+    )
+    due = await store.read(lambda tx: (tx.queue_due(499), tx.queue_due(500)))
+    assert due == (False, True)
+
+
+async def test_leases_expire_renew_only_for_their_owner_and_say_who_holds_them(
+    store: Store,
+) -> None:
+    await rows.insert(
+        store,
+        rows.item("a", current_run_id="ra"),
+        rows.item("b", current_run_id="rb"),
+        rows.item("c", current_run_id="rc"),
+    )
+    await store.write(lambda tx: tx.claim("w1", 2, 1000, 10))
+    await store.write(lambda tx: tx.claim("w2", 1, 2000, 10))
+
+    def leases(tx: UnitOfWork) -> object:
+        return (
+            sorted(r.id for r in tx.held_by("w1")),
+            sorted(r.id for r in tx.held_by("w2")),
+            sorted(r.id for r in tx.expired_leases(1000)),
+            sorted(r.id for r in tx.expired_leases(1001)),
+            sorted(r.id for r in tx.expired_leases(2001)),
+            [tx.holds_lease("a", "w1", "ra"), tx.holds_lease("a", "w2", "ra")],
+            tx.holds_lease("a", "w1", "rb"),
+        )
+
+    assert await store.read(leases) == (
+        ["a", "b"],
+        ["c"],
+        [],
+        ["a", "b"],
+        ["a", "b", "c"],
+        [True, False],
+        False,
+    )
+    renewed = await store.write(lambda tx: tx.renew_leases("w1", ["a", "c", "zz"], 3000))
+    assert renewed == {"a"}
+    expired = await store.read(lambda tx: sorted(r.id for r in tx.expired_leases(2500)))
+    assert expired == ["b", "c"]
+    # A lease ends with its item's PROCESSING: it is neither held nor renewed after.
+    await store.write(lambda tx: tx.set_status("a", "PROCESSING", "READY"))
+    after = await store.write(lambda tx: tx.renew_leases("w1", ["a", "b"], 4000))
+    held = await store.read(lambda tx: [r.id for r in tx.held_by("w1")])
+    assert after == {"b"}
+    assert held == ["b"]
+
+
+async def test_a_claimed_runs_start_with_one_more_attempt_each(store: Store) -> None:
+    await rows.insert(
+        store,
+        rows.item("a", current_run_id="ra"),
+        rows.run("ra", "a"),
+        rows.attempt("at-a", "ra", "a"),
+        rows.item("b", current_run_id="rb"),
+        rows.run("rb", "b", status="failed", attempts=1, started_at=3, current_step="summary"),
+    )
+
+    def start(tx: UnitOfWork) -> object:
+        runs = tx.start_runs(["ra", "rb"], "w1", 50)
+        tx.start_attempts(["ra", "rb"], "w1", 50, lambda now: f"new-{now}")
+        return runs
+
+    runs = await store.write(start)
+    attempts = await store.read(lambda tx: tx.attempts_for("a") + tx.attempts_for("b"))
+    assert isinstance(runs, dict)
+    assert {k: (r.status, r.attempts, r.worker_id, r.started_at) for k, r in runs.items()} == {
+        "ra": ("running", 1, "w1", 50),
+        "rb": ("running", 2, "w1", 3),
+    }
+    assert [
+        (a.attempt_id, a.run_id, a.mode, a.status, a.worker_id, a.started_at, a.first_step)
+        for a in attempts
+    ] == [
+        ("at-a", "ra", "PROCESS", "running", "w1", 50, "extraction"),
+        ("new-50", "rb", "RESUME", "running", "w1", 50, "summary"),
+    ]
+
+
+async def test_ready_from_runs_names_items_a_run_made_ready(store: Store) -> None:
+    await rows.insert(
+        store,
+        rows.item("a", status="READY"),
+        rows.item("b", status="READY"),
+        rows.item("c", status="READY"),
+        rows.item("d", status="QUEUED"),
+    )
+
+    def unit(tx: UnitOfWork) -> None:
+        tx.insert_event(1, "a", None, "transition", "PROCESSING", "READY", "system")
+        tx.insert_event(1, "b", None, "transition", "PROCESSING", "READY", "system")
+        tx.insert_event(2, "b", None, "transition", "READY", "SHIPPED", "system")
+        tx.insert_event(3, "b", None, "transition", "SHIPPED", "READY", "user")
+        tx.insert_event(1, "c", None, "transition", "QUEUED", "PROCESSING", "system")
+        tx.insert_event(2, "c", None, "transition", "PROCESSING", "READY", "system")
+        tx.insert_event(3, "c", None, "step", None, None, "system")
+        tx.insert_event(1, "d", None, "transition", "PROCESSING", "QUEUED", "system")
+
+    await store.write(unit)
+    assert await store.read(lambda tx: tx.ready_from_runs()) == ["a", "c"]
