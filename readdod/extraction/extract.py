@@ -34,7 +34,6 @@ import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import filterfalse
 from typing import Any, Final, Literal
 from urllib.parse import urljoin
 
@@ -42,6 +41,8 @@ from selectolax.lexbor import LexborHTMLParser
 
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.models import Extraction
+from readdod.text.scripts import HAN_KANA_RE
+from readdod.text.words import latin_length, word_count
 
 __all__ = ["EXTRACTOR", "extract", "extract_text", "word_count"]
 
@@ -229,11 +230,7 @@ _INVISIBLE_RE: Final = re.compile(f"[{_INVISIBLE}]")
 _BLANK_LINES_RE: Final = re.compile(r"\n{3,}")
 _HTML_BLOCK_RE: Final = re.compile(r"<(?:p|br|div|h[2-6]|li)\b", re.IGNORECASE)
 _LINES_RE: Final = re.compile(r"\n\s*\n|\n")
-_ALNUM_RE: Final = re.compile(r"[^\W_]")
-_PUNCTUATION: Final = ".,;:!?\"'()[]{}«»“”‘’…-–—/"
-_CJK_RE: Final = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]"
-)
+_CJK_RE: Final = HAN_KANA_RE
 _TITLE_SEP_RE: Final = re.compile(r"\s+[|\-–—·•»~/:]\s+")
 _BY_RE: Final = re.compile(r"^(?:by|von|por|par|di|door|av|af)\s+", re.IGNORECASE)
 _CODE_LANG_RE: Final = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)", re.IGNORECASE)
@@ -348,25 +345,6 @@ def extract_text(text: str, *, title: str | None = None, url: str | None = None)
         source="provided_text",
         extractor=EXTRACTOR,
     )
-
-
-def word_count(text: str) -> int:
-    """Words for reading-time estimates.
-
-    Whitespace-separated tokens with a letter or digit; CJK scripts have no
-    spaces, so each two of their characters count as one word.
-    """
-    cjk = 0
-    if not text.isascii():
-        text, cjk = _CJK_RE.subn(" ", text)
-    tokens = text.split()
-    words = len(tokens)
-    # Most tokens are plain words: only the others are looked at in Python, and of
-    # those most are words with punctuation stuck on.
-    for token in filterfalse(str.isalnum, tokens):
-        if not token.strip(_PUNCTUATION).isalnum() and _ALNUM_RE.search(token) is None:
-            words -= 1
-    return words + math.ceil(cjk / 2)
 
 
 # --- metadata ----------------------------------------------------------------
@@ -1144,7 +1122,7 @@ def _tidy(blocks: list[_Block]) -> list[_Block]:
 
 def _visual_len(text: str) -> int:
     """Length in Latin-letter terms: a CJK character carries about a word."""
-    return len(text) if text.isascii() else len(text) + 2 * len(_CJK_RE.findall(text))
+    return latin_length(text)
 
 
 def _node_text_len(node: Node) -> int:
