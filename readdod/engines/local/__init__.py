@@ -9,8 +9,10 @@ intent, and scores and todos cite counts found in the text. Any script works
 padded into a summary.
 
 All real work happens in pure functions (no I/O, no clock, no randomness, no
-set-order dependence), one module per step: :mod:`.analysis` (shared by all
-four), :mod:`.summary`, :mod:`.score`, :mod:`.todos` and :mod:`.card`.
+set-order dependence), one module per step: :mod:`.summary`, :mod:`.score`,
+:mod:`.todos` and :mod:`.card`, over what they share: :mod:`.analysis` (the
+text, once), :mod:`.intent` (its topic terms and where they meet the text)
+and :mod:`.wording`.
 :class:`LocalEngine` only decides whether a text is long enough to be worth a
 worker thread.
 """

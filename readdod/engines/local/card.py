@@ -12,8 +12,6 @@ from readdod.models import TL_DR_MAX, Card, CardSource, RenderSpec, Score, Summa
 from readdod.text import join_sentences, split_sentences
 
 CARD_TITLE_MAX: Final = 300
-
-
 CARD_SECTIONS: Final = ("one_liner", "summary", "key_points", "todos", "reasons", "source")
 
 

@@ -14,9 +14,7 @@ from readdod.models import Score, Summary, Todo, TodoKind, Todos
 
 Genre = Literal["tutorial", "research", "opinion", "news", "reference", "general"]
 
-
 TODO_TITLE_MAX: Final = 200
-
 
 _TUTORIAL_RE: Final = re.compile(
     r"\b(?:install(?:ing|ation)?|step|steps|tutorial|how to|guide|walkthrough|configure|set ?up|"

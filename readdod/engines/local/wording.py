@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-#: Longest key point, reason or relevance line.
+#: Longest key point or score reason.
 LINE_MAX: Final = 500
 
 
