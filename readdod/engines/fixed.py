@@ -11,6 +11,7 @@ import anyio
 
 from readdod.engines.base import EngineInput, EngineOutput
 from readdod.models import Card, CardSource, RenderSpec, Score, Summary, Todo, Todos
+from readdod.text import reading_minutes
 
 _TODOS = [
     Todo(title="Write a one-paragraph note on what this changes", kind="output", estimate_min=15),
@@ -44,7 +45,7 @@ class FixedEngine:
                 tl_dr=first,
                 key_points=["The first point.", "The second point.", "The third point."],
                 intent_relevance=f"Fixed answer for the intent: {inp.intent[:200]}",
-                reading_time_min=max(1, len(inp.text.split()) // 230),
+                reading_time_min=reading_minutes(inp.text),
             ),
             template_version="summary.fixed.v1",
         )

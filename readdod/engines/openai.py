@@ -66,6 +66,8 @@ from readdod.engines.circuit import CircuitBreaker, State
 from readdod.errors import AIError, ConfigError, ErrorCode, StepError
 from readdod.logging import add_secret, get_logger
 from readdod.models import TL_DR_MAX, Card, CardSource, RenderSpec, Score, Summary, Todos
+from readdod.text import Level, chunk, paragraphs, split_sentences
+from readdod.text import reading_minutes as reading_minutes  # the reading time of every engine
 
 log = get_logger("readdod.engines.openai")
 T = TypeVar("T")
@@ -74,7 +76,6 @@ T = TypeVar("T")
 RESERVED_TOKENS: Final = 2_048
 #: Tokens assumed for an answer when reserving from ``ai.tpm``.
 ANSWER_TOKENS: Final = 512
-WORDS_PER_MINUTE: Final = 230
 #: The client gives up this much before readdod's own deadline, so its error is the one seen.
 CLIENT_TIMEOUT_RATIO: Final = 0.9
 #: Longest sleep of a request held back by ``ai.rpm``/``ai.tpm`` before it re-checks.
@@ -185,40 +186,21 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / 3)
 
 
+def _fit_tokens(text: str, budget_tokens: int) -> int:
+    """Characters of the longest prefix of ``text`` within ``budget_tokens``."""
+    return len(text.encode("utf-8")[: budget_tokens * 3].decode("utf-8", "ignore"))
+
+
+_CHUNK_LEVELS: Final = (Level(paragraphs, "\n\n"), Level(split_sentences, " "))
+
+
 def split_paragraphs(text: str, budget_tokens: int) -> list[str]:
     """Split ``text`` into chunks of at most ``budget_tokens``, on paragraph boundaries.
 
     A paragraph larger than the budget is cut at sentence ends, and a
     sentence larger than that at the budget itself.
     """
-    pieces: list[str] = []
-    for para in re.split(r"\n\s*\n", text):
-        para = para.strip()
-        if not para:
-            continue
-        if estimate_tokens(para) <= budget_tokens:
-            pieces.append(para)
-            continue
-        for sentence in re.split(r"(?<=[.!?。！？])\s+", para):
-            while estimate_tokens(sentence) > budget_tokens:
-                cut = len(sentence.encode("utf-8")[: budget_tokens * 3].decode("utf-8", "ignore"))
-                pieces.append(sentence[:cut])
-                sentence = sentence[cut:]
-            if sentence.strip():
-                pieces.append(sentence.strip())
-    chunks: list[str] = []
-    current: list[str] = []
-    used = 0
-    for piece in pieces:
-        size = estimate_tokens(piece) + 1
-        if current and used + size > budget_tokens:
-            chunks.append("\n\n".join(current))
-            current, used = [], 0
-        current.append(piece)
-        used += size
-    if current:
-        chunks.append("\n\n".join(current))
-    return chunks
+    return chunk(text, _CHUNK_LEVELS, budget_tokens, size=estimate_tokens, fit=_fit_tokens)
 
 
 def clip_tokens(text: str, budget_tokens: int) -> str:
@@ -226,10 +208,6 @@ def clip_tokens(text: str, budget_tokens: int) -> str:
         return text
     head = text.encode("utf-8")[: budget_tokens * 3].decode("utf-8", "ignore")
     return head.rsplit("\n\n", 1)[0] if "\n\n" in head else head
-
-
-def reading_minutes(text: str) -> int:
-    return max(1, round(len(text.split()) / WORDS_PER_MINUTE))
 
 
 def read_api_key(env_name: str, environ: dict[str, str] | None = None) -> str | None:
@@ -741,7 +719,7 @@ class OpenAIEngine:
         done = await ledger.begin("summary", len(chunks), tally.model) if ledger else {}
         schema = _struct_schema(ChunkNotes)
         notes: list[ChunkNotes] = []
-        for idx, chunk in enumerate(chunks):
+        for idx, piece in enumerate(chunks):
             if idx in done:
                 try:
                     notes.append(msgspec.json.decode(done[idx], type=ChunkNotes))
@@ -761,7 +739,7 @@ class OpenAIEngine:
                         **self._common(inp),
                         "number": str(idx + 1),
                         "total": str(len(chunks)),
-                        "text": chunk,
+                        "text": piece,
                     },
                     tally,
                     hooks,

@@ -19,16 +19,15 @@ import msgspec
 
 from readdod import rubric
 from readdod.models import AI_STEPS
+from readdod.text.scripts import HANGUL, UNSPACED
 
 #: Minimum share of a tl;dr's (or the key points' mean) tokens that occur in the article.
 MIN_OVERLAP: Final = 0.6
 
-# Scripts written without spaces count per character; everything else per word.
-_UNSPACED: Final = (
-    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff"
-    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-)
-_TOKEN_RE: Final = re.compile(f"[{_UNSPACED}]|[^\\W_{_UNSPACED}]+")
+# Scripts written without spaces count per character, and so does hangul: a Korean word
+# carries its particle (서울은, 서울에), so its syllables match where whole words would not.
+_BY_CHARACTER: Final = UNSPACED + HANGUL
+_TOKEN_RE: Final = re.compile(f"[{_BY_CHARACTER}]|[^\\W_{_BY_CHARACTER}]+")
 # Words so common that sharing them proves nothing; other languages count every word.
 _COMMON: Final = frozenset(
     {
@@ -42,7 +41,7 @@ def tokens(text: str) -> list[str]:
     """Casefolded words (CJK, kana, hangul, Thai: characters), minus one-letter and common words."""
     out = []
     for tok in _TOKEN_RE.findall(text.casefold()):
-        if len(tok) == 1 and not re.fullmatch(f"[{_UNSPACED}]", tok):
+        if len(tok) == 1 and not re.fullmatch(f"[{_BY_CHARACTER}]", tok):
             continue
         if tok in _COMMON:
             continue

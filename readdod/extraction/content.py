@@ -31,7 +31,8 @@ from readdod.extraction.dom import (
 from readdod.extraction.markdown import Block, Renderer
 from readdod.extraction.metadata import Meta
 from readdod.extraction.scan import Scan
-from readdod.extraction.words import CJK_RE, visual_len
+from readdod.text.scripts import HAN_KANA_RE as CJK_RE
+from readdod.text.words import latin_length as visual_len
 
 _MIN_PARAGRAPH_CHARS: Final = 25
 _SEMANTIC_MIN_CHARS: Final = 200

@@ -41,8 +41,8 @@ from readdod.extraction.dom import INVISIBLE_RE, has_invisible, ws
 from readdod.extraction.markdown import join_markdown
 from readdod.extraction.metadata import read_meta
 from readdod.extraction.scan import scan_page
-from readdod.extraction.words import word_count
 from readdod.models import Extraction
+from readdod.text.words import word_count
 
 __all__ = ["EXTRACTOR", "extract", "extract_text", "word_count"]
 
