@@ -10,7 +10,6 @@ typed errors to the methods under "actor side", which are fenced by
 from __future__ import annotations
 
 import hashlib
-import re
 import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Final, Protocol, TypeVar
@@ -21,7 +20,6 @@ import msgspec
 from readdod import collector, faults, ids, retry_policy, rubric, sniff, states, urls
 from readdod import export as exporting
 from readdod import health as hc
-from readdod.backup import BackupResult, backup_database
 from readdod.clock import Clock, iso
 from readdod.config import FetchConfig, RetryConfig
 from readdod.errors import (
@@ -63,6 +61,7 @@ from readdod.states import Status, Trigger
 from readdod.store import (
     ArtifactRow,
     AttemptRow,
+    BackupResult,
     ExportRow,
     ItemRow,
     RunRow,
@@ -318,14 +317,6 @@ def _check_url(url: str) -> tuple[str, str]:
     host = urllib.parse.urlsplit(canonical).hostname
     assert host is not None
     return host, canonical
-
-
-def _fts_query(text: str) -> str:
-    """A person's words as an FTS5 query: every word must match, as a prefix."""
-    words = re.findall(r"\w+", text)
-    if not words:
-        raise ValidationFailed("query needs at least one word to search for")
-    return " ".join(f'"{w}"*' for w in words[:32])
 
 
 class _ExportPlan(msgspec.Struct, frozen=True):
@@ -1345,8 +1336,8 @@ class Orchestrator:
         return counts
 
     async def backup(self, dest: str) -> BackupResult:
-        """An online copy of the database, made off the event loop (readdod.backup)."""
-        result = await anyio.to_thread.run_sync(backup_database, self.store.path, dest)
+        """An online copy of the database, made off the event loop."""
+        result = await self.store.backup(dest)
         log.info(
             "backup.done",
             path=result.path,
@@ -1474,9 +1465,8 @@ class Orchestrator:
                 raise ValidationFailed(f"unknown status {s!r}")
         if priority is not None and priority not in PRIORITIES:
             raise ValidationFailed(f"priority must be one of {', '.join(PRIORITIES)}")
-        match = _fts_query(query) if query is not None else None
         rows = await self.store.read(
-            lambda tx: tx.list_items(statuses, priority, limit + 1, cursor, tags=tags, match=match)
+            lambda tx: tx.list_items(statuses, priority, limit + 1, cursor, tags=tags, query=query)
         )
         more = len(rows) > limit
         rows = rows[:limit]

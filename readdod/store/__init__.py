@@ -1,30 +1,38 @@
-"""The SQLite store: the only module that speaks SQL.
+"""The store: the only package that speaks SQL (its SQLite implementation is ``sqlite/``).
 
 It imports nothing above it (no orchestrator, supervisor, control or CLI).
 """
 
-from readdod.store.queries import Tx
 from readdod.store.rows import (
     ArtifactRow,
     AttemptRow,
+    BackupResult,
     ChunkRow,
     EventRow,
     ExportRow,
     ItemRow,
     RunRow,
+    StoreCounters,
 )
-from readdod.store.sqlite import SCHEMA_VERSION, Store, StoreClosed
+from readdod.store.sqlite import SCHEMA_VERSION, SqliteStore, SqliteUnitOfWork, StoreClosed, Tx
+
+#: The store daemons open today.
+Store = SqliteStore
 
 __all__ = [
     "SCHEMA_VERSION",
     "ArtifactRow",
     "AttemptRow",
+    "BackupResult",
     "ChunkRow",
     "EventRow",
     "ExportRow",
     "ItemRow",
     "RunRow",
+    "SqliteStore",
+    "SqliteUnitOfWork",
     "Store",
     "StoreClosed",
+    "StoreCounters",
     "Tx",
 ]
