@@ -39,6 +39,8 @@ class Reader:
         self._pragmas = pragmas
         self._requests: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
         self._conn: sqlite3.Connection | None = None
+        #: Set by :meth:`close`; a read asked for after it would never be answered.
+        self.closed = False
         self._thread = threading.Thread(target=self._serve, name="readdod-read", daemon=True)
 
     @classmethod
@@ -56,12 +58,17 @@ class Reader:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(connection, *args)`` in the reader's thread."""
+        if self.closed:
+            raise RuntimeError("the reader is closed")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._requests.put((fn, args, future))
         return await future
 
     async def close(self) -> None:
         """Close the connection once the reads queued before have run."""
+        if self.closed:
+            return
+        self.closed = True
         self._requests.put(None)
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._thread.join)

@@ -556,6 +556,8 @@ class SqliteStore:
 
     async def read(self, fn: Callable[[SqliteUnitOfWork], T]) -> T:
         """Run read-only queries on one snapshot."""
+        if self._reader.closed:
+            raise StoreClosed("readdod is shutting down; try again when it is back")
         try:
             result: T
             result, statements = await self._reader.run(_read, fn)
