@@ -41,7 +41,7 @@ STEPS = ("extraction", "summary", "score", "todos", "card")
 
 
 def _schema(conn: sqlite3.Connection) -> None:
-    folder = resources.files("readdod.store") / "migrations"
+    folder = resources.files("readdod.store.sqlite") / "migrations"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".sql"):
             conn.executescript(entry.read_text("utf-8"))

@@ -9,7 +9,7 @@ from tests.daemon_proc import DaemonProc
 
 @pytest.fixture
 def anyio_backend() -> str:
-    """aiosqlite is asyncio-only."""
+    """The store is asyncio-only (its futures and the hops to its threads)."""
     return "asyncio"
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from readdod.backup import backup_database
 from readdod.control.client import RpcError
+from readdod.store.sqlite.backup import backup_database
 from tests.daemon_proc import DaemonProc
 
 BODY = "A paragraph about write-ahead logging and checkpoints. " * 40

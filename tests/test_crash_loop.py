@@ -60,7 +60,7 @@ class Hand:
         self.exports.mkdir()
         self.conn = sqlite3.connect(self.path, isolation_level=None)
         self.conn.execute("PRAGMA synchronous = OFF")  # a scratch file: no fsync needed
-        folder = resources.files("readdod.store") / "migrations"
+        folder = resources.files("readdod.store.sqlite") / "migrations"
         for entry in sorted(folder.iterdir(), key=lambda e: e.name):
             if entry.name.endswith(".sql"):
                 self.conn.executescript(entry.read_text("utf-8"))

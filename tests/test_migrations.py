@@ -13,8 +13,7 @@ import msgspec
 import pytest
 
 from readdod.errors import InternalError
-from readdod.store import Store
-from readdod.store.queries import Tx
+from readdod.store import Store, Tx
 from readdod.store.sqlite import SCHEMA_VERSION
 from tests import invariants
 from tests.daemon_proc import DaemonProc
@@ -40,7 +39,7 @@ def _old_database(path: Path, version: int) -> None:
     """A database at schema ``version``, by the migrations of the time, with items
     whose extracted text (one of them edited by a person) is indexed."""
     conn = sqlite3.connect(path, isolation_level=None)
-    folder = resources.files("readdod.store") / "migrations"
+    folder = resources.files("readdod.store.sqlite") / "migrations"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".sql") and int(entry.name.split("_", 1)[0]) <= version:
             conn.executescript(f"BEGIN;\n{entry.read_text('utf-8')}\nCOMMIT;")
@@ -142,7 +141,7 @@ def test_runs_of_an_older_database_become_attempts_and_its_cards_their_ready_run
     daemons.append(d)
     d.data.mkdir(parents=True)
     conn = sqlite3.connect(d.db_path, isolation_level=None)
-    folder = resources.files("readdod.store") / "migrations"
+    folder = resources.files("readdod.store.sqlite") / "migrations"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".sql") and int(entry.name.split("_", 1)[0]) <= 10:
             conn.executescript(f"BEGIN;\n{entry.read_text('utf-8')}\nCOMMIT;")

@@ -28,6 +28,12 @@ async def orch(tmp_path: Path) -> AsyncIterator[Core]:
         yield Core(store, ManualClock(), max_orphanings=3)
 
 
+def _sqlite(o: Core) -> Store:
+    """The SQLite store under ``o`` (its file and its commit counters)."""
+    assert isinstance(o.store, Store)
+    return o.store
+
+
 async def _capture(o: Core, intent: str = "x", priority: str | None = None) -> str:
     item, _ = await o.commands.capture(
         CaptureRequest(intent=intent, text="body", priority=priority)
@@ -112,7 +118,7 @@ async def test_the_last_step_and_the_gate_commit_in_one_unit(orch: Core) -> None
     assert orch.store.counters().units - before.units == 1
     got = await orch.reads.get(item_id, history=True)
     assert got["item"].status == "READY" and got["runs"][0].status == "succeeded"
-    with sqlite3.connect(orch.store.path) as db:
+    with sqlite3.connect(_sqlite(orch).path) as db:
         assert db.execute("SELECT lease_owner FROM items").fetchone() == (None,)
 
 
@@ -199,7 +205,7 @@ async def test_one_heartbeat_renews_many_leases_in_one_transaction(orch: Core) -
     claimed = await orch.leases.claim("w", 700, 1_000)
     assert len(claimed) == 700
     ids = [c.lease.item_id for c in claimed]
-    with sqlite3.connect(orch.store.path) as db:  # another worker took one over
+    with sqlite3.connect(_sqlite(orch).path) as db:  # another worker took one over
         db.execute("UPDATE items SET lease_owner = 'thief' WHERE id = ?", (ids[3],))
     before = orch.store.counters()
     renewed = await orch.leases.renew("w", [*ids, "no-such-item"], 1_000)
@@ -225,8 +231,8 @@ async def test_concurrent_writes_share_commits(orch: Core) -> None:
     async with anyio.create_task_group() as tg:
         for i in range(200):
             tg.start_soon(_capture, orch, f"intent {i}")
-    assert orch.store.units >= 200
-    assert orch.store.commits < orch.store.units / 5
+    assert _sqlite(orch).units >= 200
+    assert _sqlite(orch).commits < _sqlite(orch).units / 5
     items, cursor = await orch.reads.list_items(limit=1000)
     assert len(items) == 200 and cursor is None
 
@@ -270,7 +276,7 @@ async def test_a_failing_unit_does_not_sink_the_others_in_its_batch(orch: Core) 
         except InvalidTransition as exc:
             refused.append(exc)
 
-    commits, units = orch.store.commits, orch.store.units
+    commits, units = _sqlite(orch).commits, _sqlite(orch).units
     async with anyio.create_task_group() as tg:
         for i in range(100):
             tg.start_soon(_capture, orch, f"intent {i}")
@@ -279,7 +285,7 @@ async def test_a_failing_unit_does_not_sink_the_others_in_its_batch(orch: Core) 
     assert len(refused) == 4
     items, _ = await orch.reads.list_items(limit=1000)
     assert len(items) == 101
-    assert orch.store.units - units == 104
+    assert _sqlite(orch).units - units == 104
     # Shared commits: far fewer transactions than units, failures included.
-    assert orch.store.commits - commits < 104 / 4
+    assert _sqlite(orch).commits - commits < 104 / 4
     assert await _status(orch, target) == "QUEUED"

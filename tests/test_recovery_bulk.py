@@ -35,6 +35,7 @@ async def orch(tmp_path: Path) -> AsyncIterator[Core]:
 
 
 async def _sql(o: Core, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+    assert isinstance(o.store, Store)
     return await o.store.write(lambda tx: tx.conn.execute(sql, args).fetchall())
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from readdod.store import Store, StoreClosed
-from readdod.store.queries import HELD_ROWS_PER_STATEMENT, Tx
+from readdod.store import Store, StoreClosed, Tx
 from readdod.store.sqlite import CHECKPOINT_EVERY, WAL_PAGES_MAX
+from readdod.store.sqlite.buffer import HELD_ROWS_PER_STATEMENT
 
 pytestmark = pytest.mark.anyio
 

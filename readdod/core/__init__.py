@@ -29,7 +29,7 @@ from readdod.core.unit import Units
 from readdod.core.workers import Claimed, Lease, Workers
 from readdod.events import EventBus
 from readdod.export.writer import Exporter
-from readdod.store import Store
+from readdod.store.api import Store
 
 __all__ = [
     "Claimed",

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from typing import Final
 
-import anyio
 import msgspec
 
-from readdod.backup import BackupResult, backup_database
 from readdod.clock import iso
 from readdod.config import RetentionConfig
 from readdod.core.unit import Units, Work
 from readdod.logging import get_logger
+from readdod.store.rows import BackupResult
 
 log = get_logger("readdod.retention")
 
@@ -85,7 +84,7 @@ class Maintenance:
 
     async def backup(self, dest: str) -> BackupResult:
         """An online copy of the database, made off the event loop."""
-        result = await anyio.to_thread.run_sync(backup_database, self.units.store.path, dest)
+        result = await self.units.store.backup(dest)
         log.info(
             "backup.done",
             path=result.path,

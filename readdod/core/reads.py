@@ -6,7 +6,6 @@ into the wire's views (:mod:`readdod.views`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -36,14 +35,6 @@ from readdod.views import (
 S = Status
 #: What ``get`` adds to an item on request.
 GET_INCLUDES: Final = ("chunks",)
-
-
-def fts_query(text: str) -> str:
-    """A person's words as an FTS5 query: every word must match, as a prefix."""
-    words = re.findall(r"\w+", text)
-    if not words:
-        raise ValidationFailed("query needs at least one word to search for")
-    return " ".join(f'"{w}"*' for w in words[:32])
 
 
 class ReadModel:
@@ -227,9 +218,8 @@ class ReadModel:
                 raise ValidationFailed(f"unknown status {s!r}")
         if priority is not None and priority not in PRIORITIES:
             raise ValidationFailed(f"priority must be one of {', '.join(PRIORITIES)}")
-        match = fts_query(query) if query is not None else None
         rows = await self.units.read(
-            lambda tx: tx.list_items(statuses, priority, limit + 1, cursor, tags=tags, match=match)
+            lambda tx: tx.list_items(statuses, priority, limit + 1, cursor, tags=tags, query=query)
         )
         more = len(rows) > limit
         rows = rows[:limit]

@@ -22,8 +22,8 @@ from readdod.errors import ErrorCode, InvalidTransition, NotFound
 from readdod.events import EventBus
 from readdod.logging import get_logger
 from readdod.states import Status, Trigger, allowed, refusal_code, require
-from readdod.store import ItemRow, Store
-from readdod.store import Tx as UnitOfWork
+from readdod.store.api import Store, UnitOfWork
+from readdod.store.rows import ItemRow
 
 T = TypeVar("T")
 S = Status

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from readdod.backup import BackupResult
+from readdod.store.rows import BackupResult
 from readdod.store.rows import (
     ArtifactRow,
     AttemptRow,
@@ -74,13 +74,13 @@ class UnitOfWork(Protocol):
         before_id: str | None,
         *,
         tags: Sequence[str] = (),
-        match: str | None = None,
+        query: str | None = None,
     ) -> list[ItemRow]:
         """Newest id first, at most ``limit``, ids below ``before_id`` (the cursor).
 
-        ``tags``: every one must be on the item. ``match``: a person's search
-        words; every word must be found in the title, url, intent or the
-        extracted text the item shows.
+        ``tags``: every one must be on the item. ``query``: a person's search
+        words; every word must be found, as a prefix, in the title, url, intent
+        or the extracted text the item shows (VALIDATION_ERROR without a word).
         """
         ...
 

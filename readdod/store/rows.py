@@ -137,3 +137,12 @@ class StoreCounters(msgspec.Struct, kw_only=True):
     statements: int
     reads: int
     read_statements: int
+
+
+class BackupResult(msgspec.Struct, frozen=True):
+    """An online copy of the database: where it went, its size and how long it took."""
+
+    path: str
+    bytes: int
+    pages: int
+    duration_ms: float

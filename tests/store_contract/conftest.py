@@ -28,9 +28,7 @@ def _sqlite(tmp_path: Path) -> Opener:
     path = tmp_path / "contract.db"
 
     def opener() -> AbstractAsyncContextManager[Store]:
-        # The one member the SQLite store lacks is backup(), still readdod.backup's
-        # function of its file; with it, this ignore goes (mypy reports it unused).
-        return SqliteStore.open(path)  # type: ignore[return-value]
+        return SqliteStore.open(path)
 
     return opener
 

@@ -140,7 +140,7 @@ async def test_search_finds_words_in_title_url_intent_and_extracted_text(store: 
     )
 
     async def ids(words: str, statuses: list[str] | None = None) -> list[str]:
-        found = await store.read(lambda tx: tx.list_items(statuses, None, 10, None, match=words))
+        found = await store.read(lambda tx: tx.list_items(statuses, None, 10, None, query=words))
         return [r.id for r in found]
 
     assert await ids("zebra") == ["i4", "i1"]

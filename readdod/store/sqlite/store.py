@@ -1,15 +1,16 @@
-"""SQLite with group commit: one writer connection, one reader through aiosqlite.
+"""SQLite with group commit: one writer connection, one reader in a thread of its own.
 
 Two connections: a writer and a reader (WAL lets them overlap). Writes are
-*units of work*, synchronous functions of a :class:`Tx`, queued for one
-writer task: whatever is waiting when it wakes runs as one transaction,
-``BEGIN IMMEDIATE``, the units, one ``COMMIT`` (one fsync) for the lot. A
-caller's ``await store.write(...)`` returns only after its commit, so an
+*units of work*, synchronous functions of a
+:class:`~readdod.store.sqlite.unit.SqliteUnitOfWork`, queued for one writer
+task: whatever is waiting when it wakes runs as one transaction, ``BEGIN
+IMMEDIATE``, the units, one ``COMMIT`` (one fsync) for the lot. A caller's
+``await store.write(...)`` returns only after its commit, so an
 acknowledged request is durable.
 
 The units run on the event loop itself. What they only append (step
 artifacts, events, a run's current step) is held back (see
-:class:`~readdod.store.queries.Tx`) and written, with ``COMMIT``, by a
+:mod:`readdod.store.sqlite.buffer`) and written, with ``COMMIT``, by a
 commit thread of the store's own: one multi-row ``INSERT`` per table, the
 values bound, so the full-text indexing of extracted text, the heaviest
 part, runs there without the GIL, beside the loop. A thread writing row by
@@ -31,9 +32,8 @@ rarely manages; so the writer still checkpoints itself, but only once the
 log passes :data:`WAL_PAGES_MAX` pages, and by then the other connection
 has copied nearly all of it. ``journal_size_limit`` then cuts the file back.
 
-Reads go through aiosqlite's thread, a whole read function per hop via its
-private ``_execute`` (the one place readdod reaches past aiosqlite's public
-API), on one snapshot.
+Reads go to the reader's own thread (:mod:`readdod.store.sqlite.reader`), a
+whole read function per hop, on one snapshot.
 
 A cancelled caller's unit may still commit: the writer cannot take back a
 unit already queued. Every unit is therefore guarded (compare-and-set on
@@ -49,46 +49,23 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from importlib import resources
 from pathlib import Path
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
-import aiosqlite
 import anyio
 
-from readdod.errors import ConfigError, InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
+from readdod.errors import InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
-from readdod.store.queries import Tx
-from readdod.store.rows import StoreCounters
+from readdod.store.rows import BackupResult, StoreCounters
+from readdod.store.sqlite.backup import backup_database
+from readdod.store.sqlite.reader import Reader
+from readdod.store.sqlite.schema import check_sqlite, ensure_incremental_vacuum, migrate
+from readdod.store.sqlite.unit import SqliteUnitOfWork
 
 T = TypeVar("T")
 log = get_logger("readdod.store")
 
-MIN_SQLITE = (3, 35, 0)  # RETURNING
 MAX_BATCH = 512
-
-
-def _has_fts5() -> bool:
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute("CREATE VIRTUAL TABLE probe USING fts5 (x)")
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        conn.close()
-    return True
-
-
-def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("readdod.store") / "migrations"
-    found = []
-    for entry in folder.iterdir():
-        if entry.name.endswith(".sql"):
-            found.append((int(entry.name.split("_", 1)[0]), entry.read_text("utf-8")))
-    return sorted(found)
-
-
-SCHEMA_VERSION = max(n for n, _ in _migrations())
 
 
 class StoreClosed(ShuttingDown):
@@ -154,13 +131,6 @@ def _store_error(exc: BaseException) -> BaseException:
             " the limit, then send the request again"
         )
     return InternalError(f"database error: {text}")
-
-
-class _Outcome(NamedTuple):
-    """What one batch cost and whether it committed (for the store's counters)."""
-
-    statements: int
-    committed: bool
 
 
 #: How long BEGIN waits for a lock another process holds (in a worker thread).
@@ -246,8 +216,10 @@ def _open_checkpointer(path: Path, synchronous: str) -> sqlite3.Connection:
     return conn
 
 
-def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool) -> Tx | None:
-    """The batch's units inside the open transaction; the Tx still holding the rows
+def _run_units(
+    conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: bool
+) -> SqliteUnitOfWork | None:
+    """The batch's units inside the open transaction; the unit still holding the rows
     they held back (with savepoints, each unit's are written after it).
 
     Without savepoints, a failing unit rolls the transaction back and raises
@@ -255,7 +227,7 @@ def _run_units(conn: sqlite3.Connection, batch: list[_Job[Any]], *, savepoints: 
     SQLite rolled back the whole batch (disk full, I/O error), every job then
     holding the error.
     """
-    tx = Tx(conn)
+    tx = SqliteUnitOfWork(conn)
     for job in batch:
         if savepoints:
             conn.execute("SAVEPOINT unit")
@@ -304,50 +276,14 @@ def _run_alone(conn: sqlite3.Connection, job: _Job[Any]) -> tuple[int, bool]:
     return tx.statements, True
 
 
-def _read(conn: sqlite3.Connection, fn: Callable[[Tx], T]) -> tuple[T, int]:
-    """Run in the database thread: one consistent snapshot for the whole read."""
+def _read(conn: sqlite3.Connection, fn: Callable[[SqliteUnitOfWork], T]) -> tuple[T, int]:
+    """In the reader's thread: one consistent snapshot for the whole read."""
     conn.execute("BEGIN")
-    tx = Tx(conn)
+    tx = SqliteUnitOfWork(conn)
     try:
         return fn(tx), tx.statements + 2
     finally:
         conn.execute("COMMIT")
-
-
-def _migrate(conn: sqlite3.Connection) -> int:
-    current = conn.execute("PRAGMA user_version").fetchone()[0]
-    if current > SCHEMA_VERSION:
-        raise ConfigError(
-            f"the database has schema version {current}, newer than this readdod knows"
-            f" ({SCHEMA_VERSION}); upgrade readdod or use another data_dir"
-        )
-    for number, sql in _migrations():
-        if number <= current:
-            continue
-        try:
-            conn.executescript(f"BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version = {number};\nCOMMIT;")
-        except sqlite3.Error:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-    return int(conn.execute("PRAGMA user_version").fetchone()[0])
-
-
-#: A database made before incremental auto-vacuum is rebuilt once at open up to this size;
-#: a bigger one keeps working and shrinks only after a manual ``VACUUM``.
-VACUUM_AT_OPEN_MAX_BYTES = 256 * 1024 * 1024
-
-
-def _ensure_incremental_vacuum(conn: sqlite3.Connection) -> bool:
-    """Switch an older database to incremental auto-vacuum; False when it is too big to."""
-    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
-        return True
-    pages = conn.execute("PRAGMA page_count").fetchone()[0]
-    size = pages * conn.execute("PRAGMA page_size").fetchone()[0]
-    if size > VACUUM_AT_OPEN_MAX_BYTES:
-        return False
-    conn.execute("VACUUM")
-    return bool(conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2)
 
 
 def _reclaim(conn: sqlite3.Connection) -> None:
@@ -364,13 +300,6 @@ def _reclaim_now(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
 
-async def _call(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
-    """Run ``fn(raw_connection, *args)`` in ``conn``'s thread in one hop."""
-    raw = conn._conn
-    result: T = await conn._execute(fn, raw, *args)  # type: ignore[no-untyped-call]
-    return result
-
-
 def _pragmas(synchronous: str, *, readonly: bool) -> list[str]:
     found = [f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}", "PRAGMA foreign_keys = ON"]
     if readonly:
@@ -385,21 +314,14 @@ def _pragmas(synchronous: str, *, readonly: bool) -> list[str]:
     return found
 
 
-async def _connect_reader(path: Path, synchronous: str) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path, isolation_level=None)
-    for pragma in _pragmas(synchronous, readonly=True):
-        await conn.execute(pragma)
-    return conn
-
-
 def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
     """The writing connection; used by one thread at a time (the loop, or a commit's worker)."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
         for pragma in _pragmas(synchronous, readonly=False):
             conn.execute(pragma)
-        _migrate(conn)
-        _ensure_incremental_vacuum(conn)
+        migrate(conn)
+        ensure_incremental_vacuum(conn)
         conn.execute("PRAGMA busy_timeout = 0")  # see _begin
         # See the module's docstring.
         conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES_MAX}")
@@ -411,13 +333,13 @@ def _open_writer(path: Path, synchronous: str) -> sqlite3.Connection:
     return conn
 
 
-class Store:
+class SqliteStore:
     """The database, opened with :meth:`open` for the life of a task group."""
 
     def __init__(
         self,
         path: Path,
-        reader: aiosqlite.Connection,
+        reader: Reader,
         writer: sqlite3.Connection,
     ) -> None:
         self.path = path
@@ -443,16 +365,8 @@ class Store:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, path: Path, *, synchronous: str = "FULL") -> AsyncIterator[Store]:
-        if sqlite3.sqlite_version_info < MIN_SQLITE:
-            raise ConfigError(
-                f"SQLite {sqlite3.sqlite_version} is too old; readdod needs 3.35 or newer"
-            )
-        if not _has_fts5():
-            raise ConfigError(
-                f"this Python's SQLite {sqlite3.sqlite_version} was built without FTS5, which"
-                " `list --query` needs; use a Python whose sqlite3 module includes it"
-            )
+    async def open(cls, path: Path, *, synchronous: str = "FULL") -> AsyncIterator[SqliteStore]:
+        check_sqlite()
         path.parent.mkdir(parents=True, exist_ok=True)
         writer = await anyio.to_thread.run_sync(_open_writer, path, synchronous)
         try:
@@ -461,7 +375,7 @@ class Store:
             writer.close()
             raise
         try:
-            reader = await _connect_reader(path, synchronous)
+            reader = await Reader.open(path, _pragmas(synchronous, readonly=True))
         except BaseException:
             checkpointer.close()
             writer.close()
@@ -477,8 +391,7 @@ class Store:
                     store._closed = True
                     store._wake.set()
         finally:
-            with anyio.CancelScope(shield=True):
-                await reader.close()
+            await reader.close()
             store._committer.shutdown()
             checkpointer.close()
             writer.close()
@@ -629,7 +542,7 @@ class Store:
             raise job.error
         return job.result  # type: ignore[return-value]
 
-    async def write(self, fn: Callable[[Tx], T], *, alone: bool = False) -> T:
+    async def write(self, fn: Callable[[SqliteUnitOfWork], T], *, alone: bool = False) -> T:
         """Run a unit of work in a transaction; returns after it is durable.
 
         ``alone``: a long unit (a retention prune) runs in a transaction of its
@@ -641,16 +554,23 @@ class Store:
         """Give freed pages back to the file system (after a prune), between two commits."""
         await self._submit(_Job(_reclaim, raw=True))
 
-    async def read(self, fn: Callable[[Tx], T]) -> T:
+    async def read(self, fn: Callable[[SqliteUnitOfWork], T]) -> T:
         """Run read-only queries on one snapshot."""
+        if self._reader.closed:
+            raise StoreClosed("readdod is shutting down; try again when it is back")
         try:
             result: T
-            result, statements = await _call(self._reader, _read, fn)
+            result, statements = await self._reader.run(_read, fn)
         except sqlite3.Error as exc:
             raise _store_error(exc) from exc
         self.reads += 1
         self.read_statements += statements
         return result
+
+    async def backup(self, dest: str | Path) -> BackupResult:
+        """An online copy of the database to ``dest``, made in a worker thread
+        (:func:`readdod.store.sqlite.backup.backup_database`)."""
+        return await anyio.to_thread.run_sync(backup_database, self.path, dest)
 
     def counters(self) -> StoreCounters:
         return StoreCounters(

@@ -15,19 +15,11 @@ import sqlite3
 import time
 from pathlib import Path
 
-import msgspec
-
 from readdod.errors import InternalError, ValidationFailed
+from readdod.store.rows import BackupResult
 
 PAGES_PER_STEP = 1024
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-class BackupResult(msgspec.Struct, frozen=True):
-    path: str
-    bytes: int
-    pages: int
-    duration_ms: float
 
 
 def target_path(dest: str | Path) -> Path:
