@@ -133,7 +133,8 @@ async def serve(
                     retention=cfg.retention,
                 )
                 t0 = time.perf_counter()
-                requeued, failed = await core.leases.recover(owner)
+                # This daemon holds the instance lock: every lease it finds is a dead one.
+                requeued, failed = await core.leases.recover(owner, every_lease=True)
                 log.info(
                     "recovery.done",
                     requeued=requeued,

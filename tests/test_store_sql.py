@@ -19,7 +19,7 @@ from readdod.store.sqlite.unit import SEARCH_WORDS_MAX, search_query
 pytestmark = pytest.mark.anyio
 
 #: Entries that are conditions other statements are built from, not statements.
-_FRAGMENTS = {"settled", "open_attempt", "search_items", "item_has_tag"}
+_FRAGMENTS = {"settled", "open_attempt", "search_items", "item_has_tag", "lost", "lost_below"}
 
 
 async def test_every_named_statement_compiles_against_the_current_schema(
@@ -30,7 +30,9 @@ async def test_every_named_statement_compiles_against_the_current_schema(
     conn = sqlite3.connect(tmp_path / "s.db")
     try:
         for name, sql in QUERIES.items():
-            statement = f"SELECT 1 FROM items WHERE {sql}" if name in _FRAGMENTS else sql
+            # Lost-lease conditions name the items ``i``, like the statements they go into.
+            table = "items i" if name.startswith("lost") else "items"
+            statement = f"SELECT 1 FROM {table} WHERE {sql}" if name in _FRAGMENTS else sql
             named = ":" in statement  # retention's statements name their parameters
             params: dict[str, None] | list[None] = (
                 defaultdict(lambda: None) if named else [None] * statement.count("?")

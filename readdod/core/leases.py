@@ -11,17 +11,17 @@ under its lease is in :mod:`readdod.core.book`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from readdod import ids
-from readdod.clock import iso
-from readdod.core.runs import RunPolicy, failed_state, requeue
+from readdod.core.runs import RunPolicy, fail, requeue
 from readdod.core.unit import Note, Units, Work, dumps, transition_note
 from readdod.core.workers import CLAIM_SOURCE_MAX_CHARS, Claimed, Lease, Workers
 from readdod.errors import ErrorCode
-from readdod.states import Status, Trigger, require
+from readdod.models import wire_step
+from readdod.states import Status, Trigger
 from readdod.store import ArtifactRow, ItemRow
 
 S = Status
@@ -130,22 +130,29 @@ class Leases:
         until = self.clock.now_ms() + lease_ttl_ms
         return await self.units.store.write(lambda tx: tx.renew_leases(owner, item_ids, until))
 
-    async def recover(self, owner: str) -> tuple[int, int]:
-        """Startup: every PROCESSING row is an orphan (we hold the instance lock).
+    async def recover(self, owner: str, *, every_lease: bool = True) -> tuple[int, int]:
+        """At start: return what lost workers held to QUEUED (or fail it WORKER_LOST).
 
-        Returns (requeued, failed).
+        ``every_lease``: this daemon holds the store alone (SQLite's instance
+        lock), so every lease it finds is a dead daemon's, expired or not.
+        Daemons that share a store recover expired leases only. Returns
+        (requeued, failed).
         """
         return await self.units.commit(
-            lambda work: self._orphan(work, self.clock.now_ms(), reason="orphan_recovery")
+            lambda work: self._recover(
+                work,
+                self.clock.now_ms(),
+                reason="orphan_recovery",
+                expired_before=None if every_lease else self.clock.now_ms(),
+            )
         )
 
     async def requeue_expired(self) -> int:
         """Return items whose lease ran out (a dead or stalled worker) to QUEUED."""
 
         def unit(work: Work) -> int:
-            requeued, failed = self._orphan(
-                work, self.clock.now_ms(), reason="lease_expired", expired=True
-            )
+            now = self.clock.now_ms()
+            requeued, failed = self._recover(work, now, reason="lease_expired", expired_before=now)
             return requeued + failed
 
         return await self.units.commit(unit)
@@ -167,58 +174,79 @@ class Leases:
 
         return await self.units.commit(unit)
 
-    def _orphan(
-        self, work: Work, now: int, *, reason: str, expired: bool = False
+    def _recover(
+        self, work: Work, now: int, *, reason: str, expired_before: int | None
     ) -> tuple[int, int]:
-        """Requeue or fail every orphan (every PROCESSING item, or those whose lease expired).
+        """Requeue every lost lease, or fail its item once it was lost too often in a row.
 
-        Set-based: a few statements whatever the count, so a restart after a
-        crash with 100,000 items in flight takes a second or so rather than
-        the many seconds of one move per item. Log lines go per item for the
-        first ``ORPHAN_LINES`` orphans, then one ``recovery.unlisted`` line;
-        the events table has a row for every one.
+        The requeue is set-based (the store's :meth:`requeue_lost`): a restart
+        after a crash with 100,000 items in flight takes a second or so rather
+        than the many seconds of one move per item. The few items that reached
+        the limit fail one by one through :func:`readdod.core.runs.fail`, the
+        one place a failure is made. Log lines go per item for the first
+        ``ORPHAN_LINES`` orphans by id, then one ``recovery.unlisted`` line; the
+        events table has a row for every one.
         """
-        require(S.PROCESSING, S.QUEUED, Trigger.SYSTEM)
-        require(S.PROCESSING, S.FAILED_AI, Trigger.SYSTEM)
-        require(S.PROCESSING, S.FAILED_EXTRACTION, Trigger.SYSTEM)
-        requeued, failed, sample = work.tx.orphan_processing(
-            now,
-            expired_before=now if expired else None,
-            max_orphanings=self.policy.max_orphanings,
+        limit = self.policy.max_orphanings
+        lost_note = f"the worker running this attempt was lost ({reason})"
+        listed: dict[str, list[Note]] = {}
+        for row in work.tx.lost_leases(expired_before, at_least=limit - 1):
+            count = row.orphan_count + 1
+            run = work.tx.run(row.current_run_id) if row.current_run_id else None
+            step = (run.current_step if run is not None else None) or "extraction"
+            if run is not None:
+                work.tx.end_attempt(
+                    run.run_id,
+                    "failed",
+                    now,
+                    error_code=ErrorCode.WORKER_LOST,
+                    error_message=lost_note,
+                )
+            told = len(work.notes)
+            fail(
+                work,
+                self.policy,
+                row,
+                step,
+                ErrorCode.WORKER_LOST,
+                WORKER_LOST_MESSAGE % (count, wire_step(step), row.id),
+                False,
+                None,
+                now,
+                orphan_count=count,
+            )
+            listed[row.id] = work.notes[told:]
+            del work.notes[told:]
+        failed = len(listed)
+        requeued, sample = work.requeue_lost(
+            expired_before,
+            below=limit,
+            now=now,
             reason=reason,
             error_code=ErrorCode.WORKER_LOST,
-            message_format=WORKER_LOST_MESSAGE,
-            failed_at=iso(now) or "",
-            sample=ORPHAN_LINES,
             attempt_stamp=ids.ulid(now)[:10],
+            sample=ORPHAN_LINES,
         )
-        for item_id, run_id, count, step, has_failed, message in sample:
-            if has_failed:
-                detail: dict[str, Any] = {
-                    "step": step,
-                    "error_code": ErrorCode.WORKER_LOST,
-                    "message": (message or "")[:500],
-                    "next_attempt_at": None,
-                }
-                dst = failed_state(step)
-            else:
-                detail = {"reason": reason, "orphan_count": count}
-                dst = S.QUEUED
-            work.notes.append(
-                transition_note(item_id, run_id, S.PROCESSING, dst, Trigger.SYSTEM, detail)
-            )
-            if not has_failed:
-                work.notes.append(
-                    Note(
-                        "recovery.requeued",
-                        {"item_id": item_id, "run_id": run_id, "reason": reason},
-                    )
-                )
-        if requeued + failed > len(sample):
+        for item_id, run_id, count in sample:
+            listed[item_id] = [
+                transition_note(
+                    item_id,
+                    run_id,
+                    S.PROCESSING,
+                    S.QUEUED,
+                    Trigger.SYSTEM,
+                    {"reason": reason, "orphan_count": count},
+                ),
+                Note("recovery.requeued", {"item_id": item_id, "run_id": run_id, "reason": reason}),
+            ]
+        shown = sorted(listed)[:ORPHAN_LINES]
+        for item_id in shown:
+            work.notes.extend(listed[item_id])
+        if requeued + failed > len(shown):
             work.note(
                 "recovery.unlisted",
                 reason=reason,
-                count=requeued + failed - len(sample),
+                count=requeued + failed - len(shown),
                 requeued=requeued,
                 failed=failed,
             )

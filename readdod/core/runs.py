@@ -223,6 +223,7 @@ def fail(
     retry_after: float | None = None,
     timed_out: bool = False,
     at_fault: str | None = None,
+    **fields: Any,
 ) -> ItemRow:
     """``step`` failed: FAILED_EXTRACTION or FAILED_AI, with ``items.failure`` set.
 
@@ -280,6 +281,7 @@ def fail(
         lease_owner=None,
         lease_expires_at=None,
         next_attempt_at=due,
+        **fields,
     )
     if due:
         work.note(

@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from readdod.store.rows import BackupResult
 from readdod.store.rows import (
     ArtifactRow,
     AttemptRow,
+    BackupResult,
     ChunkRow,
     EventRow,
     ExportRow,
@@ -130,24 +130,32 @@ class UnitOfWork(Protocol):
         and nothing changed, once it does not."""
         ...
 
-    def orphan_processing(
+    def lost_leases(self, expired_before: int | None, *, at_least: int = 0) -> list[ItemRow]:
+        """PROCESSING items whose lease ran out before ``expired_before`` (None: every
+        lease, for a daemon that holds the store alone), lost ``at_least`` times in a row
+        before, by id."""
+        ...
+
+    def requeue_lost(
         self,
-        now: int,
-        *,
         expired_before: int | None,
-        max_orphanings: int,
+        *,
+        below: int,
+        now: int,
         reason: str,
         error_code: str,
-        message_format: str,
-        failed_at: str,
-        sample: int,
         attempt_stamp: str,
-    ) -> tuple[int, int, list[tuple[str, str | None, int, str, bool, str | None]]]:
-        """Requeue, or fail past ``max_orphanings``, every orphaned PROCESSING item
-        (all, or those whose lease ran out before ``expired_before``) at once.
+        sample: int,
+    ) -> tuple[int, list[tuple[str, str | None, int]]]:
+        """PROCESSING → QUEUED for every lost lease (as :meth:`lost_leases` finds them) of
+        an item lost fewer than ``below`` times counting this one, in a few statements
+        whatever the count.
 
-        Returns (requeued, failed, a sample of the orphans by id as (id, run_id,
-        orphan_count, step, failed, message)).
+        Writes what a move per item would: a transition event, the run queued,
+        its open attempt failed with ``error_code`` and a new RESUME attempt
+        (id prefixed ``attempt_stamp``), chunks in flight pending, the orphan
+        count up by one, the lease cleared. Returns how many, and the first
+        ``sample`` by id as (id, run_id, orphan_count).
         """
         ...
 

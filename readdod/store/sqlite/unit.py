@@ -36,7 +36,6 @@ from readdod.store.rows import (
 )
 from readdod.store.sqlite.buffer import WriteBuffer
 from readdod.store.sqlite.queries import QUERIES as Q
-from readdod.store.sqlite.recovery import orphan_processing
 
 _ITEM_LIST = ", ".join(ITEM_COLUMNS)
 _RUN_LIST = ", ".join(RUN_COLUMNS)
@@ -733,35 +732,66 @@ class SqliteUnitOfWork:
         self.execute(Q["prune_artifacts"], args)
         return counts
 
-    # --- bulk recovery ---------------------------------------------------------
+    # --- lost leases ------------------------------------------------------------
 
-    def orphan_processing(
+    def lost_leases(self, expired_before: int | None, *, at_least: int = 0) -> list[ItemRow]:
+        """PROCESSING items whose lease ran out before ``expired_before`` (None: every lease,
+        for a daemon that holds the store alone), lost ``at_least`` times before, by id."""
+        rows = self.execute(
+            Q["lost_leases"], {"before": _before(expired_before), "at_least": at_least}
+        ).fetchall()
+        return [_item(r) for r in rows]
+
+    def requeue_lost(
         self,
-        now: int,
-        *,
         expired_before: int | None,
-        max_orphanings: int,
+        *,
+        below: int,
+        now: int,
         reason: str,
         error_code: str,
-        message_format: str,
-        failed_at: str,
-        sample: int,
         attempt_stamp: str,
-    ) -> tuple[int, int, list[tuple[str, str | None, int, str, bool, str | None]]]:
-        """Requeue (or fail, past the crash-loop limit) every orphaned PROCESSING item at once
-        (:func:`readdod.store.sqlite.recovery.orphan_processing`)."""
-        return orphan_processing(
-            self,
-            now,
-            expired_before=expired_before,
-            max_orphanings=max_orphanings,
-            reason=reason,
-            error_code=error_code,
-            message_format=message_format,
-            failed_at=failed_at,
-            sample=sample,
-            attempt_stamp=attempt_stamp,
-        )
+        sample: int,
+    ) -> tuple[int, list[tuple[str, str | None, int]]]:
+        """PROCESSING → QUEUED, at once, for every lost lease (as :meth:`lost_leases` finds
+        them) of an item lost fewer than ``below`` times counting this one.
+
+        What a move per item writes, in the same few statements whatever the
+        count: a transition event each, the run queued again, its lost attempt
+        failed with ``error_code`` and a RESUME attempt (id prefixed
+        ``attempt_stamp``), its chunks in flight pending, the orphan count up by
+        one, the lease cleared. Returns how many, and the first ``sample`` by id
+        as (id, run_id, orphan_count).
+        """
+        args: dict[str, Any] = {
+            "before": _before(expired_before),
+            "below": below,
+            "now": now,
+            "reason": reason,
+            "code": error_code,
+            "stamp": attempt_stamp,
+            "sample": sample,
+        }
+        total = int(self.execute(Q["count_lost_below"], args).fetchone()[0])
+        if not total:
+            return 0, []
+        rows = self.execute(Q["sample_lost_below"], args).fetchall()
+        # Events and runs first: they read the items before these change.
+        for name in (
+            "requeue_lost_events",
+            "requeue_lost_runs",
+            "end_lost_attempts",
+            "resume_lost_runs",
+            "settle_lost_chunks",
+            "requeue_lost_items",
+        ):
+            self.execute(Q[name], args)
+        return total, [(r[0], r[1], int(r[2])) for r in rows]
+
+
+def _before(expired_before: int | None) -> int:
+    """A lease deadline every lease is before, when every lease counts as lost."""
+    return (1 << 62) if expired_before is None else expired_before
 
 
 #: The name callers have used for the unit of work.
