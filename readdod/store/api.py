@@ -117,10 +117,6 @@ class UnitOfWork(Protocol):
         """The PROCESSING items whose lease ``owner`` holds."""
         ...
 
-    def expired_leases(self, now: int) -> list[ItemRow]:
-        """The PROCESSING items whose lease ran out before ``now``, whoever held it."""
-        ...
-
     def holds_lease(self, item_id: str, owner: str, run_id: str) -> bool:
         """Whether ``owner`` still holds the item's lease for ``run_id``."""
         ...

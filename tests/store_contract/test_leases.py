@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from readdod.store.api import Store, UnitOfWork
@@ -66,9 +68,9 @@ async def test_leases_expire_renew_only_for_their_owner_and_say_who_holds_them(
         return (
             sorted(r.id for r in tx.held_by("w1")),
             sorted(r.id for r in tx.held_by("w2")),
-            sorted(r.id for r in tx.expired_leases(1000)),
-            sorted(r.id for r in tx.expired_leases(1001)),
-            sorted(r.id for r in tx.expired_leases(2001)),
+            sorted(r.id for r in tx.lost_leases(1000)),
+            sorted(r.id for r in tx.lost_leases(1001)),
+            sorted(r.id for r in tx.lost_leases(2001)),
             [tx.holds_lease("a", "w1", "ra"), tx.holds_lease("a", "w2", "ra")],
             tx.holds_lease("a", "w1", "rb"),
         )
@@ -84,7 +86,7 @@ async def test_leases_expire_renew_only_for_their_owner_and_say_who_holds_them(
     )
     renewed = await store.write(lambda tx: tx.renew_leases("w1", ["a", "c", "zz"], 3000))
     assert renewed == {"a"}
-    expired = await store.read(lambda tx: sorted(r.id for r in tx.expired_leases(2500)))
+    expired = await store.read(lambda tx: sorted(r.id for r in tx.lost_leases(2500)))
     assert expired == ["b", "c"]
     # A lease ends with its item's PROCESSING: it is neither held nor renewed after.
     await store.write(lambda tx: tx.set_status("a", "PROCESSING", "READY"))
@@ -146,3 +148,82 @@ async def test_ready_from_runs_names_items_a_run_made_ready(store: Store) -> Non
 
     await store.write(unit)
     assert await store.read(lambda tx: tx.ready_from_runs()) == ["a", "c"]
+
+
+async def test_lost_leases_are_the_expired_ones_or_every_one_and_count_their_losses(
+    store: Store,
+) -> None:
+    await rows.insert(
+        store,
+        rows.item("a", current_run_id="ra"),
+        rows.item("b", current_run_id="rb", orphan_count=2),
+        rows.item("c", current_run_id="rc", orphan_count=1),
+    )
+    await store.write(lambda tx: tx.claim("w1", 2, 1000, 10))
+    await store.write(lambda tx: tx.claim("w2", 1, 5000, 10))
+
+    def lost(tx: UnitOfWork) -> object:
+        return (
+            [r.id for r in tx.lost_leases(1001)],
+            [r.id for r in tx.lost_leases(None)],
+            [r.id for r in tx.lost_leases(None, at_least=1)],
+            [r.id for r in tx.lost_leases(None, at_least=2)],
+        )
+
+    assert await store.read(lost) == (["a", "b"], ["a", "b", "c"], ["b", "c"], ["b"])
+
+
+async def test_a_lost_lease_is_requeued_with_its_run_resumed_by_a_new_attempt(
+    store: Store,
+) -> None:
+    await rows.insert(
+        store,
+        rows.item("a", current_run_id="ra"),
+        rows.item("b", current_run_id="rb", orphan_count=2),
+        rows.item("c", current_run_id="rc"),
+        rows.run("ra", "a"),
+        rows.run("rb", "b"),
+        rows.run("rc", "c"),
+    )
+    await store.write(lambda tx: tx.claim("w", 3, 1000, 10))
+    await store.write(lambda tx: tx.start_runs(["ra", "rb", "rc"], "w", 10))
+    await store.write(lambda tx: tx.renew_leases("w", ["c"], 9000))
+
+    def requeue(tx: UnitOfWork) -> object:
+        return tx.requeue_lost(
+            1001,
+            below=3,
+            now=50,
+            reason="lease_expired",
+            error_code="WORKER_LOST",
+            attempt_stamp="01STAMP",
+            sample=5,
+        )
+
+    # b reached the limit of 3 losses: the core fails it; c's lease is alive.
+    assert await store.write(requeue) == (1, [("a", "ra", 1)])
+
+    def after(tx: UnitOfWork) -> tuple[Any, ...]:
+        a, b, c = (tx.item(i) for i in "abc")
+        assert a is not None and b is not None and c is not None
+        run = tx.run("ra")
+        assert run is not None
+        return (
+            (a.status, a.orphan_count, a.lease_owner, a.lease_expires_at, a.updated_at),
+            (b.status, c.status),
+            run.status,
+            [(e.kind, e.from_status, e.to_status, e.detail) for e in tx.events_for("a")],
+            [(t.mode, t.status, t.attempt_id[:7]) for t in tx.attempts_for("a")][-1],
+        )
+
+    state = await store.read(after)
+    assert state[:3] == (
+        ("QUEUED", 1, None, None, 50),
+        ("PROCESSING", "PROCESSING"),
+        "queued",
+    )
+    assert state[3] == [
+        ("transition", "PROCESSING", "QUEUED", '{"reason":"lease_expired","orphan_count":1}')
+    ]
+    assert state[4] == ("RESUME", "queued", "01STAMP")
+    assert await store.write(requeue) == (0, [])

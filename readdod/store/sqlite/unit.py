@@ -240,9 +240,6 @@ class SqliteUnitOfWork:
             row = self.execute(Q["count_settled"], (status,)).fetchone()
         return int(row[0])
 
-    def expired_leases(self, now: int) -> list[ItemRow]:
-        return [_item(r) for r in self.execute(Q["expired_leases"], (now,)).fetchall()]
-
     def list_items(
         self,
         statuses: Sequence[str] | None,

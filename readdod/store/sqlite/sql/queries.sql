@@ -63,9 +63,6 @@ SELECT count(*) FROM items WHERE status = 'PROCESSING';
 -- name: count_settled
 SELECT count(*) FROM items WHERE status = ? AND {settled};
 
--- name: expired_leases
-SELECT {item_columns} FROM items WHERE status = 'PROCESSING' AND lease_expires_at < ?;
-
 -- name: search_items
 -- A condition of list_items: the item's title, url, intent or extracted text
 -- matches an FTS5 query.
