@@ -1,4 +1,4 @@
-"""Small valid payloads for tests that drive the orchestrator by hand."""
+"""Small valid payloads for tests that drive the core by hand."""
 
 from __future__ import annotations
 

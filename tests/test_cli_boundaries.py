@@ -20,7 +20,6 @@ PACKAGE = Path(readdod.__file__).parent
 NEVER_FROM_CLI = (
     "readdod.store",
     "readdod.core",
-    "readdod.orchestrator",
     "readdod.supervisor",
     "readdod.actor",
     "readdod.pipeline",

@@ -1,4 +1,4 @@
-"""Health and stats: the orchestrator on a real SQLite file with a clock moved by
+"""Health and stats: the core on a real SQLite file with a clock moved by
 hand, and `readdod health` / `stats` against the real daemon."""
 
 from __future__ import annotations

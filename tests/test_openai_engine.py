@@ -148,7 +148,7 @@ def test_long_text_splits_on_paragraph_boundaries_within_the_budget() -> None:
 
 
 class _Ledger:
-    """An in-memory ledger, standing in for the orchestrator's (which the e2e test uses)."""
+    """An in-memory ledger, standing in for the core's lease book (which the e2e test uses)."""
 
     def __init__(self) -> None:
         self.rows: dict[int, tuple[str, str | None]] = {}

@@ -1,6 +1,6 @@
 """Set-based recovery: every orphan handled in a few statements, as one move per item would.
 
-Real SQLite files, the real orchestrator; rows are back-dated by hand where a
+Real SQLite files, the real core; rows are back-dated by hand where a
 test needs an item orphaned before or carrying automatic retries.
 """
 
@@ -148,7 +148,7 @@ async def _check(
             want["status"],
             "system",
         )
-        # Byte for byte what the orchestrator's own encoder writes for that detail.
+        # Byte for byte what the core's own encoder writes for that detail.
         assert detail == msgspec.json.encode(want["event"]).decode()
         if want["status"] == "QUEUED":
             requeued += 1

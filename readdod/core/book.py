@@ -97,90 +97,31 @@ class LeaseBook:
         """
 
         def unit(work: Work) -> int | None:
-            tx, notes = work.tx, work.notes
-            orphaned, newest, edited, existing = tx.step_slot(
-                lease.item_id, step, lease.owner, lease.run_id
-            )
-            fields = dict(item_fields or {})
-            if edited:
-                # A person's edit keeps deciding what the item shows.
-                for key in ("priority", "match_score", "title"):
-                    fields.pop(key, None)
             now = self.clock.now_ms()
-            held = orphaned is not None
-            if held and existing is None and (fields or orphaned):
-                # A finished step ends a crash loop: the orphan count starts again.
-                held = tx.update_fenced(
-                    lease.item_id,
-                    lease.owner,
-                    lease.run_id,
-                    updated_at=now,
-                    orphan_count=0,
-                    **fields,
-                )
+            held, newest, version = _hold(work, lease, step, item_fields, now)
             if not held:
-                notes.append(
-                    Note(
-                        "lease.lost",
-                        {
-                            "item_id": lease.item_id,
-                            "run_id": lease.run_id,
-                            "step": step,
-                            "worker_id": lease.owner,
-                        },
-                    )
+                work.note(
+                    "lease.lost",
+                    item_id=lease.item_id,
+                    run_id=lease.run_id,
+                    step=step,
+                    worker_id=lease.owner,
                 )
                 return None
-            if existing is not None:
-                version = int(existing)
-            else:
+            if version is None:
                 version = newest + 1
-                tx.add_artifact(
-                    lease.item_id,
-                    step,
-                    version,
-                    lease.run_id,
-                    payload.decode(),
-                    dumps(msgspec.structs.replace(meta, run_id=lease.run_id, created_at=iso(now))),
-                    now,
-                )
-                faults.crash_point(f"tx:step:{step}")
-                if not finish:
-                    tx.set_current_step(lease.run_id, next_step(step))
-                tx.insert_event(
-                    now,
-                    lease.item_id,
-                    lease.run_id,
-                    "step",
-                    None,
-                    None,
-                    Trigger.SYSTEM,
-                    dumps(
-                        {"step": step, "version": version}
-                        if duration_ms is None
-                        else {
-                            "step": step,
-                            "version": version,
-                            "duration_ms": round(duration_ms, 2),
-                        }
-                    ),
-                )
-            notes.append(
-                Note(
-                    "step.finished",
-                    {
-                        "item_id": lease.item_id,
-                        "run_id": lease.run_id,
-                        "worker_id": lease.owner,
-                        "step": step,
-                        "version": version,
-                        "duration_ms": round(duration_ms or 0.0, 2),
-                    },
-                )
+                _write_step(work, lease, step, version, payload, meta, now, duration_ms, finish)
+            work.note(
+                "step.finished",
+                item_id=lease.item_id,
+                run_id=lease.run_id,
+                worker_id=lease.owner,
+                step=step,
+                version=version,
+                duration_ms=round(duration_ms or 0.0, 2),
             )
             if finish:
-                row = tx.item(lease.item_id)
-                assert row is not None
+                row = work.row(lease.item_id)
                 runs.finish(work, self.policy, row, lease.run_id, now)
             return version
 
@@ -432,3 +373,67 @@ class LeaseBook:
             return True
 
         return await self.units.commit(unit)
+
+
+def _hold(
+    work: Work, lease: Lease, step: str, item_fields: dict[str, Any] | None, now: int
+) -> tuple[bool, int, int | None]:
+    """(whether ``lease`` still holds its item, the newest version of ``step``, the
+    version this run already has, if a crash kept the answer from going out).
+
+    Writes the item's new fields while at it. The item row is written only
+    when something on it changes (title, priority, score, a crash-loop count
+    to clear); otherwise the read that checks the lease is all it costs.
+    """
+    orphaned, newest, edited, existing = work.tx.step_slot(
+        lease.item_id, step, lease.owner, lease.run_id
+    )
+    if orphaned is None:
+        return False, newest, None
+    if existing is not None:
+        return True, newest, int(existing)
+    fields = dict(item_fields or {})
+    if edited:
+        # A person's edit keeps deciding what the item shows.
+        for key in ("priority", "match_score", "title"):
+            fields.pop(key, None)
+    if fields or orphaned:
+        # A finished step ends a crash loop: the orphan count starts again.
+        held = work.tx.update_fenced(
+            lease.item_id, lease.owner, lease.run_id, updated_at=now, orphan_count=0, **fields
+        )
+        return held, newest, None
+    return True, newest, None
+
+
+def _write_step(
+    work: Work,
+    lease: Lease,
+    step: str,
+    version: int,
+    payload: bytes,
+    meta: ArtifactMeta,
+    now: int,
+    duration_ms: float | None,
+    finish: bool,
+) -> None:
+    """Add version ``version`` of ``step``'s artifact to the run, with its step event."""
+    tx = work.tx
+    tx.add_artifact(
+        lease.item_id,
+        step,
+        version,
+        lease.run_id,
+        payload.decode(),
+        dumps(msgspec.structs.replace(meta, run_id=lease.run_id, created_at=iso(now))),
+        now,
+    )
+    faults.crash_point(f"tx:step:{step}")
+    if not finish:
+        tx.set_current_step(lease.run_id, next_step(step))
+    detail: dict[str, Any] = {"step": step, "version": version}
+    if duration_ms is not None:
+        detail["duration_ms"] = round(duration_ms, 2)
+    tx.insert_event(
+        now, lease.item_id, lease.run_id, "step", None, None, Trigger.SYSTEM, dumps(detail)
+    )

@@ -1,4 +1,4 @@
-"""The orchestrator on a real SQLite file, with a clock moved by hand."""
+"""The core on a real SQLite file, with a clock moved by hand."""
 
 from __future__ import annotations
 
