@@ -1,10 +1,23 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from readdod import logging as rlog
 from tests.daemon_proc import DaemonProc
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Log lines of in-process code are rendered as in the daemon, then dropped.
+
+    Tests that read lines configure their own sink (``rlog.redirected``) or
+    capture them (``structlog.testing.capture_logs``).
+    """
+    devnull = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115 (open all session)
+    rlog.configure("info", devnull)
 
 
 @pytest.fixture
