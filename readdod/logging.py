@@ -1,4 +1,8 @@
-"""structlog set up for JSON lines (journald-friendly) with the §8 fields."""
+"""readdod's log lines: JSON (journald-friendly) with the §8 fields, scrubbed of secrets.
+
+Loggers render the JSON themselves; structlog, configured by :func:`configure`,
+renders the console format and exceptions and lets tests capture lines.
+"""
 
 from __future__ import annotations
 
@@ -328,19 +332,19 @@ class Logger:
         return Logger({**self._fields, **fields})
 
     def debug(self, event: str, *args: Any, **kw: Any) -> None:
-        self._line(_DEBUG, "debug", event, args, kw)
+        self._line(logging.DEBUG, "debug", event, args, kw)
 
     def info(self, event: str, *args: Any, **kw: Any) -> None:
-        self._line(_INFO, "info", event, args, kw)
+        self._line(logging.INFO, "info", event, args, kw)
 
     def warning(self, event: str, *args: Any, **kw: Any) -> None:
-        self._line(_WARNING, "warning", event, args, kw)
+        self._line(logging.WARNING, "warning", event, args, kw)
 
     def error(self, event: str, *args: Any, **kw: Any) -> None:
-        self._line(_ERROR, "error", event, args, kw)
+        self._line(logging.ERROR, "error", event, args, kw)
 
     def critical(self, event: str, *args: Any, **kw: Any) -> None:
-        self._line(_CRITICAL, "critical", event, args, kw)
+        self._line(logging.CRITICAL, "critical", event, args, kw)
 
     def exception(self, event: str, *args: Any, **kw: Any) -> None:
         """An error line with the exception being handled."""
@@ -358,15 +362,6 @@ class Logger:
         sink = _sink
         if sink is not None:
             sink.emit(line + "\n")
-
-
-_DEBUG, _INFO, _WARNING, _ERROR, _CRITICAL = (
-    logging.DEBUG,
-    logging.INFO,
-    logging.WARNING,
-    logging.ERROR,
-    logging.CRITICAL,
-)
 
 
 def _use_readdod_chain() -> None:
