@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-import os
+import io
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,14 @@ def pytest_configure(config: pytest.Config) -> None:
     Tests that read lines configure their own sink (``rlog.redirected``) or
     capture them (``structlog.testing.capture_logs``).
     """
-    devnull = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115 (open all session)
-    rlog.configure("info", devnull)
+    rlog.configure("info", _Discard())
+
+
+class _Discard(io.StringIO):
+    """A stream that keeps nothing."""
+
+    def write(self, text: str) -> int:
+        return len(text)
 
 
 @pytest.fixture
