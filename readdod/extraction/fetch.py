@@ -484,7 +484,7 @@ _ERRORS: Final[tuple[tuple[type[Exception], type[httpx.TransportError]], ...]] =
 
 @contextlib.contextmanager
 def _as_httpx_errors() -> Iterator[None]:
-    """Raise httpcore's errors as httpx's, which :func:`fetch` and the tests catch."""
+    """Raise httpcore's errors as the httpx errors :func:`fetch` tells apart."""
     try:
         yield
     except Exception as exc:
