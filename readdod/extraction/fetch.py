@@ -524,7 +524,7 @@ class _Transport(httpx.AsyncBaseTransport):
     def __init__(
         self, cfg: FetchConfig, guard: AddressGuard, ssl_context: ssl.SSLContext | None
     ) -> None:
-        self._pool = httpcore.AsyncConnectionPool(
+        self._connections = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context or httpx.create_ssl_context(trust_env=False),
             max_connections=100,
             max_keepalive_connections=20,
@@ -550,7 +550,7 @@ class _Transport(httpx.AsyncBaseTransport):
         release = await self._queue_for_slot(request.url.host.lower())
         try:
             with _as_httpx_errors():
-                response = await self._pool.handle_async_request(core_request)
+                response = await self._connections.handle_async_request(core_request)
         except BaseException:
             release()
             raise
@@ -562,7 +562,7 @@ class _Transport(httpx.AsyncBaseTransport):
         )
 
     async def __aenter__(self) -> _Transport:
-        await self._pool.__aenter__()
+        await self._connections.__aenter__()
         return self
 
     async def __aexit__(
@@ -571,10 +571,10 @@ class _Transport(httpx.AsyncBaseTransport):
         exc_value: BaseException | None = None,
         traceback: TracebackType | None = None,
     ) -> None:
-        await self._pool.__aexit__(exc_type, exc_value, traceback)
+        await self._connections.__aexit__(exc_type, exc_value, traceback)
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        await self._connections.aclose()
 
     async def _queue_for_slot(self, host: str) -> Callable[[], None]:
         """Take a slot for ``host`` with the fetch's deadline stopped while in the queue.
