@@ -1,4 +1,8 @@
-"""structlog set up for JSON lines (journald-friendly) with the §8 fields."""
+"""readdod's log lines: JSON (journald-friendly) with the §8 fields, scrubbed of secrets.
+
+Loggers render the JSON themselves; structlog, configured by :func:`configure`,
+renders the console format and exceptions and lets tests capture lines.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,9 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 import msgspec
 import structlog
@@ -241,14 +245,15 @@ class _State:
 
     level = logging.INFO
     console: structlog.dev.ConsoleRenderer | None = None
+    #: structlog's processor chain while readdod renders JSON lines; ``[]`` otherwise.
+    chain: ClassVar[list[Any]] = []
 
 
 def _render(_: Any, method: str, event: MutableMapping[str, Any]) -> str:
     """The whole pipeline in one processor: filter, stamp, scrub, render.
 
-    structlog is configured once with this as its only processor and with
-    cached loggers; ``configure`` only swaps the state it reads. That keeps a
-    log line at a few microseconds, which the hot path pays a dozen times per item.
+    :func:`configure` makes this structlog's only processor, so a line that
+    goes through structlog comes out as the one a :class:`Logger` writes itself.
     """
     if not _enabled(method):
         raise structlog.DropEvent
@@ -258,6 +263,10 @@ def _render(_: Any, method: str, event: MutableMapping[str, Any]) -> str:
         _stamp(method, event)
         return _State.console(None, method, event)
     return _json_line(method, {"ts": "", "level": "", "event": event.pop("event"), **event})
+
+
+#: structlog's chain as :func:`configure` sets it.
+_READDOD_CHAIN: list[Any] = [_render]
 
 
 def _enabled(method: str) -> bool:
@@ -299,61 +308,75 @@ def _sink_logger(*_: Any) -> _SinkLogger:
     return _SinkLogger()
 
 
-_FilteringLogger: Any = structlog.make_filtering_bound_logger(logging.DEBUG)
+class Logger:
+    """A named logger with fields bound to it, writing readdod's JSON lines itself.
 
-
-def _direct(name: str) -> Callable[..., Any]:
-    """A level method that renders its line itself while readdod's renderer is the chain.
-
-    structlog's generic chain (the level method, the proxy, copying the
-    context, running the processors, checking what came back, looking up the
-    output method) was half of a line's cost, and the hot path logs a dozen
-    lines per item. Whenever the processors are not readdod's own
-    (``structlog.testing.capture_logs`` swaps them), for console output,
-    exceptions and %-arguments, the generic chain runs; it ends in
-    :func:`_render`, so the line is the same.
+    structlog's bound loggers run a generic chain for every line (the lazy
+    proxy, the level method, copying the context, the processors, checking
+    what came back, looking up the output method): half of a line's cost,
+    and the hot path logs a dozen lines per item. A line is handed to
+    structlog only when it needs what structlog does: the console renderer,
+    exceptions, %-arguments, or processors that are not readdod's (before
+    :func:`configure`, or while ``structlog.testing.capture_logs`` swaps them
+    in place). The line is the same either way: structlog's chain ends in
+    :func:`_render`.
     """
-    number = _LEVELS[name]
-    generic = getattr(_FilteringLogger, name)
 
-    def method(self: Any, event: str, *args: Any, **kw: Any) -> Any:
-        procs = self._processors
-        if (
-            args
-            or len(procs) != 1
-            or procs[0] is not _render
-            or _State.console is not None
-            or "exc_info" in kw
-        ):
-            return generic(self, event, *args, **kw)
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self._fields = fields
+
+    def bind(self, **fields: Any) -> Logger:
+        """This logger with ``fields`` added to every line."""
+        return Logger({**self._fields, **fields})
+
+    def debug(self, event: str, *args: Any, **kw: Any) -> None:
+        self._line(logging.DEBUG, "debug", event, args, kw)
+
+    def info(self, event: str, *args: Any, **kw: Any) -> None:
+        self._line(logging.INFO, "info", event, args, kw)
+
+    def warning(self, event: str, *args: Any, **kw: Any) -> None:
+        self._line(logging.WARNING, "warning", event, args, kw)
+
+    def error(self, event: str, *args: Any, **kw: Any) -> None:
+        self._line(logging.ERROR, "error", event, args, kw)
+
+    def critical(self, event: str, *args: Any, **kw: Any) -> None:
+        self._line(logging.CRITICAL, "critical", event, args, kw)
+
+    def exception(self, event: str, *args: Any, **kw: Any) -> None:
+        """An error line with the exception being handled."""
+        structlog.get_logger(**self._fields).exception(event, *args, **kw)
+
+    def _line(
+        self, number: int, method: str, event: str, args: tuple[Any, ...], kw: dict[str, Any]
+    ) -> None:
+        if args or _State.chain != _READDOD_CHAIN or "exc_info" in kw:
+            getattr(structlog.get_logger(**self._fields), method)(event, *args, **kw)
+            return
         if number < _State.level:
-            return None
-        line = _json_line(name, {"ts": "", "level": "", "event": event, **self._context, **kw})
+            return
+        line = _json_line(method, {"ts": "", "level": "", "event": event, **self._fields, **kw})
         sink = _sink
         if sink is not None:
             sink.emit(line + "\n")
-        return None
-
-    method.__name__ = name
-    return method
 
 
-class _BoundLogger(_FilteringLogger):  # type: ignore[misc]
-    """structlog's filtering logger; its level methods render lines directly (:func:`_direct`)."""
+def _use_readdod_chain() -> None:
+    """Make :func:`_render` structlog's only processor, ending in the sink.
 
-    debug = _direct("debug")
-    info = _direct("info")
-    warning = _direct("warning")
-    error = _direct("error")
-    critical = _direct("critical")
-
-
-structlog.configure(
-    processors=[_render],
-    wrapper_class=_BoundLogger,
-    logger_factory=_sink_logger,
-    cache_logger_on_first_use=True,
-)
+    ``structlog.testing.capture_logs`` changes the configured list in place
+    (bound loggers keep a reference to it); :class:`Logger` watches the same
+    list to know when to hand lines over.
+    """
+    structlog.configure(
+        processors=list(_READDOD_CHAIN),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        logger_factory=_sink_logger,
+    )
+    _State.chain = structlog.get_config()["processors"] if _State.console is None else []
 
 
 def configure(
@@ -366,7 +389,9 @@ def configure(
     """One JSON object per line: ts (RFC 3339 UTC), level, event, then fields.
 
     ``fmt="console"`` renders aligned lines for people instead. With ``file``
-    the lines go to that file, reopened by :func:`reopen` (SIGHUP).
+    the lines go to that file, reopened by :func:`reopen` (SIGHUP). Importing
+    readdod configures nothing: the program's entry (``readdod serve``, a
+    verb that logs, a test session) calls this, and it configures structlog too.
     """
     global _sink
     if _sink is not None:
@@ -379,6 +404,7 @@ def configure(
         if fmt == "console"
         else None
     )
+    _use_readdod_chain()
     return sink
 
 
@@ -395,6 +421,7 @@ def redirected(level: str, stream: TextIO, *, fmt: str = "json") -> Iterator[Non
     finally:
         flush()
         _sink, _State.level, _State.console = saved
+        _use_readdod_chain()
 
 
 def flush() -> None:
@@ -416,6 +443,5 @@ def reopen() -> str | None:
     return _sink.reopen() if _sink is not None else None
 
 
-def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
-    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(logger_name=name)
-    return logger
+def get_logger(name: str) -> Logger:
+    return Logger({"logger_name": name})

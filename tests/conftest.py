@@ -1,10 +1,28 @@
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
 import pytest
 
+from readdod import logging as rlog
 from tests.daemon_proc import DaemonProc
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Log lines of in-process code are rendered as in the daemon, then dropped.
+
+    Tests that read lines configure their own sink (``rlog.redirected``) or
+    capture them (``structlog.testing.capture_logs``).
+    """
+    rlog.configure("info", _Discard())
+
+
+class _Discard(io.StringIO):
+    """A stream that keeps nothing."""
+
+    def write(self, text: str) -> int:
+        return len(text)
 
 
 @pytest.fixture

@@ -653,3 +653,17 @@ async def test_unknown_names_fail_without_retry() -> None:
             await fetch("http://no-such-host.invalid/", client=c)
     assert info.value.code is ErrorCode.EXTRACTION_FETCH_FAILED
     assert not info.value.retryable and "no-such-host.invalid" in info.value.message
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["plain", "guarded"])
+async def test_a_refused_connection_is_a_temporary_connect_failure(guarded: bool) -> None:
+    """The transport's pool raises httpcore's errors; fetch sees them as httpx's."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nobody listens once the socket is closed
+    changes: dict[str, object] = {"allow_networks": ["127.0.0.0/8"]} if guarded else {}
+    err = await failure(f"http://127.0.0.1:{port}/", allow_private=not guarded, **changes)
+    assert err.code == ErrorCode.EXTRACTION_FETCH_FAILED and err.retryable
+    assert "Could not connect" in err.message and "ConnectError" in (err.debug or "")

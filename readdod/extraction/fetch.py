@@ -25,15 +25,17 @@ The limits, and why they are enforced here rather than left to httpx:
 from __future__ import annotations
 
 import codecs
+import contextlib
 import contextvars
 import functools
 import math
 import re
 import ssl
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
+from types import TracebackType
 from typing import Final, Protocol
 
 import anyio
@@ -461,14 +463,48 @@ class _HostSlots:
         return slot.limiter.statistics().tasks_waiting if slot else 0
 
 
-class _ReleasingStream(httpx.AsyncByteStream):
-    def __init__(self, inner: httpx.AsyncByteStream, release: Callable[[], None]) -> None:
+#: httpcore's errors and the httpx errors callers catch, most specific first.
+_ERRORS: Final[tuple[tuple[type[Exception], type[httpx.TransportError]], ...]] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+@contextlib.contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    """Raise httpcore's errors as the httpx errors :func:`fetch` tells apart."""
+    try:
+        yield
+    except Exception as exc:
+        for core, mapped in _ERRORS:
+            if isinstance(exc, core):
+                raise mapped(str(exc)) from exc
+        raise
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response body read from the pool; closing it frees the connection and the host slot."""
+
+    def __init__(self, inner: httpcore.Response, release: Callable[[], None]) -> None:
         self._inner = inner
         self._release = release
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            yield chunk
+        with _as_httpx_errors():
+            async for chunk in self._inner.aiter_stream():
+                yield chunk
 
     async def aclose(self) -> None:
         try:
@@ -477,38 +513,68 @@ class _ReleasingStream(httpx.AsyncByteStream):
             self._release()
 
 
-class _Transport(httpx.AsyncHTTPTransport):
-    """httpx's transport with the guarded network backend and per-host slots."""
+class _Transport(httpx.AsyncBaseTransport):
+    """httpx's transport seam over an httpcore pool: the guarded network backend and
+    per-host slots.
+
+    The pool's settings are httpx's defaults (100 connections, 20 kept alive for
+    5 s, HTTP/1.1 only, no retries); no proxy is ever used.
+    """
 
     def __init__(
         self, cfg: FetchConfig, guard: AddressGuard, ssl_context: ssl.SSLContext | None
     ) -> None:
-        super().__init__(verify=ssl_context or True, trust_env=False)
-        if guard.active:
-            self._pool = httpcore.AsyncConnectionPool(
-                ssl_context=ssl_context or httpx.create_ssl_context(trust_env=False),
-                max_connections=100,
-                max_keepalive_connections=20,
-                keepalive_expiry=5.0,
-                network_backend=GuardedBackend(guard),
-            )
+        self._connections = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context or httpx.create_ssl_context(trust_env=False),
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            network_backend=GuardedBackend(guard) if guard.active else None,
+        )
         self.slots = _HostSlots(cfg.per_host_limit)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
         release = await self._queue_for_slot(request.url.host.lower())
         try:
-            response = await super().handle_async_request(request)
+            with _as_httpx_errors():
+                response = await self._connections.handle_async_request(core_request)
         except BaseException:
             release()
             raise
-        stream = response.stream
-        assert isinstance(stream, httpx.AsyncByteStream)
         return httpx.Response(
-            status_code=response.status_code,
+            status_code=response.status,
             headers=response.headers,
-            stream=_ReleasingStream(stream, release),
+            stream=_Body(response, release),
             extensions=response.extensions,
         )
+
+    async def __aenter__(self) -> _Transport:
+        await self._connections.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        await self._connections.__aexit__(exc_type, exc_value, traceback)
+
+    async def aclose(self) -> None:
+        await self._connections.aclose()
 
     async def _queue_for_slot(self, host: str) -> Callable[[], None]:
         """Take a slot for ``host`` with the fetch's deadline stopped while in the queue.
