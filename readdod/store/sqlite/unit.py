@@ -5,7 +5,7 @@ transaction that the store opened. Its methods are synchronous on purpose: a
 whole unit of work runs in one hop (on the loop for writes, in the reader's
 thread for reads), so a read-check-write sequence is atomic (writers are
 serialised by ``BEGIN IMMEDIATE``) and costs no thread switch per statement.
-Static statements come from ``sql/queries.sql`` by name; what is composed
+Static statements come from the files of ``sql/`` by name; what is composed
 per call (the columns a caller sets, ``IN`` lists, the conditions of a
 listing) is composed in the module of its concept.
 
