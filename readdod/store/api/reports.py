@@ -1,0 +1,52 @@
+"""Reports and retention: counts for health and stats, and what pruning removes."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class ReportQueries(Protocol):
+    """Aggregates for health and stats (reads only), and the retention prune."""
+
+    # --- reports: health and stats ------------------------------------------------------
+
+    def count_by_status(self) -> dict[str, int]: ...
+
+    def runs_by_status(self) -> dict[str, int]: ...
+
+    def attempts_by_status(self) -> dict[str, int]: ...
+
+    def backlog(self) -> tuple[int, int | None]:
+        """QUEUED items, and since when the oldest of them has been waiting."""
+        ...
+
+    def run_outcomes_since(self, since: int) -> list[tuple[str, int, float | None]]:
+        """(status, count, average duration) of runs finished since ``since``."""
+        ...
+
+    def failures_since(self, since: int) -> int:
+        """Moves into a FAILED_* state since ``since``."""
+        ...
+
+    def step_durations(self, limit: int) -> list[tuple[str, float]]:
+        """(step, duration_ms) of the newest ``limit`` step events that recorded one."""
+        ...
+
+    def token_totals(self) -> tuple[int, int]:
+        """Prompt and completion tokens recorded in every artifact's meta."""
+        ...
+
+    # --- retention -------------------------------------------------------------------
+
+    def prune_archived(
+        self,
+        *,
+        finished_before: int,
+        cancelled_before: int,
+        failed_before: int,
+        keep_versions: int,
+        dry_run: bool,
+    ) -> dict[str, int]:
+        """Remove (or with ``dry_run`` only count) the runs, events and superseded
+        artifact versions retention allows; ARCHIVED items only, never what one shows."""
+        ...

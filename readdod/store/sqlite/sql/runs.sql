@@ -1,0 +1,47 @@
+-- Runs and their attempts.
+
+-- name: ready_from_runs
+-- READY items whose last move was their run's PROCESSING → READY.
+SELECT i.id FROM items i WHERE i.status = 'READY' AND i.{settled} AND
+ (SELECT e.from_status FROM events e WHERE e.item_id = i.id
+   AND e.kind = 'transition' ORDER BY e.seq DESC LIMIT 1) = 'PROCESSING'
+ ORDER BY i.id;
+
+-- name: insert_run
+INSERT INTO runs ({run_columns}) VALUES ({run_params});
+
+-- name: run_by_id
+SELECT {run_columns} FROM runs WHERE run_id = ?;
+
+-- name: runs_of_item
+SELECT {run_columns} FROM runs WHERE item_id = ? ORDER BY created_at, run_id;
+
+-- name: set_run_steps
+-- Each run's current step from one parameter, a JSON array of [run_id, step].
+UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each(?) j
+ WHERE runs.run_id = json_extract(j.value, '$[0]');
+
+-- ---------------------------------------------------------------- attempts
+
+-- name: end_attempt
+-- The run's open attempt gets its terminal status; the step it reached is the
+-- run's current step.
+UPDATE attempts SET status = ?, finished_at = ?, error_code = ?, error_message = ?,
+ last_step = (SELECT r.current_step FROM runs r WHERE r.run_id = attempts.run_id)
+ WHERE run_id = ? AND {open_attempt};
+
+-- name: last_attempt
+SELECT {attempt_columns} FROM attempts WHERE run_id = ?
+ ORDER BY created_at DESC, attempt_id DESC LIMIT 1;
+
+-- name: add_running_attempt
+-- A claimed run with no queued attempt gets a RESUME one, running.
+INSERT INTO attempts (attempt_id, run_id, item_id, mode, status,
+ first_step, worker_id, created_at, started_at)
+ SELECT ?, run_id, item_id, 'RESUME', 'running', current_step, ?, ?, ?
+ FROM runs WHERE run_id = ?;
+
+-- name: attempts_of_item
+SELECT {attempt_columns} FROM attempts
+ WHERE run_id IN (SELECT run_id FROM runs WHERE item_id = ?)
+ ORDER BY created_at, attempt_id;
