@@ -55,6 +55,16 @@ def test_entries_are_named_once_and_name_only_what_is_defined() -> None:
         parse("-- name: a\n-- only a comment\n")
 
 
+def test_a_file_names_the_fragments_of_files_read_before_it_and_no_name_twice() -> None:
+    shared = parse("-- name: busy\nstatus = 'PROCESSING'", source="shared.sql")
+    later = parse("-- name: n\nSELECT count(*) FROM items WHERE {busy}", shared, source="x.sql")
+    assert later == {"n": "SELECT count(*) FROM items WHERE status = 'PROCESSING'"}
+    with pytest.raises(ValueError, match=r"x\.sql: 'busy' is named twice"):
+        parse("-- name: busy\nSELECT 1", shared, source="x.sql")
+    # Every file of sql/ is read, and the entries of all of them are one namespace.
+    assert {"settled", "lost_leases", "claim_items"} <= set(QUERIES)
+
+
 def test_a_persons_words_become_quoted_prefix_terms() -> None:
     assert search_query("herons, Otters!") == '"herons"* "Otters"*'
     assert search_query('NEAR(a b) OR "c"') == '"NEAR"* "a"* "b"* "OR"* "c"*'
