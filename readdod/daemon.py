@@ -1,4 +1,9 @@
-"""The composition root: wires the parts together and runs the event loop."""
+"""The composition root: configures logging, wires the parts together, runs the event loop.
+
+:func:`main` is ``readdod serve``: logging first, then :func:`serve`, which
+builds the store, the core, the pipeline, the supervisor, the control server
+and every background loop, and runs them in one task group.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,14 @@ import signal
 import socket
 import stat
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import IO
 
 import anyio
 from anyio.abc import TaskStatus
 
-from readdod import __version__, config, systemd
+from readdod import __version__, collector, config, systemd
 from readdod import logging as rlog
 from readdod.clock import Clock, SystemClock
 from readdod.config import Config
@@ -38,6 +43,35 @@ from readdod.store import Store
 from readdod.supervisor import Supervisor, worker_id
 
 log = get_logger("readdod.daemon")
+
+
+def main(cfg: Config, *, source: Path | None = None, overrides: Sequence[str] = ()) -> None:
+    """Run the daemon until it is stopped: logging as ``[log]`` says, then :func:`serve`."""
+    rlog.configure(cfg.log.level, fmt=cfg.log.format, file=cfg.log.file)
+    _register_secrets(cfg)
+    log.info(
+        "daemon.starting",
+        version=__version__,
+        config=str(source) if source else None,
+        overrides=list(overrides),
+    )
+    collector.tune()
+    anyio.run(serve, cfg, backend="asyncio")
+
+
+def _register_secrets(cfg: Config) -> None:
+    """Tell the log scrubber every secret's value: the API key and systemd credentials."""
+    key_env = getattr(cfg.ai, "api_key_env", None)
+    creds = os.environ.get("CREDENTIALS_DIRECTORY")
+    if key_env:
+        rlog.add_secret(os.environ.get(key_env))
+    if creds:
+        try:
+            for entry in Path(creds).iterdir():
+                if entry.is_file() and entry.stat().st_size <= 64 * 1024:
+                    rlog.add_secret(entry.read_text(errors="replace").strip())
+        except OSError:
+            pass
 
 
 def acquire_instance_lock(db: Path) -> IO[bytes]:

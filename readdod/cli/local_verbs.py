@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from readdod import __version__, config
+from readdod import config
 from readdod.cli import render
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from readdod.cli.inputs import read_source
@@ -24,23 +23,6 @@ from readdod.errors import ConfigError, ExtractionError
 
 #: A verb that needs no daemon to talk to: the command line in, an exit code out.
 LocalVerb = Callable[[argparse.Namespace], int]
-
-
-def _register_secrets(cfg: config.Config) -> None:
-    """Tell the log scrubber every secret's value: the API key and systemd credentials."""
-    from readdod import logging as rlog
-
-    key_env = getattr(cfg.ai, "api_key_env", None)
-    creds = os.environ.get("CREDENTIALS_DIRECTORY")
-    if key_env:
-        rlog.add_secret(os.environ.get(key_env))
-    if creds:
-        try:
-            for entry in Path(creds).iterdir():
-                if entry.is_file() and entry.stat().st_size <= 64 * 1024:
-                    rlog.add_secret(entry.read_text(errors="replace").strip())
-        except OSError:
-            pass
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -55,20 +37,10 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from readdod import collector, daemon
-    from readdod import logging as rlog
+    from readdod import daemon
 
     cfg, path, overrides = config.load_with_overrides(args.config)
-    rlog.configure(cfg.log.level, fmt=cfg.log.format, file=cfg.log.file)
-    _register_secrets(cfg)
-    rlog.get_logger("readdod.cli").info(
-        "daemon.starting",
-        version=__version__,
-        config=str(path) if path else None,
-        overrides=overrides,
-    )
-    collector.tune()
-    anyio.run(daemon.serve, cfg, backend="asyncio")
+    daemon.main(cfg, source=path, overrides=overrides)
     return EXIT_OK
 
 

@@ -15,8 +15,7 @@ import msgspec
 
 from readdod import export as exporting
 from readdod import faults, ids, states
-from readdod.clock import iso
-from readdod.core.runs import shown_run
+from readdod.core.runs import failure, shown_run
 from readdod.core.unit import Note, UnitOfWork, Units, Work, dumps, item_row
 from readdod.errors import (
     ErrorCode,
@@ -25,12 +24,11 @@ from readdod.errors import (
     IdempotencyConflict,
     InvalidTransition,
     ValidationFailed,
-    is_retryable,
 )
 from readdod.export import planner
 from readdod.export.planner import ExportPlan
 from readdod.export.writer import Exporter
-from readdod.models import ExportResult, Failure, decode_failure
+from readdod.models import ExportResult, decode_failure
 from readdod.states import Status, Trigger
 from readdod.store import AttemptRow, ExportRow, ItemRow, RunRow
 from readdod.views import item_view, shown_view
@@ -276,14 +274,14 @@ class Exports:
                 notes.append(Note("export.failed", {"item_id": row.id, **detail}))
                 return row
             prev = decode_failure(row.failure) if row.failure else None
-            failure = Failure(
-                failed_step="export",
-                error_code=err.error_code,
-                message=err.message,
-                retryable=is_retryable(err.code, err.retryable),
-                debug_message=err.debug,
+            made = failure(
+                "export",
+                err.code,
+                err.message,
+                err.retryable,
+                err.debug,
+                now,
                 attempts=prev.attempts + 1 if prev and prev.failed_step == "export" else 1,
-                last_attempt_at=iso(now),
             )
             return work.move(
                 row,
@@ -291,7 +289,7 @@ class Exports:
                 Trigger.SYSTEM,
                 now=now,
                 detail=detail,
-                failure=dumps(failure),
+                failure=dumps(made),
             )
 
         with anyio.CancelScope(shield=True):

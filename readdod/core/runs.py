@@ -17,7 +17,7 @@ from readdod.clock import iso
 from readdod.config import RetryConfig
 from readdod.core.unit import Work, dumps
 from readdod.errors import ErrorCode, is_retryable
-from readdod.models import AI_STEPS, STEPS, Failure, UserScore, wire_step
+from readdod.models import AI_STEPS, STEPS, Failure, UserScore, WireStep, wire_step
 from readdod.states import Status, Trigger
 from readdod.store import AttemptRow, ItemRow, RunRow
 
@@ -63,6 +63,33 @@ def failed_state(step: str) -> Status:
 def next_step(step: str) -> str:
     i = STEPS.index(step)
     return STEPS[i + 1] if i + 1 < len(STEPS) else "gate"
+
+
+def failure(
+    failed_step: WireStep,
+    code: ErrorCode,
+    message: str,
+    retryable: bool,
+    debug: str | None,
+    now: int,
+    *,
+    attempts: int,
+    due: int = 0,
+    auto_retries: int = 0,
+) -> Failure:
+    """What ``items.failure`` says of a failed step (``failed_step`` its wire name): the
+    one place a failure is made, for runs and exports alike."""
+    return Failure(
+        failed_step=failed_step,
+        error_code=code,
+        message=message,
+        retryable=is_retryable(code, retryable),
+        debug_message=debug,
+        attempts=attempts,
+        last_attempt_at=iso(now),
+        next_attempt_at=iso(due) if due else None,
+        auto_retries=auto_retries,
+    )
 
 
 def new_attempt(
@@ -240,15 +267,15 @@ def fail(
     run = tx.run(row.current_run_id) if row.current_run_id else None
     delay = retry_policy.next_delay_s(policy.retry, code, retryable, row.auto_retries, retry_after)
     due = now + max(int(delay * 1000), 1) if delay is not None else 0
-    failure = Failure(
-        failed_step=wire_step(at_fault or step),
-        error_code=code,
-        message=message,
-        retryable=is_retryable(code, retryable),
-        debug_message=debug,
+    made = failure(
+        wire_step(at_fault or step),
+        code,
+        message,
+        retryable,
+        debug,
+        now,
         attempts=run.attempts if run else 1,
-        last_attempt_at=iso(now),
-        next_attempt_at=iso(due) if due else None,
+        due=due,
         auto_retries=row.auto_retries,
     )
     if run is not None:
@@ -277,7 +304,7 @@ def fail(
             "message": message[:500],
             "next_attempt_at": iso(due) if due else None,
         },
-        failure=dumps(failure),
+        failure=dumps(made),
         lease_owner=None,
         lease_expires_at=None,
         next_attempt_at=due,
