@@ -1,0 +1,138 @@
+"""The openai library's exceptions as readdod's :class:`~readdod.errors.AIError` codes.
+
+Pure. Each failed request gets a message that names the server and what to
+change, a code, whether a retry may help, and a verdict for the circuit
+breaker: only an unreachable server or a 5xx counts against it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import openai
+
+from readdod import retrying
+from readdod.config import AIConfig
+from readdod.errors import AIError, ErrorCode
+
+#: The client gives up this much before readdod's own deadline, so its error is the one seen.
+CLIENT_TIMEOUT_RATIO: Final = 0.9
+
+#: ``down`` (counts against the circuit), ``answered`` (the server is up), ``neutral``
+#: (a timeout says neither), ``fallback`` (retry in JSON mode) or ``foreign`` (not a
+#: request failure: let it through).
+Verdict = Literal["down", "answered", "neutral", "fallback", "foreign"]
+
+
+class Down(Exception):
+    """The server could not be reached or answered 5xx: counts against the circuit."""
+
+    def __init__(self, error: AIError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def map_status(exc: openai.APIStatusError, where: str, api_key_env: str) -> AIError:
+    """An HTTP error status the server answered with."""
+    status = exc.status_code
+    if status == 429:
+        body = exc.body if isinstance(exc.body, dict) else {}
+        if body.get("code") == "insufficient_quota":
+            return AIError(
+                f"the model server {where} says the account is out of quota;"
+                " add credit or switch ai.base_url, then retry the item",
+                code=ErrorCode.AI_RATE_LIMITED,
+                retryable=False,
+            )
+        return AIError(
+            f"the model server {where} is rate limiting readdod (HTTP 429);"
+            " lower ai.rpm / ai.tpm / ai.concurrency if this keeps happening",
+            code=ErrorCode.AI_RATE_LIMITED,
+            retryable=True,
+            retry_after=retrying.retry_after_s(exc.response.headers),
+        )
+    if status in (401, 403):
+        return AIError(
+            f"the model server {where} refused the API key (HTTP {status});"
+            f" set ${api_key_env} or the systemd credential of that name",
+            code=ErrorCode.AI_PROVIDER_ERROR,
+            retryable=False,
+        )
+    if status == 404:
+        return AIError(
+            f"the model server {where} answered 404: the model or the endpoint does not"
+            " exist there; check ai.model and ai.base_url (it usually ends in /v1)",
+            code=ErrorCode.AI_PROVIDER_ERROR,
+            retryable=False,
+        )
+    return AIError(
+        f"the model server {where} answered HTTP {status}",
+        code=ErrorCode.AI_PROVIDER_ERROR,
+        retryable=status in (408, 409),
+        debug=str(exc.body)[:1000] if exc.body is not None else None,
+    )
+
+
+def classify(
+    exc: Exception, *, server: str, model: str, cfg: AIConfig, mode: str
+) -> tuple[AIError | None, Verdict]:
+    """Type a failed request to ``server``: (error, verdict); ``mode``: the response format
+    the request asked for (``json_schema`` or ``json_object``)."""
+    where = f"{server} (model {model})"
+    if isinstance(exc, TimeoutError):
+        return AIError(
+            f"the model server {where} did not answer within {cfg.timeout_s:g} s (ai.timeout_s)",
+            code=ErrorCode.AI_TIMEOUT,
+            retryable=True,
+        ), "neutral"
+    if isinstance(exc, openai.APITimeoutError):
+        if "Connect" in type(exc.__cause__).__name__:
+            return AIError(
+                f"cannot connect to the model server {where}: connection timed out",
+                code=ErrorCode.AI_PROVIDER_ERROR,
+                retryable=True,
+            ), "down"
+        return AIError(
+            f"the model server {where} did not answer within"
+            f" {cfg.timeout_s * CLIENT_TIMEOUT_RATIO:g} s (ai.timeout_s)",
+            code=ErrorCode.AI_TIMEOUT,
+            retryable=True,
+        ), "neutral"
+    if isinstance(exc, openai.APIConnectionError):
+        return AIError(
+            f"cannot connect to the model server {where}; is it running?",
+            code=ErrorCode.AI_PROVIDER_ERROR,
+            retryable=True,
+            debug=repr(exc.__cause__ or exc),
+        ), "down"
+    if isinstance(exc, openai.InternalServerError):
+        return AIError(
+            f"the model server {where} failed (HTTP {exc.status_code})",
+            code=ErrorCode.AI_PROVIDER_ERROR,
+            retryable=True,
+            debug=str(exc.body)[:1000] if exc.body is not None else None,
+        ), "down"
+    if (
+        isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError)
+        and mode == "json_schema"
+        and cfg.structured_output == "auto"
+    ):
+        return None, "fallback"
+    if isinstance(exc, openai.APIStatusError):
+        return map_status(exc, where, cfg.api_key_env), "answered"
+    if isinstance(exc, ValueError):
+        # A 200 whose body is not JSON: a proxy's error page, or a base_url that is no API.
+        return AIError(
+            f"the model server {where} answered with something that is not a chat"
+            " completion; check ai.base_url (it usually ends in /v1)",
+            code=ErrorCode.AI_PROVIDER_ERROR,
+            retryable=True,
+            debug=str(exc)[:500],
+        ), "answered"
+    if isinstance(exc, openai.APIError):
+        return AIError(
+            f"the model server {where} sent an answer readdod cannot read ({exc})",
+            code=ErrorCode.AI_PROVIDER_ERROR,
+            retryable=False,
+        ), "answered"
+    return None, "foreign"

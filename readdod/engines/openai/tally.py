@@ -1,0 +1,32 @@
+"""What one step's requests cost, recorded in its artifact's meta."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from readdod.engines.base import EngineOutput
+
+T = TypeVar("T")
+
+
+class Tally:
+    """Tokens, latency, requests and templates of one step, across its retries and repairs."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.latency_ms = 0.0
+        self.requests = 0
+        self.templates: list[str] = []
+
+    def output(self, payload: T) -> EngineOutput[T]:
+        return EngineOutput(
+            payload=payload,
+            template_version="+".join(dict.fromkeys(self.templates)),
+            model=self.model,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            latency_ms=round(self.latency_ms),
+            attempts=self.requests,
+        )
