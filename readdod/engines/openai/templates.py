@@ -1,8 +1,8 @@
 """Prompt templates, versioned and chosen by ``ai.profile``.
 
-The files live in ``readdod/engines/templates/`` as ``<name>[.<profile>].vN.txt``;
-the version a step used is recorded in its artifact's meta, so a changed
-prompt is a new file, never an edit.
+The files live in ``readdod/engines/templates/`` (package data) as
+``<name>[.<profile>].vN.txt``; the versions a step used are recorded in its
+artifact's meta (``template_version``).
 """
 
 from __future__ import annotations
