@@ -25,6 +25,13 @@ PURE = (
     "readdod.export.jsonfmt",
     "readdod.export.naming",
     "readdod.export.document",
+    "readdod.engines.openai.answers",
+    "readdod.engines.openai.budget",
+    "readdod.engines.openai.errors",
+    "readdod.extraction.extract",
+    "readdod.extraction.content",
+    "readdod.extraction.metadata",
+    "readdod.extraction.markdown",
 )
 IO_LIBRARIES = ("sqlite3", "aiosqlite", "psycopg", "httpx", "httpcore", "anyio", "socket")
 DRIVERS = ("sqlite3", "aiosqlite", "psycopg")
