@@ -32,6 +32,9 @@ PURE = (
     "readdod.extraction.content",
     "readdod.extraction.metadata",
     "readdod.extraction.markdown",
+    "readdod.extraction.charsets",
+    "readdod.extraction.mediatypes",
+    "readdod.extraction.refusals",
 )
 IO_LIBRARIES = ("sqlite3", "aiosqlite", "psycopg", "httpx", "httpcore", "anyio", "socket")
 DRIVERS = ("sqlite3", "aiosqlite", "psycopg")

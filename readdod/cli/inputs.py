@@ -46,7 +46,7 @@ def read_capture_source(value: str, *, html: bool, max_bytes: int) -> str:
     A file over ``max_bytes`` or one that is binary is refused here, naming it,
     before anything is sent.
     """
-    from readdod.extraction.fetch import decode_body
+    from readdod.extraction.charsets import decode_body
 
     name = "standard input" if value == "-" else shown(value)
     try:
