@@ -4,6 +4,8 @@ import that crosses a boundary the design forbids."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -159,6 +161,28 @@ def test_pure_parts_do_no_io(pure: str) -> None:
         # The store's row Structs are plain data, shared by every implementation.
         reached = [i for i in imported if _under(i, ["readdod.store", "readdod.control"])]
         assert not [i for i in reached if i != "readdod.store.rows"], module
+
+
+def test_importing_the_pure_parts_loads_no_io_library() -> None:
+    """What the pure parts import, all the way down, in a fresh interpreter.
+
+    The openai engine's pure modules are left out: importing one runs the
+    engine package's ``__init__``, which builds on the openai client. The
+    standard library's ``socket`` is not looked for: ``email.utils`` (a date in
+    a Retry-After header) imports it without opening anything.
+    """
+    libraries = {lib for lib in IO_LIBRARIES if lib != "socket"}
+    loaded = [m for m in MODULES if _under(m, PURE) and not _under(m, ["readdod.engines"])]
+    pure = [*sorted(loaded), "readdod.store.rows", "readdod.store.api"]
+    probe = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in pure)
+        + f"print(sorted(m for m in sys.modules if m.split('.')[0] in {libraries!r}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
 
 
 def test_the_store_imports_nothing_above_it() -> None:

@@ -4,6 +4,8 @@ It imports nothing above it (no core, supervisor, control or CLI). Callers are t
 the Protocols of :mod:`readdod.store.api`; ``Store`` here is the SQLite store daemons open.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from readdod.store.api import UnitOfWork
 from readdod.store.rows import (
     ArtifactRow,
@@ -16,11 +18,38 @@ from readdod.store.rows import (
     RunRow,
     StoreCounters,
 )
-from readdod.store.sqlite import SCHEMA_VERSION, SqliteStore, SqliteUnitOfWork, StoreClosed, Tx
 
-#: The store daemons open today. The seam callers are typed to is the Protocol
+if TYPE_CHECKING:
+    from readdod.store.sqlite import (
+        SCHEMA_VERSION,
+        SqliteStore,
+        SqliteUnitOfWork,
+        StoreClosed,
+        Tx,
+    )
+    from readdod.store.sqlite import SqliteStore as Store
+
+#: What ``readdod.store`` hands out of the SQLite implementation, loaded on first use,
+#: so that the row Structs and the Protocols import no database driver. ``Store`` is
+#: the store daemons open today; the seam callers are typed to is
 #: :class:`readdod.store.api.Store`.
-Store = SqliteStore
+_SQLITE = {
+    "SCHEMA_VERSION": "SCHEMA_VERSION",
+    "SqliteStore": "SqliteStore",
+    "SqliteUnitOfWork": "SqliteUnitOfWork",
+    "StoreClosed": "StoreClosed",
+    "Tx": "Tx",
+    "Store": "SqliteStore",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SQLITE:
+        from readdod.store import sqlite
+
+        return getattr(sqlite, _SQLITE[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "SCHEMA_VERSION",
