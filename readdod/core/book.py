@@ -17,7 +17,7 @@ from readdod import faults, urls
 from readdod.clock import iso
 from readdod.core import runs
 from readdod.core.runs import RunPolicy, fail, next_step, requeue
-from readdod.core.unit import Note, Units, Work, dumps
+from readdod.core.unit import Units, Work, dumps
 from readdod.core.workers import Lease
 from readdod.errors import StepError
 from readdod.models import CHUNK_ACTIVE, ArtifactMeta, Item
@@ -133,7 +133,7 @@ class LeaseBook:
         """Record ``step`` as ``retrying`` after a retryable error; False if the lease is gone."""
 
         def unit(work: Work) -> bool:
-            tx, notes = work.tx, work.notes
+            tx = work.tx
             if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
                 return False
             now = self.clock.now_ms()
@@ -157,19 +157,15 @@ class LeaseBook:
             tx.insert_event(
                 now, lease.item_id, lease.run_id, "step", None, None, Trigger.SYSTEM, dumps(detail)
             )
-            notes.append(
-                Note(
-                    "step.retrying",
-                    {
-                        "item_id": lease.item_id,
-                        "run_id": lease.run_id,
-                        "worker_id": lease.owner,
-                        "step": step,
-                        "attempt": attempt,
-                        "error_code": error.error_code,
-                        "delay_s": round(delay_s, 3),
-                    },
-                )
+            work.note(
+                "step.retrying",
+                item_id=lease.item_id,
+                run_id=lease.run_id,
+                worker_id=lease.owner,
+                step=step,
+                attempt=attempt,
+                error_code=error.error_code,
+                delay_s=round(delay_s, 3),
             )
             return True
 
@@ -179,7 +175,7 @@ class LeaseBook:
         """Record something about a running step (e.g. it waits for the model server)."""
 
         def unit(work: Work) -> bool:
-            tx, notes = work.tx, work.notes
+            tx = work.tx
             if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
                 return False
             full = {"step": step, "event": event, **detail}
@@ -193,17 +189,13 @@ class LeaseBook:
                 Trigger.SYSTEM,
                 dumps(full),
             )
-            notes.append(
-                Note(
-                    event,
-                    {
-                        "item_id": lease.item_id,
-                        "run_id": lease.run_id,
-                        "worker_id": lease.owner,
-                        "step": step,
-                        **detail,
-                    },
-                )
+            work.note(
+                event,
+                item_id=lease.item_id,
+                run_id=lease.run_id,
+                worker_id=lease.owner,
+                step=step,
+                **detail,
             )
             return True
 
@@ -220,7 +212,7 @@ class LeaseBook:
         """
 
         def unit(work: Work) -> dict[int, str]:
-            tx, notes = work.tx, work.notes
+            tx = work.tx
             if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
                 return {}
             now = self.clock.now_ms()
@@ -231,17 +223,13 @@ class LeaseBook:
                 tx.reset_chunks(lease.run_id, step, total, model, now)
                 rows = []
             done = {r.idx: r.output for r in rows if r.status == "done" and r.output is not None}
-            notes.append(
-                Note(
-                    "chunks.started",
-                    {
-                        "item_id": lease.item_id,
-                        "run_id": lease.run_id,
-                        "step": step,
-                        "total": total,
-                        "done": len(done),
-                    },
-                )
+            work.note(
+                "chunks.started",
+                item_id=lease.item_id,
+                run_id=lease.run_id,
+                step=step,
+                total=total,
+                done=len(done),
             )
             return done
 
@@ -264,7 +252,7 @@ class LeaseBook:
         """
 
         def unit(work: Work) -> bool:
-            tx, notes = work.tx, work.notes
+            tx = work.tx
             if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
                 return False
             now = self.clock.now_ms()
@@ -306,9 +294,7 @@ class LeaseBook:
                     Trigger.SYSTEM,
                     dumps(detail),
                 )
-            notes.append(
-                Note("chunk.progress", {"item_id": lease.item_id, "run_id": lease.run_id, **detail})
-            )
+            work.note("chunk.progress", item_id=lease.item_id, run_id=lease.run_id, **detail)
             return True
 
         return await self.units.commit(unit)
@@ -317,15 +303,10 @@ class LeaseBook:
         """The READY gate and, if it passes, PROCESSING → READY; else FAILED_AI."""
 
         def unit(work: Work) -> ItemRow | None:
-            tx, notes = work.tx, work.notes
+            tx = work.tx
             row = tx.item(lease.item_id)
             if row is None or not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
-                notes.append(
-                    Note(
-                        "lease.lost",
-                        {"item_id": lease.item_id, "run_id": lease.run_id, "step": "gate"},
-                    )
-                )
+                work.note("lease.lost", item_id=lease.item_id, run_id=lease.run_id, step="gate")
                 return None
             return runs.finish(work, self.policy, row, lease.run_id, self.clock.now_ms())
 
@@ -334,15 +315,10 @@ class LeaseBook:
 
     async def fail(self, lease: Lease, step: str, error: StepError) -> Item | None:
         def unit(work: Work) -> ItemRow | None:
-            tx, notes = work.tx, work.notes
+            tx = work.tx
             row = tx.item(lease.item_id)
             if row is None or not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
-                notes.append(
-                    Note(
-                        "lease.lost",
-                        {"item_id": lease.item_id, "run_id": lease.run_id, "step": step},
-                    )
-                )
+                work.note("lease.lost", item_id=lease.item_id, run_id=lease.run_id, step=step)
                 return None
             return fail(
                 work,

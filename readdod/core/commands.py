@@ -16,7 +16,7 @@ from readdod import rubric, states
 from readdod.clock import iso
 from readdod.core import capture as captures
 from readdod.core.runs import complete_run, enqueue, shown_run, shown_score
-from readdod.core.unit import Note, Units, Work, dumps
+from readdod.core.unit import Units, Work, dumps
 from readdod.core.workers import Claimed, Workers
 from readdod.errors import (
     ErrorCode,
@@ -275,7 +275,7 @@ class Commands:
 
     async def set_paused(self, paused: bool) -> bool:
         def unit(work: Work) -> bool:
-            tx, notes = work.tx, work.notes
+            tx = work.tx
             was = tx.setting(PAUSED_KEY) == "1"
             if was != paused:
                 tx.set_setting(PAUSED_KEY, "1" if paused else "0")
@@ -288,7 +288,9 @@ class Commands:
                     None,
                     Trigger.USER,
                 )
-                notes.append(Note("daemon.paused" if paused else "daemon.resumed", {}))
+                work.note(
+                    "daemon.paused" if paused else "daemon.resumed",
+                )
             return paused
 
         return await self.units.commit(unit)
@@ -317,7 +319,7 @@ class Commands:
             body = dumps(decoded)
 
         def unit(work: Work) -> Artifact:
-            tx, notes = work.tx, work.notes
+            tx = work.tx
             row = work.row(item_id)
             src = Status(row.status)
             if src is S.PROCESSING:
@@ -354,7 +356,7 @@ class Commands:
                     fields.update(priority=priority, match_score=match)
             work.touch(row, **fields)
             tx.insert_event(now, item_id, None, "edit", None, None, Trigger.USER, dumps(detail))
-            notes.append(Note("artifact.edited", {"item_id": item_id, **detail}))
+            work.note("artifact.edited", item_id=item_id, **detail)
             shown = shown_view(tx.shown_artifacts(item_id, showing))
             if artifact_type not in shown:
                 raise NotFound(f"item {item_id} shows no {artifact_type} now")

@@ -16,7 +16,7 @@ import msgspec
 from readdod import export as exporting
 from readdod import faults, ids, states
 from readdod.core.runs import failure, shown_run
-from readdod.core.unit import Note, UnitOfWork, Units, Work, dumps, item_row
+from readdod.core.unit import UnitOfWork, Units, Work, dumps, item_row
 from readdod.errors import (
     ErrorCode,
     ExportError,
@@ -248,7 +248,7 @@ class Exports:
         """
 
         def unit(work: Work) -> ItemRow:
-            tx, notes = work.tx, work.notes
+            tx = work.tx
             row = work.row(item_id)
             now = self.clock.now_ms()
             run_id = self._export_run(tx, item_id, started, now, err)
@@ -271,7 +271,7 @@ class Exports:
                     trigger,
                     dumps({**detail, "message": err.message}),
                 )
-                notes.append(Note("export.failed", {"item_id": row.id, **detail}))
+                work.note("export.failed", item_id=row.id, **detail)
                 return row
             prev = decode_failure(row.failure) if row.failure else None
             made = failure(
