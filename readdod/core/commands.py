@@ -288,9 +288,7 @@ class Commands:
                     None,
                     Trigger.USER,
                 )
-                work.note(
-                    "daemon.paused" if paused else "daemon.resumed",
-                )
+                work.note("daemon.paused" if paused else "daemon.resumed")
             return paused
 
         return await self.units.commit(unit)
