@@ -97,9 +97,9 @@ def _json_field(text: str, key: str) -> Any:
 
 
 def _tokens(text: str) -> list[str]:
-    """Runs of letters and digits, case-folded, diacritics removed."""
+    """Runs of letters and digits, lower-cased, diacritics removed."""
     bare = "".join(
-        c for c in unicodedata.normalize("NFD", text.casefold()) if not unicodedata.combining(c)
+        c for c in unicodedata.normalize("NFD", text.lower()) if not unicodedata.combining(c)
     )
     return re.findall(r"[^\W_]+", bare)
 
