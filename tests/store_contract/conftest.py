@@ -16,6 +16,7 @@ import pytest
 from readdod.store import Store as SqliteStore
 from readdod.store import Tx
 from readdod.store.api import Store, UnitOfWork
+from tests.store_contract import memory
 
 #: Opens the one database of a test, as often as the test asks.
 Opener = Callable[[], AbstractAsyncContextManager[Store]]
@@ -34,7 +35,7 @@ def _sqlite(tmp_path: Path) -> Opener:
 
 
 #: Every store implementation, by name: given a test's own directory, its opener.
-IMPLEMENTATIONS: dict[str, Callable[[Path], Opener]] = {"sqlite": _sqlite}
+IMPLEMENTATIONS: dict[str, Callable[[Path], Opener]] = {"memory": memory.opener, "sqlite": _sqlite}
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
