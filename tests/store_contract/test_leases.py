@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from readdod.store.api import Store, UnitOfWork
@@ -222,8 +223,8 @@ async def test_a_lost_lease_is_requeued_with_its_run_resumed_by_a_new_attempt(
         ("PROCESSING", "PROCESSING"),
         "queued",
     )
-    assert state[3] == [
-        ("transition", "PROCESSING", "QUEUED", '{"reason":"lease_expired","orphan_count":1}')
+    assert [(*e[:3], msgspec.json.decode(e[3])) for e in state[3]] == [
+        ("transition", "PROCESSING", "QUEUED", {"reason": "lease_expired", "orphan_count": 1})
     ]
     assert state[4] == ("RESUME", "queued", "01STAMP")
     assert await store.write(requeue) == (0, [])

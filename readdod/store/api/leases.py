@@ -40,8 +40,8 @@ class LeaseQueries(Protocol):
 
     def lost_leases(self, expired_before: int | None, *, at_least: int = 0) -> list[ItemRow]:
         """PROCESSING items whose lease ran out before ``expired_before`` (None: every
-        lease, for a daemon that holds the store alone), lost ``at_least`` times in a row
-        before, by id."""
+        lease with an expiry, for a daemon that holds the store alone), lost ``at_least``
+        times in a row before, by id."""
         ...
 
     def requeue_lost(

@@ -46,7 +46,8 @@ class RecordQueries(Protocol):
     def insert_request(
         self, request_id: str, method: str, item_id: str | None, response: str, now: int
     ) -> None:
-        """Record a request's response once; a second record of the id fails the unit."""
+        """Record a request's response once; a second record of the id raises a
+        :class:`~readdod.errors.ReaddodError` and fails the unit."""
         ...
 
     def setting(self, key: str) -> str | None: ...

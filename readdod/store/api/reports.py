@@ -21,7 +21,8 @@ class ReportQueries(Protocol):
         ...
 
     def run_outcomes_since(self, since: int) -> list[tuple[str, int, float | None]]:
-        """(status, count, average duration) of runs finished since ``since``."""
+        """(status, count, average duration in ms) of runs finished since ``since``; a
+        run's duration runs from its start, or its creation if it never started."""
         ...
 
     def failures_since(self, since: int) -> int:
@@ -48,5 +49,6 @@ class ReportQueries(Protocol):
         dry_run: bool,
     ) -> dict[str, int]:
         """Remove (or with ``dry_run`` only count) the runs, events and superseded
-        artifact versions retention allows; ARCHIVED items only, never what one shows."""
+        artifact versions retention allows: those of ARCHIVED items, never what one
+        shows, and old events of no item (pause, resume). Returns the counts by kind."""
         ...
