@@ -168,7 +168,7 @@ async def serve(
                 )
                 t0 = time.perf_counter()
                 # This daemon holds the instance lock: every lease it finds is a dead one.
-                requeued, failed = await core.leases.recover(owner, every_lease=True)
+                requeued, failed = await core.leases.recover(every_lease=True)
                 log.info(
                     "recovery.done",
                     requeued=requeued,

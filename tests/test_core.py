@@ -65,7 +65,7 @@ async def test_a_lost_lease_can_never_write(orch: Core) -> None:
     stale = claimed.lease
     assert await orch.book.put_artifact(stale, "summary", enc(SUMMARY), META) == 1
     # The worker is declared dead; someone else takes the item.
-    assert await orch.leases.recover("new") == (1, 0)
+    assert await orch.leases.recover() == (1, 0)
     [again] = await orch.leases.claim("new", 1, 30_000)
     assert again.lease.run_id == stale.run_id and "summary" in again.done
     assert await orch.book.put_artifact(stale, "score", enc(SCORE), META) is None
@@ -139,12 +139,12 @@ async def test_orphaned_too_often_in_a_row_fails_with_worker_lost(orch: Core) ->
     item_id = await _capture(orch)
     for expected in (1, 2):
         await orch.leases.claim("w", 1, 30_000)
-        assert await orch.leases.recover("w2") == (1, 0)
+        assert await orch.leases.recover() == (1, 0)
         assert (await orch.reads.get(item_id))["item"].status == "QUEUED"
         count = await orch.store.read(lambda tx: tx.item(item_id).orphan_count)  # type: ignore[union-attr]
         assert count == expected
     await orch.leases.claim("w", 1, 30_000)
-    assert await orch.leases.recover("w3") == (0, 1)
+    assert await orch.leases.recover() == (0, 1)
     item = (await orch.reads.get(item_id))["item"]
     assert item.status == "FAILED_EXTRACTION"
     assert item.failure.error_code == "WORKER_LOST" and item.failure.failed_step == "extract"
@@ -156,7 +156,7 @@ async def test_finishing_a_step_resets_the_orphan_count(orch: Core) -> None:
     for step, payload in steps.items():
         [c] = await orch.leases.claim("w", 1, 30_000)
         await orch.book.put_artifact(c.lease, step, enc(payload), META)
-        assert await orch.leases.recover("w") == (1, 0)
+        assert await orch.leases.recover() == (1, 0)
         count = await orch.store.read(lambda tx: tx.item(item_id).orphan_count)  # type: ignore[union-attr]
         assert count == 1
     assert await _status(orch, item_id) == "QUEUED"
@@ -172,9 +172,9 @@ async def test_worker_lost_in_an_ai_step_is_failed_ai(orch: Core) -> None:
         META,
     )
     for _ in range(3):
-        await orch.leases.recover("w")
+        await orch.leases.recover()
         await orch.leases.claim("w", 1, 30_000)
-    await orch.leases.recover("w")
+    await orch.leases.recover()
     item = (await orch.reads.get(item_id))["item"]
     assert (item.status, item.failure.error_code, item.failure.failed_step) == (
         "FAILED_AI",

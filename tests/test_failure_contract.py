@@ -159,7 +159,7 @@ async def test_a_lost_worker_is_retryable_but_not_a_crash_loop(orch: Core) -> No
     item, _ = await orch.commands.capture(CaptureRequest(intent="x", text="body"))
     for _ in range(3):
         await orch.leases.claim("w", 1, 30_000)
-        await orch.leases.recover("w")
+        await orch.leases.recover()
     failure = (await orch.reads.get(item.id))["item"].failure
     assert failure is not None and failure.error_code == "WORKER_LOST"
     assert failure.failed_step == "extract" and failure.retryable

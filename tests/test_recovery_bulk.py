@@ -180,7 +180,7 @@ async def test_bulk_recovery_is_one_move_per_item_with_mixed_counts(orch: Core) 
     now = clock.now_ms()
 
     with capture_logs() as logs:
-        requeued, failed = await orch.leases.recover("new")
+        requeued, failed = await orch.leases.recover()
     assert (requeued, failed) == await _check(orch, before, now, "orphan_recovery")
     assert requeued > 0 and failed > 0
     assert {f["step"] for f in before.values()} == {"extraction", "summary"}
@@ -219,7 +219,7 @@ async def test_a_worker_lost_message_names_the_step_and_the_item(orch: Core) -> 
     [item_id] = await _in_flight(orch, 1)
     await _sql(orch, "UPDATE items SET orphan_count = ? WHERE id = ?", (MAX - 1, item_id))
     with capture_logs() as logs:
-        assert await orch.leases.recover("new") == (0, 1)
+        assert await orch.leases.recover() == (0, 1)
     failure = (await orch.reads.get(item_id))["item"].failure
     assert failure.message == WORKER_LOST_MESSAGE % (MAX, "summarize", item_id)
     assert "lost 3 times" in failure.message and f"readdod process {item_id}" in failure.message
@@ -256,7 +256,7 @@ async def test_expired_leases_take_the_same_path_and_only_they(orch: Core) -> No
 async def test_nothing_in_flight_is_a_no_op(orch: Core) -> None:
     await orch.commands.capture(CaptureRequest(intent="x", text="body"))
     with capture_logs() as logs:
-        assert await orch.leases.recover("new") == (0, 0)
+        assert await orch.leases.recover() == (0, 0)
     assert logs == []
     assert await _sql(orch, "SELECT count(*) FROM events WHERE from_status = 'PROCESSING'") == [
         (0,)
@@ -273,7 +273,7 @@ async def test_recovery_costs_one_transaction_and_the_same_statements_for_any_co
             o = Core(store, ManualClock(), max_orphanings=MAX)
             await _in_flight(o, n)
             before = store.counters()
-            assert await o.leases.recover("new") == (n, 0)
+            assert await o.leases.recover() == (n, 0)
             after = store.counters()
         costs.append(
             (after.transactions - before.transactions, after.statements - before.statements)

@@ -130,7 +130,7 @@ class Leases:
         until = self.clock.now_ms() + lease_ttl_ms
         return await self.units.store.write(lambda tx: tx.renew_leases(owner, item_ids, until))
 
-    async def recover(self, owner: str, *, every_lease: bool = True) -> tuple[int, int]:
+    async def recover(self, *, every_lease: bool = True) -> tuple[int, int]:
         """At start: return what lost workers held to QUEUED (or fail it WORKER_LOST).
 
         ``every_lease``: this daemon holds the store alone (SQLite's instance
