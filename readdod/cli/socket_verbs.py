@@ -274,12 +274,15 @@ def _simple(method: str, **extra: str) -> SocketVerb:
     return run
 
 
+def _report(
+    args: argparse.Namespace, res: dict[str, Any], lines: Callable[[Any], list[str]]
+) -> None:
+    """An answer as JSON (``--json``), or as the lines ``lines`` makes of it for people."""
+    print(render.json_text(res) if args.json else "\n".join(lines(res)))
+
+
 def cmd_ping(args: argparse.Namespace, client: Client) -> int:
-    res = client.call("ping")
-    if args.json:
-        print(render.json_text(res))
-        return EXIT_OK
-    print("\n".join(render.ping_lines(res)))
+    _report(args, client.call("ping"), render.ping_lines)
     return EXIT_OK
 
 
@@ -328,19 +331,12 @@ def cmd_watch(args: argparse.Namespace, client: Client) -> int:
 
 def cmd_health(args: argparse.Namespace, client: Client) -> int:
     res = client.call("health")
-    if args.json:
-        print(render.json_text(res))
-    else:
-        print("\n".join(render.health_lines(res)))
+    _report(args, res, render.health_lines)
     return HEALTH_EXIT.get(res["status"], EXIT_ERROR)
 
 
 def cmd_stats(args: argparse.Namespace, client: Client) -> int:
-    res = client.call("stats")
-    if args.json:
-        print(render.json_text(res))
-        return EXIT_OK
-    print("\n".join(render.stats_lines(res)))
+    _report(args, client.call("stats"), render.stats_lines)
     return EXIT_OK
 
 

@@ -33,21 +33,14 @@ if TYPE_CHECKING:
 #: so that the row Structs and the Protocols import no database driver. ``Store`` is
 #: the store daemons open today; the seam callers are typed to is
 #: :class:`readdod.store.api.Store`.
-_SQLITE = {
-    "SCHEMA_VERSION": "SCHEMA_VERSION",
-    "SqliteStore": "SqliteStore",
-    "SqliteUnitOfWork": "SqliteUnitOfWork",
-    "StoreClosed": "StoreClosed",
-    "Tx": "Tx",
-    "Store": "SqliteStore",
-}
+_SQLITE = frozenset({"SCHEMA_VERSION", "SqliteStore", "SqliteUnitOfWork", "StoreClosed", "Tx"})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SQLITE:
+    if name in _SQLITE or name == "Store":
         from readdod.store import sqlite
 
-        return getattr(sqlite, _SQLITE[name])
+        return getattr(sqlite, "SqliteStore" if name == "Store" else name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
