@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from readdod import logging as rlog
+from tests import pg
 from tests.daemon_proc import DaemonProc
 
 
@@ -23,6 +24,22 @@ class _Discard(io.StringIO):
 
     def write(self, text: str) -> int:
         return len(text)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _postgresql_cluster() -> Iterator[None]:
+    """The throwaway PostgreSQL cluster (tests/pg.py) is started by the first test that
+    asks for it, and stopped here, at the end of the session, if one did."""
+    try:
+        yield
+    finally:
+        pg.stop_shared()
+
+
+@pytest.fixture
+def pg_cluster() -> pg.Cluster:
+    """The session's PostgreSQL cluster; ``new_database()`` gives a test its own database."""
+    return pg.shared()
 
 
 @pytest.fixture
