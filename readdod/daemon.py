@@ -40,6 +40,7 @@ from readdod.loops.heartbeat import Heartbeat
 from readdod.loops.retry import RetryScheduler
 from readdod.pipeline import Pipeline
 from readdod.store import Store
+from readdod.store import api as store_api
 from readdod.supervisor import Supervisor, worker_id
 
 log = get_logger("readdod.daemon")
@@ -65,6 +66,7 @@ def _register_secrets(cfg: Config) -> None:
     creds = os.environ.get("CREDENTIALS_DIRECTORY")
     if key_env:
         rlog.add_secret(os.environ.get(key_env))
+    rlog.add_secret(os.environ.get(cfg.store.password_env))
     if creds:
         try:
             for entry in Path(creds).iterdir():
@@ -72,6 +74,29 @@ def _register_secrets(cfg: Config) -> None:
                     rlog.add_secret(entry.read_text(errors="replace").strip())
         except OSError:
             pass
+
+
+@contextlib.asynccontextmanager
+async def open_store(cfg: Config, db: Path) -> AsyncIterator[store_api.Store]:
+    """The store ``[store]`` names: the SQLite file ``db``, or the shared PostgreSQL database
+    (its driver imported only then: it is an optional extra)."""
+    if cfg.store.backend == "postgresql":
+        try:
+            from readdod.store.postgresql import PostgresStore
+        except ImportError as exc:
+            raise ConfigError(
+                'store.backend = "postgresql" needs the PostgreSQL driver:'
+                " pip install 'readdod[postgresql]'"
+            ) from exc
+        password = config.read_secret(cfg.store.password_env)
+        async with PostgresStore.open(
+            cfg.store.dsn or "", password=password, pool_size=cfg.store.pool_size
+        ) as pg:
+            log.info("store.opened", backend="postgresql", dsn=pg.dsn)
+            yield pg
+        return
+    async with Store.open(db, synchronous=cfg.daemon.synchronous) as sqlite:
+        yield sqlite
 
 
 def acquire_instance_lock(db: Path) -> IO[bytes]:
@@ -150,7 +175,7 @@ async def serve(
             if activated is None:
                 prepare_socket_dir(sock_path.parent, cfg.control.group)
                 _claim_socket_path(sock_path)
-            async with Store.open(db, synchronous=cfg.daemon.synchronous) as store:
+            async with open_store(cfg, db) as store:
                 core = Core(
                     store,
                     clock,
@@ -167,8 +192,11 @@ async def serve(
                     retention=cfg.retention,
                 )
                 t0 = time.perf_counter()
-                # This daemon holds the instance lock: every lease it finds is a dead one.
-                requeued, failed = await core.leases.recover(every_lease=True)
+                # On SQLite this daemon holds the instance lock: every lease it finds is a
+                # dead one. On a shared database only expired leases are anyone's to take.
+                requeued, failed = await core.leases.recover(
+                    every_lease=cfg.store.backend == "sqlite"
+                )
                 log.info(
                     "recovery.done",
                     requeued=requeued,

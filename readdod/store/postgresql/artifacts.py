@@ -101,9 +101,11 @@ class PostgresArtifactQueries(PostgresUnitBase):
         return found, mine[1] if mine else None
 
     def step_slot(
-        self, item_id: str, artifact_type: str, owner: str, run_id: str
+        self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
-        row = self.one(Q["step_slot"], (item_id, owner, run_id, run_id, item_id, artifact_type))
+        row = self.one(
+            Q["step_slot"], (item_id, owner, run_id, token, run_id, item_id, artifact_type)
+        )
         return row[0], int(row[1]), bool(row[2]), row[3]
 
     def add_artifact(

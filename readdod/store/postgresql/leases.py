@@ -44,15 +44,21 @@ class PostgresLeaseQueries(PostgresUnitBase):
     def held_by(self, owner: str) -> list[ItemRow]:
         return [item_row(r) for r in self.all(Q["held_by"], (owner,))]
 
-    def holds_lease(self, item_id: str, owner: str, run_id: str) -> bool:
-        return self.one(Q["holds_lease"], (item_id, owner, run_id)) is not None
+    def holds_lease(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None
+    ) -> bool:
+        return self.one(Q["holds_lease"], (item_id, owner, run_id, token)) is not None
 
-    def update_fenced(self, item_id: str, owner: str, run_id: str, **fields: Any) -> bool:
-        """Update an item only while ``owner`` holds its lease for ``run_id``."""
+    def update_fenced(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None, **fields: Any
+    ) -> bool:
+        """Update an item only while ``owner`` holds its lease for ``run_id`` (the claim
+        that issued ``token``)."""
         return self.update_item(
-            "id = %s AND status = 'PROCESSING' AND lease_owner = %s AND current_run_id = %s",
+            "id = %s AND status = 'PROCESSING' AND lease_owner = %s AND current_run_id = %s"
+            " AND lease_token = coalesce(%s, lease_token)",
             fields,
-            (item_id, owner, run_id),
+            (item_id, owner, run_id, token),
         )
 
     # --- lost leases ----------------------------------------------------------

@@ -27,7 +27,8 @@ SELECT artifact_type, run_id, payload, created_by, version FROM artifacts
 -- name: step_slot
 -- All a step's commit needs to know, in one statement (see the unit's step_slot).
 SELECT (SELECT orphan_count FROM items WHERE id = %s AND status = 'PROCESSING'
-        AND lease_owner = %s AND current_run_id = %s),
+        AND lease_owner = %s AND current_run_id = %s
+        AND lease_token = coalesce(%s, lease_token)),
  coalesce(max(version), 0), coalesce(bool_or(created_by = 'user' AND discarded = 0), false),
  max(CASE WHEN run_id = %s AND created_by = 'system' THEN version END)
  FROM artifacts WHERE item_id = %s AND artifact_type = %s;

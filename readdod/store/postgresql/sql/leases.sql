@@ -1,8 +1,9 @@
 -- Leases: the claim, who holds what, and the set-based requeue of lost leases.
 
 -- name: holds_lease
+-- A NULL token fences by owner and run alone.
 SELECT 1 FROM items WHERE id = %s AND status = 'PROCESSING'
- AND lease_owner = %s AND current_run_id = %s;
+ AND lease_owner = %s AND current_run_id = %s AND lease_token = coalesce(%s, lease_token);
 
 -- name: queue_due
 SELECT 1 FROM items WHERE status = 'QUEUED' AND next_attempt_at <= %s LIMIT 1;
