@@ -32,6 +32,7 @@ def _holds(tx: UnitOfWork, lease: Lease) -> bool:
     """Whether ``lease`` still holds its item: owner, run and the claim's fencing token."""
     return tx.holds_lease(lease.item_id, lease.owner, lease.run_id, token=lease.token)
 
+
 class LeaseChunks:
     """A run's chunk ledger for an engine, written through the book under the lease."""
 
