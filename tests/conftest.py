@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,21 @@ def _postgresql_cluster() -> Iterator[None]:
 def pg_cluster() -> pg.Cluster:
     """The session's PostgreSQL cluster; ``new_database()`` gives a test its own database."""
     return pg.shared()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store a daemon under test runs on; a test asking for it runs on both."""
+    return str(request.param)
+
+
+@pytest.fixture
+def store_sections(backend: str) -> dict[str, dict[str, Any]]:
+    """Config sections that put a daemon's store on ``backend``: none for SQLite (the
+    default), a new database of the session's cluster for PostgreSQL."""
+    if backend == "sqlite":
+        return {}
+    return {"store": {"backend": "postgresql", "dsn": pg.shared().new_database()}}
 
 
 @pytest.fixture
