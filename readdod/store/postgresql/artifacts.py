@@ -104,7 +104,8 @@ class PostgresArtifactQueries(PostgresUnitBase):
         self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
         row = self.one(
-            Q["step_slot"], (item_id, owner, run_id, token, run_id, item_id, artifact_type)
+            Q["step_slot_locked" if self.writing else "step_slot"],
+            (item_id, owner, run_id, token, run_id, item_id, artifact_type),
         )
         return row[0], int(row[1]), bool(row[2]), row[3]
 

@@ -46,8 +46,10 @@ def assignments(fields: dict[str, Any], allowed: frozenset[str]) -> tuple[str, l
 class PostgresUnitBase:
     """One connection inside the store's transaction, and the count of statements run."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], *, writing: bool) -> None:
         self.conn = conn
+        #: Inside a writing unit: a lease check locks the item's row until the commit.
+        self.writing = writing
         #: Statement executions through this unit.
         self.statements = 0
 

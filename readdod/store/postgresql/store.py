@@ -2,10 +2,22 @@
 
 The seam's units are synchronous functions of a unit of work, so a unit
 runs whole in a worker thread, on one connection the pool lends it, inside
-one transaction: ``SERIALIZABLE`` for writes, so a read-check-write unit is
-as safe as on SQLite's single writer while several daemons write at once;
-``REPEATABLE READ READ ONLY`` for reads, one snapshot. At most as many units
-run at once as the pool has connections.
+one transaction: ``READ COMMITTED`` for writes, the level job queues on
+PostgreSQL run at (procrastinate, River, Oban), ``REPEATABLE READ READ ONLY``
+for reads, one snapshot. At most as many units run at once as the pool has
+connections.
+
+A unit's read-check-write is kept as safe as on SQLite's single writer while
+several daemons write at once by the statements themselves: every status
+change is a compare-and-set, which PostgreSQL re-checks after waiting for a
+row another transaction holds; a lease check (``holds_lease``,
+``step_slot``) locks the item's row until the unit commits, so no claim or
+requeue slips between the check and the writes it allows; claims and
+requeues lock what they take with ``SKIP LOCKED``; and what must be unique
+is (a capture's id, an artifact's version), so the loser of a race fails
+with a unique violation and runs again, finding the winner's row.
+``SERIALIZABLE`` would give the same guarantees by aborting whole units,
+measured at a few hundred aborts a second under a daemon's load.
 
 PostgreSQL makes every commit durable itself and flushes the log of
 concurrent commits together, so the SQLite store's group commit has no
@@ -13,8 +25,10 @@ counterpart here: its spirit (one fsync for many units) is the server's.
 
 Two kinds of failure are waited out, never handed to the caller:
 
-* a serialization failure or deadlock (another transaction won): the unit
-  runs again, a few dozen times at most, after a short jittered wait;
+* a deadlock, a serialization failure or a unique violation (another
+  transaction won a race): the unit runs again, a few dozen times at most
+  (a unique violation, that a second run would meet again if it is not a
+  race, three times), after a short jittered wait;
 * the database unreachable (down, restarting, failing over, out of
   connections): the unit runs again once it is back, however long that
   takes. ``store.unavailable`` is logged once per outage and
@@ -38,6 +52,7 @@ import anyio
 import psycopg
 import psycopg_pool
 import stamina
+import stamina.instrumentation
 
 from readdod.errors import InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
@@ -49,6 +64,10 @@ from readdod.store.rows import BackupResult, StoreCounters
 T = TypeVar("T")
 log = get_logger("readdod.store")
 
+# The store logs an outage itself (store.unavailable); stamina's default hooks would add
+# an undocumented line per retry (as readdod.retrying says for in-step retries).
+stamina.instrumentation.set_on_retry_hooks([])
+
 #: Connections a daemon keeps by default: enough for its actors' commits, reads and loops.
 POOL_SIZE = 8
 #: How long a unit waits for a free connection before counting the database unreachable.
@@ -58,10 +77,14 @@ CONFLICT_ATTEMPTS = 30
 #: The longest wait between two tries while the database is unreachable.
 UNAVAILABLE_WAIT_MAX_S = 2.0
 
-_WRITE = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 #: SQLSTATEs of a transaction that lost to another: serialization failure, deadlock.
 _CONFLICT = frozenset({"40001", "40P01"})
+#: Runs of a unit that met a unique violation: a race lost runs again and finds the
+#: winner's row; a second violation is the unit's own mistake.
+UNIQUE_ATTEMPTS = 3
+_UNIQUE = "23505"
 #: SQLSTATEs of a server going away or not taking connections yet.
 _GONE = frozenset({"57P01", "57P02", "57P03", "53300"})
 
@@ -179,10 +202,10 @@ class PostgresStore:
 
     async def _call(self, job: Callable[[], T]) -> T:
         """``job()`` in a worker thread, run again after a conflict or an outage."""
-        conflicts = 0
+        conflicts = duplicates = 0
 
         def again(exc: Exception) -> bool:
-            nonlocal conflicts
+            nonlocal conflicts, duplicates
             if self._closed and not isinstance(exc, StoreClosed):
                 return False
             if _unavailable(exc):
@@ -192,6 +215,9 @@ class PostgresStore:
                 conflicts += 1
                 self.conflicts += 1
                 return conflicts < CONFLICT_ATTEMPTS
+            if isinstance(exc, psycopg.Error) and exc.sqlstate == _UNIQUE:
+                duplicates += 1
+                return duplicates < UNIQUE_ATTEMPTS
             return False
 
         async for attempt in stamina.retry_context(
@@ -235,7 +261,7 @@ class PostgresStore:
         """In a worker thread: ``fn`` inside one transaction; (its result, statements)."""
         with self._pool.connection() as conn:
             conn.execute(begin)
-            tx = PostgresUnitOfWork(conn)
+            tx = PostgresUnitOfWork(conn, writing=begin is _WRITE)
             try:
                 result = fn(tx)
             except BaseException:
