@@ -74,6 +74,10 @@ POOL_SIZE = 8
 CONNECT_TIMEOUT_S = 5.0
 #: Runs of a unit that lost to a concurrent transaction before the caller is told.
 CONFLICT_ATTEMPTS = 30
+#: A session left inside a transaction this long is ended by the server, and its row
+#: locks with it: a daemon frozen mid-unit (a paused VM, SIGSTOP) cannot keep the items
+#: it locked from the daemons that take its expired leases over.
+IDLE_IN_TRANSACTION_MS = 10_000
 #: The longest wait between two tries while the database is unreachable.
 UNAVAILABLE_WAIT_MAX_S = 2.0
 
@@ -133,6 +137,11 @@ def _rollback(conn: psycopg.Connection[Any]) -> None:
         pass  # the error that made the unit fail is the one to report
 
 
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    """Every new connection of the pool: see :data:`IDLE_IN_TRANSACTION_MS`."""
+    conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
+
+
 class PostgresStore:
     """The database, opened with :meth:`open` for the life of a task group."""
 
@@ -180,6 +189,7 @@ class PostgresStore:
             max_size=pool_size,
             open=False,
             timeout=connect_timeout_s,
+            configure=_configure,
             # Keep trying to connect for as long as the database is away: the units wait.
             reconnect_timeout=24 * 3600.0,
             name="readdod",
