@@ -142,6 +142,33 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
 
 
+class _Tries:
+    """Whether one unit's failure is worth another run, counting its failures by kind."""
+
+    __slots__ = ("conflicts", "duplicates", "store")
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+        self.conflicts = 0
+        self.duplicates = 0
+
+    def again(self, exc: Exception) -> bool:
+        store = self.store
+        if store._closed:
+            return False
+        if _unavailable(exc):
+            store._went_down(exc)
+            return True
+        if _conflict(exc):
+            self.conflicts += 1
+            store.conflicts += 1
+            return self.conflicts < CONFLICT_ATTEMPTS
+        if isinstance(exc, psycopg.Error) and exc.sqlstate == _UNIQUE:
+            self.duplicates += 1
+            return self.duplicates < UNIQUE_ATTEMPTS
+        return False
+
+
 class PostgresStore:
     """The database, opened with :meth:`open` for the life of a task group."""
 
@@ -211,27 +238,19 @@ class PostgresStore:
     # --- running units -------------------------------------------------------------
 
     async def _call(self, job: Callable[[], T]) -> T:
-        """``job()`` in a worker thread, run again after a conflict or an outage."""
-        conflicts = duplicates = 0
+        """``job()`` in a worker thread, run again after a conflict or an outage.
 
-        def again(exc: Exception) -> bool:
-            nonlocal conflicts, duplicates
-            if self._closed and not isinstance(exc, StoreClosed):
-                return False
-            if _unavailable(exc):
-                self._went_down(exc)
-                return True
-            if _conflict(exc):
-                conflicts += 1
-                self.conflicts += 1
-                return conflicts < CONFLICT_ATTEMPTS
-            if isinstance(exc, psycopg.Error) and exc.sqlstate == _UNIQUE:
-                duplicates += 1
-                return duplicates < UNIQUE_ATTEMPTS
-            return False
-
+        The first try goes without the retry machinery, which costs about as much
+        as a statement and is needed only after a failure.
+        """
+        tries = _Tries(self)
+        try:
+            return await self._once(job)
+        except Exception as exc:
+            if not tries.again(exc):
+                raise
         async for attempt in stamina.retry_context(
-            on=again,
+            on=tries.again,
             attempts=None,
             timeout=None,
             wait_initial=0.005,
@@ -239,13 +258,16 @@ class PostgresStore:
             wait_jitter=0.05,
         ):
             with attempt:
-                if self._closed:
-                    raise StoreClosed("readdod is shutting down; try again when it is back")
-                result = await anyio.to_thread.run_sync(job, limiter=self._limiter)
-                if self._down_since is not None:
-                    self._came_back()
-                return result
+                return await self._once(job)
         raise AssertionError("unreachable: stamina retries without limit or raises")
+
+    async def _once(self, job: Callable[[], T]) -> T:
+        if self._closed:
+            raise StoreClosed("readdod is shutting down; try again when it is back")
+        result = await anyio.to_thread.run_sync(job, limiter=self._limiter)
+        if self._down_since is not None:
+            self._came_back()
+        return result
 
     def _went_down(self, exc: BaseException) -> None:
         if self._down_since is None:
