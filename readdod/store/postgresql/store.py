@@ -19,9 +19,14 @@ with a unique violation and runs again, finding the winner's row.
 ``SERIALIZABLE`` would give the same guarantees by aborting whole units,
 measured at a few hundred aborts a second under a daemon's load.
 
-PostgreSQL makes every commit durable itself and flushes the log of
-concurrent commits together, so the SQLite store's group commit has no
-counterpart here: its spirit (one fsync for many units) is the server's.
+Group commit, as on SQLite: a write is queued, and each of the store's
+writer tasks takes whatever is waiting as one batch, runs its units in one
+transaction (one thread hop, one BEGIN, one COMMIT for the lot) and answers
+every caller once it is durable. Several writers, each on its own pooled
+connection, commit side by side. A batch first runs without savepoints;
+should any unit raise, it runs again with a savepoint around each unit, so
+only the failing units lose their writes. ``alone`` units (a retention
+prune) and reads run one per transaction.
 
 Two kinds of failure are waited out, never handed to the caller:
 
@@ -42,11 +47,13 @@ committed already: units are functions of the database alone and guarded
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 import psycopg
@@ -70,6 +77,8 @@ stamina.instrumentation.set_on_retry_hooks([])
 
 #: Connections a daemon keeps by default: enough for its actors' commits, reads and loops.
 POOL_SIZE = 8
+#: Units one transaction runs at most (group commit).
+MAX_BATCH = 64
 #: How long a unit waits for a free connection before counting the database unreachable.
 CONNECT_TIMEOUT_S = 5.0
 #: Runs of a unit that lost to a concurrent transaction before the caller is told.
@@ -127,12 +136,22 @@ def _store_error(exc: BaseException) -> BaseException:
     return InternalError(f"database error: {exc}")
 
 
-def _rollback(conn: psycopg.Connection[Any]) -> None:
+def _settle(pipe: psycopg.Pipeline) -> None:
+    """Wait for what the pipeline sent; an error there is the one being handled already."""
+    try:
+        pipe.sync()
+    except psycopg.Error:
+        pass
+
+
+def _rollback(conn: psycopg.Connection[Any], pipe: psycopg.Pipeline) -> None:
     """Undo the open transaction; on a broken connection the pool throws it away instead."""
     if conn.broken:
         return
+    _settle(pipe)
     try:
         conn.execute("ROLLBACK")
+        pipe.sync()
     except psycopg.Error:
         pass  # the error that made the unit fail is the one to report
 
@@ -140,6 +159,30 @@ def _rollback(conn: psycopg.Connection[Any]) -> None:
 def _configure(conn: psycopg.Connection[Any]) -> None:
     """Every new connection of the pool: see :data:`IDLE_IN_TRANSACTION_MS`."""
     conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
+
+
+class _Job(Generic[T]):
+    """A queued unit of work and where its answer goes."""
+
+    __slots__ = ("done", "duplicates", "error", "fn", "requeue", "result")
+
+    def __init__(self, fn: Callable[[PostgresUnitOfWork], T]) -> None:
+        self.fn = fn
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.result: T | None = None
+        self.error: BaseException | None = None
+        #: Runs that met a unique violation (a race lost: run again, see UNIQUE_ATTEMPTS).
+        self.duplicates = 0
+        self.requeue = False
+
+
+class _Again(Exception):
+    """A unit of a batch run without savepoints failed: run the batch with them."""
+
+
+def _batch_wide(exc: BaseException) -> bool:
+    """Whether ``exc`` undoes the whole batch's transaction (to run again), not one unit's."""
+    return _unavailable(exc) or _conflict(exc)
 
 
 class _Tries:
@@ -178,6 +221,8 @@ class PostgresStore:
         self._password = password
         self._limiter = anyio.CapacityLimiter(pool.max_size)
         self._closed = False
+        self._jobs: deque[_Job[Any]] = deque()
+        self._wake = anyio.Event()
         #: Since when the database has been unreachable (monotonic seconds), if it is now.
         self._down_since: float | None = None
         #: Cumulative counters since open, for ``stats`` and the benchmarks.
@@ -225,7 +270,15 @@ class PostgresStore:
         try:
             await anyio.to_thread.run_sync(pool.open)
             await store._call(store._migrate)
-            yield store
+            async with anyio.create_task_group() as tg:
+                # One connection stays for reads and alone units.
+                for _ in range(max(1, pool_size - 1)):
+                    tg.start_soon(store._write_loop)
+                try:
+                    yield store
+                finally:
+                    store._closed = True  # the writers commit what is queued, then end
+                    store._poke()
         finally:
             store._closed = True
             with anyio.CancelScope(shield=True):
@@ -291,31 +344,157 @@ class PostgresStore:
 
     def _unit(self, fn: Callable[[PostgresUnitOfWork], T], begin: str) -> tuple[T, int]:
         """In a worker thread: ``fn`` inside one transaction; (its result, statements)."""
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn, conn.pipeline() as pipe:
             conn.execute(begin)
-            tx = PostgresUnitOfWork(conn, writing=begin is _WRITE)
+            tx = PostgresUnitOfWork(conn, writing=begin is _WRITE, pipeline=pipe)
             try:
                 result = fn(tx)
+                pipe.sync()
             except BaseException:
-                _rollback(conn)
+                _rollback(conn, pipe)
                 raise
             conn.execute("COMMIT" if begin is _WRITE else "ROLLBACK")
+            pipe.sync()
             return result, tx.statements + 2
 
     async def write(self, fn: Callable[[PostgresUnitOfWork], T], *, alone: bool = False) -> T:
-        """Run a unit of work in a transaction of its own; returns after its commit.
+        """Run a unit of work in a transaction; returns after its commit.
 
-        ``alone`` needs nothing here: every unit has its own transaction, and a
-        long one (a retention prune) holds up no other.
+        Queued for the writers' next batch; ``alone``: a long unit (a retention
+        prune) in a transaction of its own, holding up no batch.
+
+        A caller cancelled while its unit waits may still see it commit, as on
+        SQLite: every unit is guarded, so a late commit is harmless.
         """
+        if self._closed:
+            raise StoreClosed("readdod is shutting down; try again when it is back")
+        if alone:
+            try:
+                result, statements = await self._call(lambda: self._unit(fn, _WRITE))
+            except psycopg.Error as exc:
+                raise _store_error(exc) from exc
+            self.commits += 1
+            self.units += 1
+            self.statements += statements
+            return result
+        job = _Job(fn)
+        self._jobs.append(job)
+        self._poke()
+        await job.done
+        if job.error is not None:
+            raise job.error
+        return job.result  # type: ignore[return-value]
+
+    # --- group commit ----------------------------------------------------------------
+
+    def _poke(self) -> None:
+        """Wake every writer waiting for work (the first to look takes it)."""
+        self._wake.set()
+        self._wake = anyio.Event()
+
+    async def _write_loop(self) -> None:
+        while True:
+            if not self._jobs:
+                if self._closed:
+                    return
+                await self._wake.wait()
+                continue
+            batch = [self._jobs.popleft() for _ in range(min(len(self._jobs), MAX_BATCH))]
+            await self._commit_batch(batch)
+
+    async def _commit_batch(self, batch: list[_Job[Any]]) -> None:
+        """Every job of ``batch`` in one transaction; each job's caller told the outcome."""
+        statements = 0
         try:
-            result, statements = await self._call(lambda: self._unit(fn, _WRITE))
-        except psycopg.Error as exc:
-            raise _store_error(exc) from exc
-        self.commits += 1
-        self.units += 1
-        self.statements += statements
-        return result
+            try:
+                statements = await self._call(lambda: self._run_batch(batch, savepoints=False))
+            except _Again:
+                statements = await self._call(lambda: self._run_batch(batch, savepoints=True))
+        except BaseException as exc:
+            for job in batch:
+                job.requeue = False
+                # One error object each: raised in many tasks, a shared one chains tracebacks.
+                job.error = (
+                    _store_error(exc)
+                    if isinstance(exc, Exception)
+                    else StoreClosed("readdod is shutting down; try again when it is back")
+                )
+            if not isinstance(exc, Exception):
+                self._answer(batch)
+                raise
+        else:
+            self.commits += 1
+            self.statements += statements
+        self._answer(batch)
+
+    def _answer(self, batch: list[_Job[Any]]) -> None:
+        again = [job for job in batch if job.requeue]
+        self._jobs.extendleft(reversed(again))
+        if again:
+            self._poke()
+        for job in batch:
+            if job.requeue:
+                continue
+            if job.error is None:
+                self.units += 1
+            if not job.done.done():  # its caller may have been cancelled
+                job.done.set_result(None)
+
+    def _run_batch(self, batch: list[_Job[Any]], *, savepoints: bool) -> int:
+        """In a worker thread: the batch's units in one transaction; the statements run.
+
+        Without savepoints, a failing unit undoes the transaction and raises
+        :class:`_Again`. With them, only its own writes are undone and its
+        caller gets the error; a race lost on a unique key puts the unit back
+        in the queue to run again (see :data:`UNIQUE_ATTEMPTS`).
+        """
+        for job in batch:
+            job.result = job.error = None
+            job.requeue = False
+        with self._pool.connection() as conn, conn.pipeline() as pipe:
+            conn.execute(_WRITE)
+            tx = PostgresUnitOfWork(conn, writing=True, pipeline=pipe)
+            for job in batch:
+                if savepoints:
+                    conn.execute("SAVEPOINT unit")
+                try:
+                    job.result = job.fn(tx)
+                    if savepoints:
+                        pipe.sync()  # the unit's own errors surface here, not in the next
+                except Exception as exc:
+                    if not savepoints or _batch_wide(exc):
+                        _rollback(conn, pipe)
+                        if _batch_wide(exc):
+                            raise
+                        raise _Again from exc
+                    _settle(pipe)
+                    conn.execute("ROLLBACK TO SAVEPOINT unit")
+                    pipe.sync()
+                    self._failed(job, exc)
+                except BaseException:
+                    _rollback(conn, pipe)
+                    raise
+                if savepoints:
+                    conn.execute("RELEASE SAVEPOINT unit")
+            try:
+                pipe.sync()  # a write no unit read back may fail only now
+            except psycopg.Error as exc:
+                _rollback(conn, pipe)
+                if _batch_wide(exc):
+                    raise
+                raise _Again from exc
+            conn.execute("COMMIT")
+            pipe.sync()
+            return tx.statements + 2 + (2 * len(batch) if savepoints else 0)
+
+    @staticmethod
+    def _failed(job: _Job[Any], exc: Exception) -> None:
+        if isinstance(exc, psycopg.Error) and exc.sqlstate == _UNIQUE:
+            job.duplicates += 1
+            if job.duplicates < UNIQUE_ATTEMPTS:
+                job.requeue = True
+                return
+        job.error = _store_error(exc)
 
     async def read(self, fn: Callable[[PostgresUnitOfWork], T]) -> T:
         """Run read-only queries on one snapshot."""
