@@ -14,8 +14,9 @@ import pytest
 
 from readdod.errors import BackupUnsupported, ConfigError
 from readdod.store.api import UnitOfWork
-from readdod.store.postgresql import SCHEMA_VERSION, PostgresStore
+from readdod.store.postgresql import PostgresStore
 from readdod.store.postgresql.backup import find_pg_dump
+from readdod.store.postgresql.schema import migrations
 from tests import pg
 from tests.daemon_proc import DaemonProc
 from tests.store_contract import rows
@@ -39,7 +40,20 @@ async def test_stores_opened_at_once_on_a_new_database_migrate_it_once(
     with psycopg.connect(dsn) as conn:
         versions = conn.execute("SELECT version FROM readdod_migrations").fetchall()
     assert opened == [0, 0, 0, 0]
-    assert versions == [(n,) for n in range(1, SCHEMA_VERSION + 1)]
+    assert sorted(v for (v,) in versions) == [n for n, _ in migrations()]
+
+
+async def test_a_database_migrated_by_a_newer_readdod_is_refused_not_touched(
+    pg_cluster: pg.Cluster,
+) -> None:
+    dsn = pg_cluster.new_database()
+    async with PostgresStore.open(dsn):
+        pass
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO readdod_migrations (version) VALUES (999)")
+    with pytest.raises(ConfigError, match=r"migrations \[999\].*upgrade readdod"):
+        async with PostgresStore.open(dsn):
+            pass
 
 
 async def test_two_daemons_claiming_at_once_never_take_the_same_item(
