@@ -5,7 +5,8 @@ write, backups through pg_dump, and a server that goes away and comes back."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -80,6 +81,43 @@ async def test_two_daemons_claiming_at_once_never_take_the_same_item(
     assert sorted(everything) == [f"i{n:03}" for n in range(300)]  # each one exactly once
     assert held == (len(taken["a"]), len(taken["b"]))
     assert taken["a"] and taken["b"]
+
+
+async def test_a_race_on_a_unique_key_is_run_again_and_finds_the_winner(
+    pg_cluster: pg.Cluster,
+) -> None:
+    """Two daemons take the same capture at once: both look, neither finds it, both
+    insert. The loser's unit fails on the unique key, runs again, finds the winner's
+    item and answers with it, as it would behind one writer."""
+    dsn = pg_cluster.new_database()
+    both_looked = threading.Barrier(2, timeout=30)
+
+    def capture(item_id: str) -> Callable[[UnitOfWork], str]:
+        runs: list[int] = []
+
+        def unit(tx: UnitOfWork) -> str:
+            runs.append(len(runs) + 1)
+            found = tx.item_by_capture_id("same-capture")
+            if len(runs) == 1:
+                both_looked.wait()  # units run in the store's threads: wait for the other
+            if found is not None:
+                return found.id
+            tx.insert_item(rows.item(item_id, capture_id="same-capture"))
+            return item_id
+
+        return unit
+
+    answers: dict[str, str] = {}
+    async with PostgresStore.open(dsn) as a, PostgresStore.open(dsn) as b:
+
+        async def take(store: PostgresStore, item_id: str) -> None:
+            answers[item_id] = await store.write(capture(item_id))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(take, a, "from-a")
+            tg.start_soon(take, b, "from-b")
+        kept = await a.read(lambda tx: [r.id for r in tx.list_items(None, None, 10, None)])
+    assert len(kept) == 1 and answers == {"from-a": kept[0], "from-b": kept[0]}
 
 
 async def test_a_role_that_may_only_read_and_write_runs_a_migrated_database(
