@@ -13,10 +13,10 @@ import anyio
 import psycopg
 import pytest
 
-from readdod.errors import BackupUnsupported, ConfigError
+from readdod.errors import BackupUnsupported, ConfigError, ValidationFailed
 from readdod.store.api import UnitOfWork
 from readdod.store.postgresql import PostgresStore
-from readdod.store.postgresql.backup import find_pg_dump
+from readdod.store.postgresql.backup import dump_database, find_pg_dump
 from readdod.store.postgresql.schema import migrations
 from tests import pg
 from tests.daemon_proc import DaemonProc
@@ -150,11 +150,19 @@ async def test_backup_is_a_pg_dump_that_pg_restore_reads_or_an_error_naming_the_
     pg_cluster: pg.Cluster, tmp_path: Path
 ) -> None:
     dsn = pg_cluster.new_database()
+    precious = tmp_path / "precious.txt"
+    precious.write_text("not a backup")
     async with PostgresStore.open(dsn) as store:
         await rows.insert(store, rows.item("kept-item"))
         result = await store.backup(tmp_path / "copy.dump")
-        with pytest.raises(BackupUnsupported) as refused:
+        again = await store.backup(tmp_path / "copy.dump")  # an earlier archive is refreshed
+        into_dir = await store.backup(f"{tmp_path}/")
+        with pytest.raises(ValidationFailed, match="not a pg_dump archive"):
+            await store.backup(precious)
+        with pytest.raises(ValidationFailed, match="not a directory"):
             await store.backup(tmp_path / "no-such-dir" / "copy.dump")
+    with pytest.raises(BackupUnsupported) as refused:  # pg_dump itself fails
+        await dump_database(pg_cluster.dsn("no_such_database"), None, tmp_path / "x.dump")
     pg_dump = find_pg_dump()
     assert pg_dump is not None
     listed = subprocess.run(
@@ -164,9 +172,13 @@ async def test_backup_is_a_pg_dump_that_pg_restore_reads_or_an_error_naming_the_
         check=True,
     ).stdout
     assert "TABLE DATA public items" in listed and result.bytes > 0
+    assert again.path == result.path and Path(result.path).stat().st_mode & 0o777 == 0o600
+    assert Path(into_dir.path).parent == tmp_path and into_dir.path.endswith(".dump")
+    assert precious.read_text() == "not a backup"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     assert refused.value.error_code == "BACKUP_UNSUPPORTED"
     assert "pg_dump --format=custom" in refused.value.message
-    assert "no-such-dir/copy.dump" in refused.value.message
+    assert "no_such_database" in refused.value.message and not (tmp_path / "x.dump").exists()
 
 
 @pytest.fixture
