@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import psycopg
 import pytest
+from structlog.testing import capture_logs
 
 from readdod.errors import BackupUnsupported, ConfigError, ValidationFailed
 from readdod.store.api import UnitOfWork
@@ -42,6 +43,29 @@ async def test_stores_opened_at_once_on_a_new_database_migrate_it_once(
         versions = conn.execute("SELECT version FROM readdod_migrations").fetchall()
     assert opened == [0, 0, 0, 0]
     assert sorted(v for (v,) in versions) == [n for n, _ in migrations()]
+
+
+async def test_a_daemon_started_before_its_database_exists_says_why_it_waits(
+    pg_cluster: pg.Cluster,
+) -> None:
+    name = f"late_{pg_cluster.new_database().rsplit('dbname=', 1)[1]}"
+    opened: list[int] = []
+
+    async def open_and_count() -> None:
+        async with PostgresStore.open(pg_cluster.dsn(name), connect_timeout_s=0.2) as store:
+            opened.append(await store.read(lambda tx: tx.count_status("QUEUED")))
+
+    with capture_logs() as logs:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(open_and_count)
+            with anyio.fail_after(30):
+                while not any(e["event"] == "store.unavailable" for e in logs):
+                    await anyio.sleep(0.01)
+            assert opened == []
+            await anyio.to_thread.run_sync(pg_cluster.execute, f'CREATE DATABASE "{name}"')
+    down = next(e for e in logs if e["event"] == "store.unavailable")
+    assert f'database "{name}" does not exist' in down["error"]
+    assert opened == [0] and any(e["event"] == "store.available" for e in logs)
 
 
 async def test_a_database_migrated_by_a_newer_readdod_is_refused_not_touched(

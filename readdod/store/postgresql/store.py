@@ -50,8 +50,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -215,10 +215,17 @@ class _Tries:
 class PostgresStore:
     """The database, opened with :meth:`open` for the life of a task group."""
 
-    def __init__(self, pool: psycopg_pool.ConnectionPool, dsn: str, password: str | None) -> None:
+    def __init__(
+        self,
+        pool: psycopg_pool.ConnectionPool,
+        dsn: str,
+        password: str | None,
+        kwargs: dict[str, Any],
+    ) -> None:
         self._pool = pool
         self._dsn = dsn
         self._password = password
+        self._kwargs = kwargs
         self._limiter = anyio.CapacityLimiter(pool.max_size)
         self._closed = False
         self._jobs: deque[_Job[Any]] = deque()
@@ -266,7 +273,7 @@ class PostgresStore:
             reconnect_timeout=24 * 3600.0,
             name="readdod",
         )
-        store = cls(pool, dsn, password)
+        store = cls(pool, dsn, password, kwargs)
         try:
             await anyio.to_thread.run_sync(pool.open)
             await store._call(store._migrate)
@@ -284,8 +291,29 @@ class PostgresStore:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(pool.close)
 
+    @contextmanager
+    def _lend(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for one unit (in a worker thread).
+
+        When none comes, the pool says only that it waited: a connection of
+        our own then asks the server why, so that ``store.unavailable`` tells
+        the operator (a server down, a password refused, a database missing).
+        """
+        try:
+            conn = self._pool.getconn()
+        except psycopg_pool.PoolTimeout as exc:
+            try:
+                psycopg.connect(self._dsn, **self._kwargs, connect_timeout=5).close()
+            except psycopg.OperationalError as reason:
+                raise reason from exc
+            raise
+        try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
     def _migrate(self) -> int:
-        with self._pool.connection() as conn:
+        with self._lend() as conn:
             return migrate(conn)
 
     # --- running units -------------------------------------------------------------
@@ -344,7 +372,7 @@ class PostgresStore:
 
     def _unit(self, fn: Callable[[PostgresUnitOfWork], T], begin: str) -> tuple[T, int]:
         """In a worker thread: ``fn`` inside one transaction; (its result, statements)."""
-        with self._pool.connection() as conn, conn.pipeline() as pipe:
+        with self._lend() as conn, conn.pipeline() as pipe:
             conn.execute(begin)
             tx = PostgresUnitOfWork(conn, writing=begin is _WRITE, pipeline=pipe)
             try:
@@ -451,7 +479,7 @@ class PostgresStore:
         for job in batch:
             job.result = job.error = None
             job.requeue = False
-        with self._pool.connection() as conn, conn.pipeline() as pipe:
+        with self._lend() as conn, conn.pipeline() as pipe:
             conn.execute(_WRITE)
             tx = PostgresUnitOfWork(conn, writing=True, pipeline=pipe)
             for job in batch:
@@ -520,7 +548,7 @@ class PostgresStore:
         keeps the files' size; ``VACUUM FULL`` would lock them)."""
 
         def vacuum() -> None:
-            with self._pool.connection() as conn:
+            with self._lend() as conn:
                 conn.execute("VACUUM artifacts, events, runs, attempts, chunks")
 
         try:
