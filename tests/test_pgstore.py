@@ -271,3 +271,19 @@ def test_a_daemon_rides_out_a_database_restart_without_failing_an_item(
     failed = [e for e in d.logs if e["event"] == "item.transition" and "FAILED" in e["to"]]
     assert statuses == {"READY": len(ids)} and failed == []
     assert d.stop() == 0
+
+
+def test_a_daemon_whose_role_cannot_migrate_stops_with_exit_2_saying_what_to_do(
+    pg_cluster: pg.Cluster, tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    owner_dsn = pg_cluster.new_database()
+    role = f"app_{owner_dsn.rsplit('dbname=', 1)[1]}"
+    pg_cluster.execute(f"CREATE ROLE {role} LOGIN")
+    app_dsn = owner_dsn.replace(f"user={pg_cluster.user}", f"user={role}")
+    d = DaemonProc(tmp_path, store={"backend": "postgresql", "dsn": app_dsn})
+    daemons.append(d)
+    d.start(wait=False)
+    assert d.proc is not None
+    assert d.proc.wait(timeout=60) == 2
+    d.close()
+    assert b"role that owns the database" in d.stderr
