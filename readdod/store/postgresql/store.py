@@ -1,11 +1,11 @@
-"""PostgreSQL: units of work on a pool of connections, each in a transaction of its own.
+"""PostgreSQL: units of work group-committed on a pool of connections.
 
-The seam's units are synchronous functions of a unit of work, so a unit
-runs whole in a worker thread, on one connection the pool lends it, inside
-one transaction: ``READ COMMITTED`` for writes, the level job queues on
-PostgreSQL run at (procrastinate, River, Oban), ``REPEATABLE READ READ ONLY``
-for reads, one snapshot. At most as many units run at once as the pool has
-connections.
+The seam's units are synchronous functions of a unit of work, so units run
+in worker threads, on a connection the pool lends, inside a transaction:
+``READ COMMITTED`` for writes, the level job queues on PostgreSQL run at
+(procrastinate, River, Oban), ``REPEATABLE READ READ ONLY`` for reads, one
+snapshot per read. At most as many transactions run at once as the pool
+has connections.
 
 A unit's read-check-write is kept as safe as on SQLite's single writer while
 several daemons write at once by the statements themselves: every status
