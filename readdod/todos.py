@@ -61,16 +61,11 @@ def keys(titles: Sequence[str]) -> list[str]:
 def shown_list(shown: Mapping[str, Artifact]) -> list[dict[str, Any]] | None:
     """The todos an item shows, as the card composed from a person's edits lists
     them (or the todos artifact before a card exists); None when it shows none."""
-    card = shown.get("card")
-    if card is not None and isinstance(card.payload, dict):
-        todos = card.payload.get("todos")
-        if isinstance(todos, list) and todos:
-            return todos
-    art = shown.get("todos")
-    if art is not None and isinstance(art.payload, dict):
-        items = art.payload.get("items")
-        if isinstance(items, list) and items:
-            return items
+    # The card, once there is one, says which todos are shown (a person's may list none).
+    art, field = (shown["card"], "todos") if "card" in shown else (shown.get("todos"), "items")
+    listed = art.payload.get(field) if art is not None and isinstance(art.payload, dict) else None
+    if isinstance(listed, list) and listed and all(isinstance(t, dict) for t in listed):
+        return listed
     return None
 
 
