@@ -123,7 +123,9 @@ def test_ics_keeps_commas_semicolons_and_new_lines_and_marks_completion() -> Non
     cal = icalendar.Calendar.from_ical(RENDERERS["ics"]([odd, done], NOW))
     first, second = cal.walk("VTODO")
     assert str(first["SUMMARY"]) == "Line one\nline two; with, commas"
-    assert "a,b" in [str(c) for c in first["CATEGORIES"].cats]
+    categories = first["CATEGORIES"]
+    assert isinstance(categories, icalendar.vCategory)
+    assert "a,b" in [str(c) for c in categories.cats]
     assert first.decoded("DTSTAMP") == NOW and first.decoded("PRIORITY") == 1
     assert str(second["STATUS"]) == "COMPLETED"
     assert second.decoded("COMPLETED") == datetime(2026, 1, 4, tzinfo=UTC)
