@@ -91,13 +91,11 @@ class TodoTicks:
                 tx.insert_event(now, item_id, None, "todo", None, None, Trigger.USER, dumps(detail))
                 work.touch(row, updated_at=now)
                 row = work.row(item_id)
-                work.note(
-                    "todo.done" if done else "todo.undone",
-                    item_id=item_id,
-                    index=index,
-                    key=key,
-                    title=str(listed[index - 1].get("title", "")),
-                )
+                title = str(listed[index - 1].get("title", ""))
+                if done:
+                    work.note("todo.done", item_id=item_id, index=index, key=key, title=title)
+                else:
+                    work.note("todo.undone", item_id=item_id, index=index, key=key, title=title)
             marks = tx.todo_marks(item_id)
             return {"item": item_view(row), **ticked(tx.shown_artifacts(item_id, run_id), marks)}
 
