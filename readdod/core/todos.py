@@ -44,7 +44,10 @@ def ticked_counts(tx: UnitOfWork) -> TodoCounts:
         row = tx.item(item_id)
         if row is None:
             continue
-        listed = ticks.shown_list(shown_view(tx.shown_artifacts(item_id, shown_run(row)))) or []
+        rows = tx.shown_artifacts(item_id, shown_run(row))
+        # Only what decides the todos shown: the card and the todos it is composed from.
+        parts: dict[str, ArtifactRow] = {k: rows[k] for k in ("card", "todos") if k in rows}
+        listed = ticks.shown_list(shown_view(parts)) or []
         marks = tx.todo_marks(item_id)
         n = sum(key in marks for key in ticks.keys([str(t.get("title", "")) for t in listed]))
         done += n
