@@ -5,6 +5,7 @@ and ``stats`` say of them."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,17 @@ def test_ticks_outlive_a_regenerated_card_and_show_in_show_markdown_and_stats(
     assert edited["created_by"] == "user"
     now = d.call("get", {"id": item_id})
     assert ticks(now)[:3] == [True, False, False]
+
+    # In $EDITOR the todos are as stored, without ticks; the edit keeps the ticks of
+    # the words it keeps.
+    editor = (
+        f'{sys.executable} -c "import json,sys; p=sys.argv[1]; t=open(p).read();'
+        " sys.exit(3) if 'done' in t else None; d=json.loads(t);"
+        " d['items'][1]['title']='A second todo of mine'; json.dump(d, open(p, 'w'))\""
+    )
+    out = run_cli(d, "edit", item_id, "todos", env={"EDITOR": editor, "VISUAL": ""})
+    assert out.returncode == 0, out.stderr
+    assert ticks(d.call("get", {"id": item_id}))[:3] == [True, False, False]
 
     show = run_cli(d, "show", item_id)
     assert show.returncode == 0
