@@ -3,8 +3,9 @@
 Pure: no I/O. A tick is stored against a todo's *key*, a hash of its
 normalised text, not its position: a regenerated card that keeps a todo's
 words keeps its tick, wherever the todo moved, and a todo whose words
-changed starts open. Two todos of one card with the same words are told
-apart by their order (``<hash>-2`` for the second).
+changed starts open (case, spacing and final punctuation aside). Two todos
+of one card with the same words are told apart by their order (``<hash>-2``
+for the second).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ class ShownTodo(msgspec.Struct, kw_only=True, frozen=True):
 
 
 def normalise(title: str) -> str:
-    """The words of a todo as its key sees them: case, width, spacing and a final
-    full stop do not make another todo."""
+    """The words of a todo as its key sees them: case, width, spacing and final
+    punctuation do not make another todo."""
     text = unicodedata.normalize("NFKC", title).casefold()
     return _SPACE.sub(" ", text).strip().rstrip(_TRAILING)
 

@@ -235,5 +235,15 @@ def test_the_status_filter_stdout_and_bad_input(
     missing = tmp_path / "no" / "such" / "dir" / "x.ics"
     gone = run_cli(d, "todos", "export", "--format", "ics", "--out", str(missing))
     assert gone.returncode == 1 and "cannot write" in gone.stderr and not missing.exists()
+    said = run_cli(
+        d, "todos", "export", "--format", "ics", "--out", str(tmp_path / "t.ics"), "--json"
+    )
+    assert said.returncode == 0, said.stderr
+    assert json.loads(said.stdout) == {
+        "path": str(tmp_path / "t.ics"),
+        "format": "ics",
+        "todos": len(all_todos(d, ids)),
+        "items": 2,
+    }
     usage = run_cli(d, "todos", "export", "--format", "csv")
     assert usage.returncode == 64
