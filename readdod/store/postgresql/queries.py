@@ -46,6 +46,7 @@ SQL_FILES = (
     "artifacts.sql",
     "records.sql",
     "reports.sql",
+    "todos.sql",
 )
 
 

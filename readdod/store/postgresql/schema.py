@@ -22,13 +22,19 @@ MIGRATION_LOCK = 0x72656164646F64
 
 
 def migrations() -> list[tuple[int, str]]:
-    """(number, SQL) of every migration, in order."""
+    """(number, SQL) of every migration, in order; ValueError if two share a number (the
+    ledger would run only one of them)."""
     folder = resources.files(__package__) / "migrations"
-    found = []
+    found: dict[int, tuple[str, str]] = {}
     for entry in folder.iterdir():
         if entry.name.endswith(".sql"):
-            found.append((int(entry.name.split("_", 1)[0]), entry.read_text("utf-8")))
-    return sorted(found)
+            number = int(entry.name.split("_", 1)[0])
+            if number in found:
+                raise ValueError(
+                    f"migrations {found[number][0]} and {entry.name} share the number {number}"
+                )
+            found[number] = (entry.name, entry.read_text("utf-8"))
+    return sorted((number, sql) for number, (_, sql) in found.items())
 
 
 SCHEMA_VERSION = max(n for n, _ in migrations())

@@ -19,6 +19,7 @@ from readdod.store.postgresql.leases import PostgresLeaseQueries
 from readdod.store.postgresql.records import PostgresRecordQueries
 from readdod.store.postgresql.reports import PostgresReportQueries
 from readdod.store.postgresql.runs import PostgresRunQueries
+from readdod.store.postgresql.todos import PostgresTodoQueries
 
 if TYPE_CHECKING:
     from readdod.store.api import (
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         RecordQueries,
         ReportQueries,
         RunQueries,
+        TodoQueries,
         UnitOfWork,
     )
 
@@ -39,6 +41,7 @@ class PostgresUnitOfWork(
     PostgresArtifactQueries,
     PostgresRecordQueries,
     PostgresReportQueries,
+    PostgresTodoQueries,
 ):
     """Named operations over one connection, inside the store's transaction."""
 
@@ -51,4 +54,5 @@ if TYPE_CHECKING:
     _ARTIFACTS: type[ArtifactQueries] = PostgresArtifactQueries
     _RECORDS: type[RecordQueries] = PostgresRecordQueries
     _REPORTS: type[ReportQueries] = PostgresReportQueries
+    _TODOS: type[TodoQueries] = PostgresTodoQueries
     _UNIT: type[UnitOfWork] = PostgresUnitOfWork

@@ -1,0 +1,8 @@
+-- A person's ticks on todos, keyed by a hash of the todo's normalised words (SQLite's
+-- migration 0015): a regenerated card that keeps a todo's words keeps its tick.
+CREATE TABLE todo_marks (
+    item_id  TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+    todo_key TEXT NOT NULL,
+    done_at  BIGINT NOT NULL,
+    PRIMARY KEY (item_id, todo_key)
+);
