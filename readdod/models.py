@@ -70,6 +70,20 @@ Tag = Annotated[str, msgspec.Meta(max_length=100)]
 # --- artifact payloads -----------------------------------------------------
 
 
+class CaptureOrigin(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """Where a capture came from when not typed in: an import or a feed.
+
+    Kept with the capture's event, so an item brought from elsewhere keeps when
+    it was first saved there and the note it had.
+    """
+
+    #: ``import:pocket``, ``feed:https://example.org/feed.xml``, ...
+    source: Annotated[str, msgspec.Meta(min_length=1, max_length=8_300)]
+    #: When it was saved there: ISO 8601 with a UTC offset.
+    saved_at: Annotated[str, msgspec.Meta(max_length=40)] | None = None
+    note: Annotated[str, msgspec.Meta(max_length=10_000)] | None = None
+
+
 class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """What a client hands in to capture; the bounds keep one request from bloating the store."""
 
@@ -83,6 +97,7 @@ class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         list[Annotated[str, msgspec.Meta(max_length=100)]], msgspec.Meta(max_length=50)
     ] = []
     capture_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
+    origin: CaptureOrigin | None = None
 
 
 class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

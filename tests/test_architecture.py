@@ -37,6 +37,8 @@ PURE = (
     "readdod.extraction.charsets",
     "readdod.extraction.mediatypes",
     "readdod.extraction.refusals",
+    "readdod.capture.formats",
+    "readdod.capture.plan",
 )
 IO_LIBRARIES = ("sqlite3", "aiosqlite", "psycopg", "httpx", "httpcore", "anyio", "socket")
 DRIVERS = ("sqlite3", "aiosqlite", "psycopg")

@@ -16,7 +16,7 @@ import anyio
 import msgspec
 
 from readdod import config
-from readdod.cli import render
+from readdod.cli import render, source_verbs
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from readdod.cli.inputs import read_source
 from readdod.errors import ConfigError, ExtractionError
@@ -158,4 +158,5 @@ LOCAL_VERBS: dict[str, LocalVerb] = {
     "schemas": cmd_schemas,
     "eval": cmd_eval,
     "extract": cmd_extract,
+    "import": source_verbs.cmd_import,
 }

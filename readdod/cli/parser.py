@@ -141,6 +141,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", nargs="?", help="only this item")
     sub.add_parser("health", parents=[common], help="ok/degraded/unhealthy (exit 0/1/2)")
     sub.add_parser("stats", parents=[common], help="counts, step durations, tokens, store counters")
+    p = sub.add_parser(
+        "import", parents=[common], help="capture every link of a bookmarks file or export"
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "netscape", "pocket", "omnivore", "wallabag", "karakeep", "urls"],
+        help="the file's format (default: recognised from its content)",
+    )
+    p.add_argument(
+        "--intent", "-i", help="why you saved them (default: each entry's note or description)"
+    )
+    p.add_argument("--tag", action="append", help="a tag added to every entry (repeatable)")
+    p.add_argument("--priority", choices=["P0", "P1", "P2", "P3"], default="P3", help="default: P3")
+    p.add_argument("--dry-run", action="store_true", help="read and check only; capture nothing")
+
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     return parser

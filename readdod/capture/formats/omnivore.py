@@ -1,0 +1,36 @@
+"""Omnivore's JSON export: the ``metadata_*.json`` files of its export archive.
+
+Each file is a list of ``{"id", "slug", "title", "description", "author", "url",
+"state", "labels": [...], "savedAt", "updatedAt", "publishedAt"}``; ``labels``
+are the person's tags (names, or objects with a ``name``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from readdod.capture.formats import jsonscan
+from readdod.capture.formats.entry import Entry, Problem, clean, from_iso, tag_list
+
+
+def read(text: str) -> Iterator[Entry | Problem]:
+    for got in jsonscan.entries(text):
+        if isinstance(got, Problem):
+            yield got
+            continue
+        line, obj = got
+        if not isinstance(obj, dict):
+            yield Problem(line, "an entry that is not a JSON object")
+            continue
+        url = clean(obj.get("url"))
+        if url is None:
+            yield Problem(line, "the entry has no url")
+            continue
+        yield Entry(
+            line=line,
+            url=url,
+            title=clean(obj.get("title")),
+            tags=tag_list(obj.get("labels")),
+            saved_at=from_iso(obj.get("savedAt")),
+            note=clean(obj.get("note")) or clean(obj.get("description")),
+        )

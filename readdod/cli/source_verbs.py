@@ -1,0 +1,76 @@
+"""The verbs of the capture sources: ``import`` (runs here, asks the daemon unless
+``--dry-run``) and ``feed`` (asks the daemon)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from readdod import config
+from readdod.capture import importing
+from readdod.capture.plan import Options
+from readdod.cli import render
+from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE
+from readdod.control.client import Client
+from readdod.errors import ConfigError, DaemonUnavailable
+
+
+def _max_bytes(args: argparse.Namespace) -> int:
+    try:
+        cfg, _ = config.load(args.config)
+    except ConfigError:
+        return config.FetchConfig().max_bytes
+    return cfg.fetch.max_bytes
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import an export file; exit 0 when every entry is in readdod, 1 when some were left out."""
+    path = Path(args.file)
+    fmt, found = importing.entries(path, args.format)
+    opts = Options(
+        fmt=fmt,
+        intent=(args.intent or "").strip() or None,
+        tags=tuple(args.tag or ()),
+        priority=args.priority,
+        max_html_bytes=_max_bytes(args),
+    )
+    ask = None if args.json else importing.ask_on_tty(sys.stdin, sys.stderr)
+    planned, problems = importing.prepare(found, opts, ask)
+    tally = importing.Tally(
+        fmt=fmt,
+        total=len(planned) + len(problems),
+        refused=[(p.line, p.message) for p in problems],
+        dry_run=args.dry_run,
+    )
+    bar = importing.Bar(sys.stderr) if sys.stderr.isatty() and not args.json else None
+    interrupted: str | None = None
+    try:
+        if args.dry_run:
+            importing.run(None, planned, tally, bar or (lambda _: None))
+        else:
+            from readdod.cli.socket_verbs import socket_path
+
+            sock = socket_path(args)
+            Client(sock).close()  # the daemon answers, before any progress is drawn
+            importing.run(lambda: Client(sock), planned, tally, bar or (lambda _: None))
+    except DaemonUnavailable as exc:
+        interrupted = str(exc)
+    except KeyboardInterrupt:
+        interrupted = "interrupted"
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        print(render.json_text(tally.as_dict() | {"interrupted": interrupted}))
+    else:
+        print("\n".join(importing.summary_lines(tally, str(path))))
+    if interrupted is not None:
+        print(
+            f"readdod: the import stopped after {tally.done} of {tally.total} entries"
+            f" ({interrupted}); run the same command again to finish it: what is there"
+            " already is not added twice",
+            file=sys.stderr,
+        )
+        return EXIT_UNAVAILABLE
+    return EXIT_ERROR if tally.refused else EXIT_OK
