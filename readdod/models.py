@@ -120,6 +120,8 @@ class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     source: Literal["fetched", "provided_html", "provided_text"]
     extractor: str
     fetched_at: str | None = None
+    #: Pages of a PDF; None for a web page or a text.
+    page_count: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class Summary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

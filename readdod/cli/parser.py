@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--html", metavar="FILE|-", help="the page's HTML (skips fetching)")
     src.add_argument("--text", metavar="FILE|-", help="plain text (skips fetch and extraction)")
+    src.add_argument("--pdf", metavar="FILE|-", help="a PDF: its text, title and author")
     p.add_argument("--title")
     p.add_argument("--priority", choices=["P0", "P1", "P2", "P3"])
     p.add_argument("--tag", action="append", help="a tag (repeatable)")

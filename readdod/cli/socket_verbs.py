@@ -20,7 +20,7 @@ from typing import Any
 from readdod import config
 from readdod.cli import render
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, HEALTH_EXIT
-from readdod.cli.inputs import read_capture_source, read_source, shown
+from readdod.cli.inputs import read_capture_source, read_pdf_source, read_source, shown
 from readdod.control.client import Client, RpcError
 from readdod.errors import ConfigError, DaemonUnavailable, ErrorCode, ReaddodError
 
@@ -65,6 +65,8 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
     params: dict[str, Any] = {"intent": args.intent}
     if args.url:
         params["url"] = args.url
+    if args.pdf:
+        params.update(pdf_params(args.pdf, _capture_limit(args)))
     source = args.html or args.text
     if source:
         limit = _capture_limit(args)
@@ -116,6 +118,18 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
         verb = "captured" if res["created"] else "already captured"
         print(f"{verb} {item['id']} ({item['status']})")
     return EXIT_OK
+
+
+def pdf_params(value: str, max_bytes: int) -> dict[str, Any]:
+    """A PDF's capture: its text, its title, and where it came from."""
+    doc = read_pdf_source(value, max_bytes=max_bytes)
+    params: dict[str, Any] = {
+        "text": doc.text,
+        "origin": {"source": f"pdf:{Path(value).name if value != '-' else '-'}"},
+    }
+    if doc.title:
+        params["title"] = doc.title
+    return params
 
 
 def cmd_ls(args: argparse.Namespace, client: Client) -> int:

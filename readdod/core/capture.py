@@ -93,9 +93,10 @@ def _check_content(req: CaptureRequest, max_bytes: int) -> None:
             )
         kind = sniff.binary_kind(content)
         if kind is not None:
+            pdf = " (a PDF: capture its URL, or `readdod capture --pdf FILE`)"
             raise UnsupportedContent(
                 f"the {field} looks like {kind}, not {expected}: readdod captures HTML pages"
-                " and plain text only"
+                f" and plain text only{pdf if kind == sniff.PDF_KIND else ''}"
             )
 
 

@@ -46,6 +46,7 @@ from readdod.extraction.charsets import decode_body
 from readdod.extraction.encodings import Overflow, read_body
 from readdod.extraction.extract import extract, extract_text
 from readdod.extraction.guard import AddressGuard, Resolver
+from readdod.extraction.pdf import extract_pdf
 from readdod.extraction.transport import Transport, fetch_deadline, timeouts
 from readdod.models import Extraction
 from readdod.retrying import OnRetry, RetryPolicy
@@ -65,7 +66,9 @@ __all__ = [
 DEFAULT_USER_AGENT: Final = FetchConfig().user_agent
 DEFAULT_MAX_BYTES: Final = FetchConfig().max_bytes
 
-_ACCEPT: Final = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.1"
+_ACCEPT: Final = (
+    "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,application/pdf;q=0.7,*/*;q=0.1"
+)
 _ACCEPT_ENCODING: Final = "gzip, deflate, br"
 
 
@@ -78,6 +81,8 @@ class FetchedPage(msgspec.Struct, kw_only=True, frozen=True):
     content_type: str
     html: str
     fetched_at: str
+    #: The body as it came, for a document that is not text (a PDF); else empty.
+    data: bytes = b""
 
 
 class FetchClient(httpx.AsyncClient):
@@ -254,6 +259,18 @@ async def extract_url(
         )
 
     page = await retrying.call(attempt, retry or retry_policy(client.config), on_retry)
+    if page.content_type == mediatypes.PDF:
+        return await anyio.to_thread.run_sync(
+            functools.partial(
+                extract_pdf,
+                page.data,
+                page.url,
+                source="fetched",
+                http_status=page.status,
+                final_url=page.final_url,
+                fetched_at=page.fetched_at,
+            )
+        )
     if page.content_type == "text/plain":
         plain = await anyio.to_thread.run_sync(
             functools.partial(extract_text, page.html, url=page.url)
@@ -358,6 +375,16 @@ async def _read_page(url: str, response: httpx.Response, max_bytes: int) -> Fetc
     except Overflow:
         raise refusals.too_large(url, max_bytes) from None
     media_type = mediatypes.page_type(url, media_type, data)
+    if media_type == mediatypes.PDF:
+        return FetchedPage(
+            url=url,
+            final_url=str(response.url),
+            status=status,
+            content_type=media_type,
+            html="",
+            fetched_at=iso(SystemClock().now_ms()) or "",
+            data=data,
+        )
     text = await anyio.to_thread.run_sync(decode_body, data, charset)
     if len(data) <= refusals.ERROR_BODY_BYTES:
         vendor = refusals.wall_vendor(response.headers, text, tiny_only=True)
