@@ -120,6 +120,28 @@ class ChunkRow(msgspec.Struct, kw_only=True):
     updated_at: int
 
 
+class FeedRow(msgspec.Struct, kw_only=True):
+    """A feed readdod follows: where it is, what its entries are captured with, how
+    its last polls went. ``failures`` counts failed polls since the last good one."""
+
+    id: str
+    url: str
+    intent: str
+    #: JSON list of tags given to every entry's item.
+    tags: str
+    title: str | None
+    etag: str | None
+    last_modified: str | None
+    created_at: int
+    next_poll_at: int
+    last_polled_at: int | None
+    last_ok_at: int | None
+    failures: int
+    last_error_code: str | None
+    last_error: str | None
+    entries_captured: int
+
+
 ITEM_COLUMNS = tuple(ItemRow.__struct_fields__)
 RUN_COLUMNS = tuple(RunRow.__struct_fields__)
 ARTIFACT_COLUMNS = tuple(ArtifactRow.__struct_fields__)
@@ -127,6 +149,7 @@ EVENT_COLUMNS = tuple(EventRow.__struct_fields__)
 EXPORT_COLUMNS = tuple(ExportRow.__struct_fields__)
 CHUNK_COLUMNS = tuple(ChunkRow.__struct_fields__)
 ATTEMPT_COLUMNS = tuple(AttemptRow.__struct_fields__)
+FEED_COLUMNS = tuple(FeedRow.__struct_fields__)
 
 
 class StoreCounters(msgspec.Struct, kw_only=True):

@@ -38,6 +38,7 @@ from readdod.errors import InternalError, ShuttingDown, ValidationFailed
 from readdod.store.api import Store, UnitOfWork
 from readdod.store.rows import (
     CHUNK_COLUMNS,
+    FEED_COLUMNS,
     ITEM_COLUMNS,
     RUN_COLUMNS,
     ArtifactRow,
@@ -46,6 +47,7 @@ from readdod.store.rows import (
     ChunkRow,
     EventRow,
     ExportRow,
+    FeedRow,
     ItemRow,
     RunRow,
     StoreCounters,
@@ -147,6 +149,9 @@ class _Tables:
         self.exports: dict[str, ExportRow] = {}
         #: The last event's seq; never taken back, as SQLite's AUTOINCREMENT.
         self.last_seq = 0
+        self.feeds: dict[str, FeedRow] = {}
+        #: (feed id, entry key) -> (item id, seen at).
+        self.feed_entries: dict[tuple[str, str], tuple[str | None, int]] = {}
 
 
 class _Snapshot(msgspec.Struct):
@@ -163,6 +168,8 @@ class _Snapshot(msgspec.Struct):
     settings: dict[str, str]
     exports: list[ExportRow]
     last_seq: int
+    feeds: list[FeedRow] = []
+    feed_entries: list[tuple[str, str, str | None, int]] = []
 
 
 def _encode(t: _Tables) -> bytes:
@@ -179,6 +186,8 @@ def _encode(t: _Tables) -> bytes:
             settings=t.settings,
             exports=list(t.exports.values()),
             last_seq=t.last_seq,
+            feeds=list(t.feeds.values()),
+            feed_entries=[(f, k, i, at) for (f, k), (i, at) in t.feed_entries.items()],
         )
     )
 
@@ -199,6 +208,8 @@ def _decode(data: bytes) -> _Tables:
     t.settings = snap.settings
     t.exports = {e.export_key: e for e in snap.exports}
     t.last_seq = snap.last_seq
+    t.feeds = {f.id: f for f in snap.feeds}
+    t.feed_entries = {(f, k): (i, at) for f, k, i, at in snap.feed_entries}
     return t
 
 
@@ -1052,6 +1063,72 @@ class MemoryUnitOfWork:
     def set_setting(self, key: str, value: str) -> None:
         self._query()
         self._put(self._t.settings, key, value)
+
+    # --- feeds ---------------------------------------------------------------------
+
+    def insert_feed(self, row: FeedRow) -> bool:
+        self._query()
+        if any(f.url == row.url for f in self._t.feeds.values()):
+            return False
+        if row.id in self._t.feeds:
+            raise _violated("UNIQUE")
+        self._put(self._t.feeds, row.id, _copy(row))
+        return True
+
+    def feed(self, feed_id: str) -> FeedRow | None:
+        self._query()
+        row = self._t.feeds.get(feed_id)
+        return None if row is None else _copy(row)
+
+    def feed_by_url(self, url: str) -> FeedRow | None:
+        self._query()
+        return next((_copy(f) for f in self._t.feeds.values() if f.url == url), None)
+
+    def feeds(self) -> list[FeedRow]:
+        self._query()
+        return [
+            _copy(f) for f in sorted(self._t.feeds.values(), key=lambda f: (f.created_at, f.id))
+        ]
+
+    def feeds_due(self, now: int, limit: int) -> list[FeedRow]:
+        self._query()
+        due = [f for f in self._t.feeds.values() if f.next_poll_at <= now]
+        return [_copy(f) for f in sorted(due, key=lambda f: (f.next_poll_at, f.id))[:limit]]
+
+    def next_feed_poll(self) -> int | None:
+        self._query()
+        return min((f.next_poll_at for f in self._t.feeds.values()), default=None)
+
+    def set_feed(self, feed_id: str, **fields: Any) -> bool:
+        self._query()
+        bad = set(fields) - (set(FEED_COLUMNS) - {"id", "url", "created_at"})
+        if bad:
+            raise ValueError(f"not settable: {sorted(bad)}")
+        row = self._t.feeds.get(feed_id)
+        if row is None:
+            return False
+        self._put(self._t.feeds, feed_id, msgspec.structs.replace(row, **fields))
+        return True
+
+    def delete_feed(self, feed_id: str) -> bool:
+        self._query()
+        for key in [k for k in self._t.feed_entries if k[0] == feed_id]:
+            self._drop(self._t.feed_entries, key)
+        if feed_id not in self._t.feeds:
+            return False
+        self._drop(self._t.feeds, feed_id)
+        return True
+
+    def feed_entries_seen(self, feed_id: str, keys: Sequence[str]) -> set[str]:
+        self._query()
+        return {k for k in keys if (feed_id, k) in self._t.feed_entries}
+
+    def add_feed_entry(self, feed_id: str, key: str, item_id: str | None, at: int) -> None:
+        self._query()
+        if feed_id not in self._t.feeds:
+            raise _violated("FOREIGN KEY")
+        if (feed_id, key) not in self._t.feed_entries:
+            self._put(self._t.feed_entries, (feed_id, key), (item_id, at))
 
     # --- exports -------------------------------------------------------------------
 

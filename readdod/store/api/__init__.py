@@ -12,7 +12,7 @@ purpose: it runs whole inside one transaction, so a read-check-write
 sequence within it is atomic.
 
 The queries are grouped by concept, one Protocol each (items, leases, runs,
-artifacts, records, reports); :class:`UnitOfWork` is all of them, and a unit
+artifacts, records, reports, feeds); :class:`UnitOfWork` is all of them, and a unit
 asks for no less.
 """
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from readdod.store.api.artifacts import ArtifactQueries
+from readdod.store.api.feeds import FeedQueries
 from readdod.store.api.items import ItemQueries
 from readdod.store.api.leases import LeaseQueries
 from readdod.store.api.records import RecordQueries
@@ -40,6 +41,7 @@ class UnitOfWork(
     ArtifactQueries,
     RecordQueries,
     ReportQueries,
+    FeedQueries,
     Protocol,
 ):
     """The named queries one unit of work may run, inside the store's transaction.
@@ -80,6 +82,7 @@ class Store(Protocol):
 
 __all__ = [
     "ArtifactQueries",
+    "FeedQueries",
     "ItemQueries",
     "LeaseQueries",
     "RecordQueries",

@@ -21,6 +21,7 @@ from readdod.store.rows import (
     CHUNK_COLUMNS,
     EVENT_COLUMNS,
     EXPORT_COLUMNS,
+    FEED_COLUMNS,
     ITEM_COLUMNS,
     RUN_COLUMNS,
 )
@@ -36,6 +37,7 @@ _TABLES = {
     "attempt": ATTEMPT_COLUMNS,
     "chunk": CHUNK_COLUMNS,
     "export": EXPORT_COLUMNS,
+    "feed": FEED_COLUMNS,
 }
 
 
@@ -56,6 +58,7 @@ SQL_FILES = (
     "artifacts.sql",
     "records.sql",
     "reports.sql",
+    "feeds.sql",
 )
 
 
