@@ -157,6 +157,21 @@ class LogConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only
     format: Literal["json", "console"] = "json"
 
 
+class FeedsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """How the daemon polls the feeds of ``readdod feed add``."""
+
+    #: Seconds between two polls of a feed that answers.
+    interval_s: Annotated[float, msgspec.Meta(ge=1)] = 1800.0
+    #: A failing feed waits interval_s × 2^(failures-1), at most this long.
+    max_backoff_s: Annotated[float, msgspec.Meta(ge=1)] = 86_400.0
+    #: New entries captured from one poll at most (the newest first); the rest wait.
+    max_entries_per_poll: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 100
+    #: Feeds polled at the same time.
+    concurrency: Annotated[int, msgspec.Meta(ge=1, le=100)] = 4
+    #: Consecutive failed polls from which `health` is degraded.
+    failures_degraded: Annotated[int, msgspec.Meta(ge=1)] = 3
+
+
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     daemon: DaemonConfig = DaemonConfig()
     control: ControlConfig = ControlConfig()
@@ -166,6 +181,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     export: ExportConfig = ExportConfig()
     retention: RetentionConfig = RetentionConfig()
     log: LogConfig = LogConfig()
+    feeds: FeedsConfig = FeedsConfig()
 
 
 def config_path(explicit: str | None) -> Path | None:

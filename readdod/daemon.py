@@ -32,10 +32,11 @@ from readdod.core import Core
 from readdod.engines import make_engine
 from readdod.errors import ConfigError, InstanceLocked
 from readdod.export.writer import Exporter
-from readdod.extraction.fetch import make_client
+from readdod.extraction.fetch import FetchClient, make_client
 from readdod.logging import get_logger
 from readdod.loops import retention
 from readdod.loops.auto_export import AutoExporter
+from readdod.loops.feeds import FeedPoller
 from readdod.loops.heartbeat import Heartbeat
 from readdod.loops.retry import RetryScheduler
 from readdod.pipeline import Pipeline
@@ -198,12 +199,16 @@ async def serve(
                     if activated is not None:
                         # systemd owns the socket file (readdod.socket): use it, leave it.
                         listener = await anyio.abc.SocketListener.from_socket(activated)
-                        await _run(core, server, supervisor, listener, signals, task_status)
+                        await _run(
+                            core, server, supervisor, listener, signals, task_status, http=http
+                        )
                     else:
                         listener = await anyio.create_unix_listener(sock_path)
                         try:
                             secure_socket_file(sock_path, cfg.control.group)
-                            await _run(core, server, supervisor, listener, signals, task_status)
+                            await _run(
+                                core, server, supervisor, listener, signals, task_status, http=http
+                            )
                         finally:
                             sock_path.unlink(missing_ok=True)
         log.info("daemon.stopped", uptime_s=round(time.monotonic() - started, 3))
@@ -227,6 +232,8 @@ async def _run(
     listener: anyio.abc.SocketListener,
     signals: AsyncIterator[signal.Signals],
     task_status: TaskStatus[None],
+    *,
+    http: FetchClient | None = None,
 ) -> None:
     done = anyio.Event()
 
@@ -260,6 +267,11 @@ async def _run(
     heartbeat = Heartbeat(core.leases, supervisor)
     retries = RetryScheduler(core.commands, core.clock)
     exporter = AutoExporter(core) if cfg.daemon.auto_export else None
+    feeds = (
+        FeedPoller(core.feeds, core.commands, http, cfg.feeds, core.clock)
+        if http is not None
+        else None
+    )
     async with anyio.create_task_group() as tg:
         await tg.start(server.serve, listener)
         await tg.start(supervise)
@@ -268,6 +280,8 @@ async def _run(
         if exporter is not None:
             tg.start_soon(exporter.run)
         tg.start_soon(retention.run_periodically, core.maintenance, cfg.retention)
+        if feeds is not None:
+            await tg.start(feeds.run)
         tg.start_soon(watch_signals)
         interval = systemd.watchdog_interval()
         if interval is not None:

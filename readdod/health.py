@@ -7,12 +7,14 @@ reason a person can act on for every check that is not ok.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, Literal
 
 import msgspec
 
 from readdod.collector import Collector
 from readdod.config import DaemonConfig
+from readdod.models import Feed
 from readdod.store.rows import StoreCounters
 
 Level = Literal["ok", "degraded", "unhealthy"]
@@ -231,3 +233,25 @@ def step_times(samples: list[tuple[str, float]]) -> dict[str, StepTimes]:
         )
         for step, v in sorted(by_step.items())
     }
+
+
+def feeds_check(report: Report, failing: Sequence[Feed], threshold: int) -> Report:
+    """``report`` with a ``feeds`` check: degraded while a feed has failed ``threshold``
+    polls in a row or more, naming each and why."""
+    reasons = [
+        f"the feed {f.url} failed its last {f.failures} polls ({f.last_error_code}:"
+        f" {f.last_error}); it is polled again at {f.next_poll_at} (`readdod feed ls`)"
+        for f in failing
+    ]
+    check = Check(
+        status="degraded" if failing else "ok",
+        value=len(failing),
+        reason="; ".join(reasons) if reasons else None,
+    )
+    status = report.status if _RANK[report.status] >= _RANK[check.status] else check.status
+    return msgspec.structs.replace(
+        report,
+        status=status,
+        reasons=[*report.reasons, *reasons],
+        checks={**report.checks, "failing_feeds": check},
+    )

@@ -464,3 +464,22 @@ class ExportResult(msgspec.Struct, kw_only=True):
     export_key: str
     files: list[str]
     reused: bool
+
+
+class Feed(msgspec.Struct, kw_only=True):
+    """A feed readdod follows, as ``feed_list`` and ``feed_add`` show it."""
+
+    id: str
+    url: str
+    intent: str
+    tags: list[str]
+    title: str | None
+    created_at: str
+    next_poll_at: str
+    last_polled_at: str | None
+    last_ok_at: str | None
+    #: Failed polls since the last good one; the feed backs off while it fails.
+    failures: int
+    last_error_code: str | None
+    last_error: str | None
+    entries_captured: int

@@ -159,6 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--priority", choices=["P0", "P1", "P2", "P3"], default="P3", help="default: P3")
     p.add_argument("--dry-run", action="store_true", help="read and check only; capture nothing")
 
+    p = sub.add_parser("feed", help="follow RSS and Atom feeds: each new entry is captured")
+    feed = p.add_subparsers(dest="feed_action", required=True, metavar="ACTION")
+    f = feed.add_parser("add", parents=[common], help="follow a feed")
+    f.add_argument("url", metavar="URL")
+    f.add_argument("--intent", "-i", required=True, help="why you follow it (each entry's intent)")
+    f.add_argument("--tag", action="append", help="a tag for every entry (repeatable)")
+    feed.add_parser("ls", parents=[common], help="the feeds followed, and how their polls go")
+    f = feed.add_parser("rm", parents=[common], help="stop following a feed (its items stay)")
+    f.add_argument("feed", metavar="ID|URL")
+
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     return parser

@@ -418,3 +418,29 @@ class WatchView:
         parts = [st["status"] or "?", st["reason"], st["step"], st["chunks"], st["error"]]
         shown = "  ".join(p for p in parts if p)
         return f"{_clock(ev.get('at', ''))}  {item_id}  {name:<16} {shown}"
+
+
+def feed_lines(feeds: list[dict[str, Any]]) -> list[str]:
+    """`feed ls` for people: each feed, how its polls go, and why a failing one fails."""
+    if not feeds:
+        return ["no feeds; follow one with `readdod feed add URL --intent TEXT`"]
+    lines = []
+    for f in feeds:
+        if f["failures"]:
+            state = f"FAILING ({f['failures']} in a row)"
+        elif f["last_ok_at"]:
+            state = "ok"
+        else:
+            state = "not polled yet"
+        lines.append(f"{f['id']}  {f['title'] or f['url']}")
+        lines.append(f"  url      {f['url']}")
+        lines.append(
+            f"  intent   {f['intent']}" + (f"  tags: {', '.join(f['tags'])}" if f["tags"] else "")
+        )
+        lines.append(
+            f"  state    {state}; {f['entries_captured']} entries captured;"
+            f" last polled {f['last_polled_at'] or 'never'}; next poll {f['next_poll_at']}"
+        )
+        if f["failures"]:
+            lines.append(f"  error    {f['last_error_code']}: {f['last_error']}")
+    return lines

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from readdod import config
-from readdod.cli import render
+from readdod.cli import render, source_verbs
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, HEALTH_EXIT
 from readdod.cli.inputs import read_capture_source, read_pdf_source, read_source, shown
 from readdod.control.client import Client, RpcError
@@ -388,4 +388,5 @@ CLIENT_VERBS: dict[str, SocketVerb] = {
     "health": cmd_health,
     "stats": cmd_stats,
     "prune": cmd_prune,
+    "feed": source_verbs.cmd_feed,
 }

@@ -13,19 +13,13 @@ from readdod.capture.plan import Options
 from readdod.cli import render
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE
 from readdod.control.client import Client
-from readdod.errors import ConfigError, DaemonUnavailable
-
-
-def _max_bytes(args: argparse.Namespace) -> int:
-    try:
-        cfg, _ = config.load(args.config)
-    except ConfigError:
-        return config.FetchConfig().max_bytes
-    return cfg.fetch.max_bytes
+from readdod.errors import DaemonUnavailable
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Import an export file; exit 0 when every entry is in readdod, 1 when some were left out."""
+    # A bad config is reported even for a dry run, which needs none of it.
+    cfg, _ = config.load(args.config)
     path = Path(args.file)
     fmt, found = importing.entries(path, args.format)
     opts = Options(
@@ -33,7 +27,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         intent=(args.intent or "").strip() or None,
         tags=tuple(args.tag or ()),
         priority=args.priority,
-        max_html_bytes=_max_bytes(args),
+        max_html_bytes=cfg.fetch.max_bytes,
     )
     ask = None if args.json else importing.ask_on_tty(sys.stdin, sys.stderr)
     planned, problems = importing.prepare(found, opts, ask)
@@ -74,3 +68,27 @@ def cmd_import(args: argparse.Namespace) -> int:
         )
         return EXIT_UNAVAILABLE
     return EXIT_ERROR if tally.refused else EXIT_OK
+
+
+def cmd_feed(args: argparse.Namespace, client: Client) -> int:
+    """``feed add``, ``feed ls`` and ``feed rm``."""
+    if args.feed_action == "add":
+        params = {"url": args.url, "intent": args.intent, "tags": args.tag or []}
+        res = client.call("feed_add", params)
+        if args.json:
+            print(render.json_text(res))
+        else:
+            feed = res["feed"]
+            verb = "following" if res["created"] else "already following"
+            print(f"{verb} {feed['url']} (feed {feed['id']}); its new entries are captured")
+        return EXIT_OK
+    if args.feed_action == "rm":
+        res = client.call("feed_remove", {"id": args.feed})
+        if args.json:
+            print(render.json_text(res))
+        else:
+            print(f"stopped following {res['feed']['url']}; its items stay")
+        return EXIT_OK
+    res = client.call("feed_list")
+    print(render.json_text(res) if args.json else "\n".join(render.feed_lines(res["feeds"])))
+    return EXIT_OK

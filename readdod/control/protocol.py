@@ -152,6 +152,19 @@ class PruneParams(_Params):
     dry_run: bool = False
 
 
+class FeedAddParams(_Params):
+    url: Annotated[str, msgspec.Meta(max_length=8_192)]
+    intent: Annotated[str, msgspec.Meta(max_length=2_000)]
+    tags: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=100)]], msgspec.Meta(max_length=50)
+    ] = []
+
+
+class FeedRef(_Params):
+    #: The feed's id, or its URL.
+    id: str
+
+
 def capture_line_limit(max_bytes: int) -> int:
     """The longest line a ``capture`` may take: html or text of ``max_bytes`` UTF-8
     bytes however a client escapes them, and :data:`MAX_LINE` for the rest."""

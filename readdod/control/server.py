@@ -27,7 +27,7 @@ from readdod.control.security import PeerPolicy, peer_credentials
 from readdod.core import Core
 from readdod.errors import ErrorCode, RequestError, ValidationFailed
 from readdod.events import Subscription
-from readdod.health import thresholds_from
+from readdod.health import feeds_check, thresholds_from
 from readdod.logging import get_logger
 from readdod.models import CaptureRequest, ExportResult
 
@@ -139,6 +139,9 @@ class ControlServer:
             "health": (p.Empty, self._health),
             "stats": (p.Empty, self._stats),
             "prune": (p.PruneParams, self._prune),
+            "feed_add": (p.FeedAddParams, self._feed_add),
+            "feed_list": (p.Empty, self._feed_list),
+            "feed_remove": (p.FeedRef, self._feed_remove),
         }
 
     # --- transport ---------------------------------------------------------
@@ -490,12 +493,24 @@ class ControlServer:
 
     async def _health(self, _: p.Empty) -> Any:
         circuit = self.engine.circuit_state() if self.engine is not None else "closed"
-        return await self.core.reads.health(
+        report = await self.core.reads.health(
             thresholds_from(self.cfg.daemon), circuit=circuit, paused=self.workers.paused
         )
+        threshold = self.cfg.feeds.failures_degraded
+        return feeds_check(report, await self.core.feeds.failing(threshold), threshold)
 
     async def _stats(self, _: p.Empty) -> Any:
         return await self.core.reads.stats()
 
     async def _prune(self, params: p.PruneParams) -> Any:
         return await self.core.maintenance.prune(self.cfg.retention, dry_run=params.dry_run)
+
+    async def _feed_add(self, params: p.FeedAddParams) -> dict[str, Any]:
+        feed, created = await self.core.feeds.add(params.url, params.intent, params.tags)
+        return {"feed": feed, "created": created}
+
+    async def _feed_list(self, _: p.Empty) -> dict[str, Any]:
+        return {"feeds": await self.core.feeds.all()}
+
+    async def _feed_remove(self, params: p.FeedRef) -> dict[str, Any]:
+        return {"feed": await self.core.feeds.remove(params.id)}

@@ -8,7 +8,8 @@ work on the store and tells what they did after each commit:
 - :mod:`~readdod.core.book`: an actor's fenced writes under its lease;
 - :mod:`~readdod.core.exporting`: a card written as a file, SHIPPED or FAILED_EXPORT;
 - :mod:`~readdod.core.reads`: the read model (get, list, health, stats);
-- :mod:`~readdod.core.maintenance`: retention and backups.
+- :mod:`~readdod.core.maintenance`: retention and backups;
+- :mod:`~readdod.core.feeds`: the feeds followed, and how their polls went.
 
 The composition root (:mod:`readdod.daemon`) builds a :class:`Core` and
 hands each caller the part it needs.
@@ -21,6 +22,7 @@ from readdod.config import FetchConfig, RetentionConfig, RetryConfig
 from readdod.core.book import LeaseBook, LeaseChunks
 from readdod.core.commands import Commands
 from readdod.core.exporting import Exports
+from readdod.core.feeds import Feeds
 from readdod.core.leases import Leases
 from readdod.core.maintenance import Maintenance
 from readdod.core.reads import ReadModel
@@ -73,6 +75,7 @@ class Core:
         self.exports = Exports(self.units, exporter or Exporter())
         self.reads = ReadModel(self.units)
         self.maintenance = Maintenance(self.units, retention)
+        self.feeds = Feeds(self.units, clock)
 
     @property
     def bus(self) -> EventBus:
