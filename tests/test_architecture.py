@@ -39,6 +39,7 @@ PURE = (
     "readdod.extraction.refusals",
     "readdod.capture.formats",
     "readdod.capture.plan",
+    "readdod.capture.feeds",
     "readdod.extraction.pdf",
 )
 IO_LIBRARIES = ("sqlite3", "aiosqlite", "psycopg", "httpx", "httpcore", "anyio", "socket")

@@ -43,9 +43,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         if args.dry_run:
             importing.run(None, planned, tally, bar or (lambda _: None))
         else:
-            from readdod.cli.socket_verbs import socket_path
-
-            sock = socket_path(args)
+            sock = config.socket_path(cfg, args.socket)
             Client(sock).close()  # the daemon answers, before any progress is drawn
             importing.run(lambda: Client(sock), planned, tally, bar or (lambda _: None))
     except DaemonUnavailable as exc:
