@@ -183,3 +183,37 @@ def test_omnivore_export_archive_is_read_whole(tmp_path: Path, daemons: list[Dae
     assert tally["format"] == "omnivore" and tally["new"] == 3
     assert [r["line"] for r in tally["refused"]] == [17, 18]
     assert tally["refused"][0]["reason"].startswith("metadata_0_to_3.json: ")
+
+
+def test_a_daemon_killed_mid_import_loses_nothing_and_adds_nothing_twice(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = _daemon(daemons, tmp_path)
+    count = 4000
+    links = tmp_path / "links.txt"
+    links.write_text("".join(f"https://example.org/k/{i}\n" for i in range(count)))
+    cmd = [sys.executable, "-m", "readdod", "import", str(links), "-i", "skim", "--json"]
+    cmd += ["--socket", str(d.sock), "--config", str(d.config)]
+    running = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        d.wait_log(lambda e: e["event"] == "item.captured", count=1000)
+        d.kill9()
+        out, err = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+    assert running.returncode == EXIT_UNAVAILABLE, err
+    assert "run the same command again" in err
+    cut = json.loads(out)
+    # Batches whose answers never came were written all the same: they count on the rerun.
+    assert cut["interrupted"] and cut["new"] < count
+
+    d.start()
+    code, tally, _ = _import(d, str(links), "-i", "skim")
+    assert code == EXIT_OK
+    assert tally["new"] + tally["already"] == count
+    assert tally["already"] >= max(cut["new"], 1000)
+    with d.db() as db:
+        stored = db.execute("SELECT count(*), count(DISTINCT url) FROM items").fetchone()
+    assert tuple(stored) == (count, count)

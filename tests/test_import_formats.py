@@ -209,3 +209,15 @@ def test_a_page_too_big_to_hand_in_is_fetched_instead() -> None:
     (big,) = plan([entry], Options(fmt="wallabag", intent="i", max_html_bytes=10_000))
     assert isinstance(small, Planned) and "html" not in small.params
     assert isinstance(big, Planned) and "html" in big.params
+
+
+def test_a_folder_description_is_not_the_note_of_the_link_before_it() -> None:
+    text = (
+        "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n"
+        '<DT><A HREF="https://example.org/a">A</A>\n'
+        "<DT><H3>Folder</H3>\n<DD>what this folder holds\n<DL><p>\n"
+        '<DT><A HREF="https://example.org/b">B</A>\n<DD>the note of B\n'
+        "</DL><p>\n</DL>\n"
+    )
+    got = [e for e in READERS["netscape"](text) if isinstance(e, Entry)]
+    assert [(e.title, e.note) for e in got] == [("A", None), ("B", "the note of B")]

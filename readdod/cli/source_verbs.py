@@ -11,7 +11,7 @@ from readdod import config
 from readdod.capture import importing
 from readdod.capture.plan import Options
 from readdod.cli import render
-from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE
+from readdod.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE
 from readdod.control.client import Client
 from readdod.errors import DaemonUnavailable
 
@@ -39,6 +39,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     )
     bar = importing.Bar(sys.stderr) if sys.stderr.isatty() and not args.json else None
     interrupted: str | None = None
+    code = EXIT_UNAVAILABLE
     try:
         if args.dry_run:
             importing.run(None, planned, tally, bar or (lambda _: None))
@@ -49,7 +50,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     except DaemonUnavailable as exc:
         interrupted = str(exc)
     except KeyboardInterrupt:
-        interrupted = "interrupted"
+        interrupted, code = "interrupted", EXIT_INTERRUPTED
     finally:
         if bar is not None:
             bar.close()
@@ -64,7 +65,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             " already is not added twice",
             file=sys.stderr,
         )
-        return EXIT_UNAVAILABLE
+        return code
     return EXIT_ERROR if tally.refused else EXIT_OK
 
 

@@ -31,6 +31,8 @@ class _Reader(html.parser.HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _ENDS_NOTE or tag == "a":
             self._end_note()
+        if tag == "h3":
+            self._last = None  # a <DD> after a folder's name describes the folder
         if tag == "a":
             self._flush()
             self._link = dict(attrs)
