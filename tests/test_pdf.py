@@ -115,8 +115,14 @@ def test_the_daemon_reads_a_pdf_link_and_a_pdf_file(
         d = DaemonProc(tmp_path, ai={"engine": "fixed"}, fetch=fast_fetch())
         daemons.append(d)
         d.start()
+        scan = srv.page("/scan.pdf", pdfs.scanned().data, content_type="application/pdf")
         item = d.call("capture", {"url": url, "intent": "compare the layouts"})["item"]
         d.wait_status("READY", 1)
+        failed = d.call("capture", {"url": scan, "intent": "read the scan"})["item"]
+        d.wait_status("FAILED_EXTRACTION", 1)
+        failure = d.call("get", {"id": failed["id"]})["item"]["failure"]
+        assert (failure["error_code"], failure["retryable"]) == ("UNSUPPORTED_CONTENT", False)
+        assert "OCR" in failure["message"] and failure["failed_step"] == "extract"
         got = d.call("get", {"id": item["id"]})
         extraction = got["artifacts"]["extraction"]["payload"]
         assert got["item"]["title"] == "Two columns"
