@@ -169,10 +169,10 @@ class Feeds:
         next_at: int,
         captured: int,
         title: str | None = None,
-        etag: str | None = None,
-        last_modified: str | None = None,
+        validators: tuple[str | None, str | None] | None = None,
     ) -> None:
-        """A good poll (a new document or 304): failures reset, validators kept."""
+        """A good poll (a new document or 304): failures reset. ``validators``: the
+        (ETag, Last-Modified) to send next time; None keeps the ones there are."""
         now = self.clock.now_ms()
 
         def unit(tx: UnitOfWork) -> None:
@@ -190,9 +190,8 @@ class Feeds:
             }
             if title:
                 fields["title"] = title[:500]
-            if etag is not None or last_modified is not None:
-                fields["etag"] = etag
-                fields["last_modified"] = last_modified
+            if validators is not None:
+                fields["etag"], fields["last_modified"] = validators
             tx.set_feed(feed_id, **fields)
 
         await self._write(unit)

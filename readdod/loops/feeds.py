@@ -121,7 +121,7 @@ class FeedPoller:
         try:
             await self._poll(feed)
         except ShuttingDown:
-            raise
+            return  # the daemon is stopping: nothing to record, the next start polls again
         except (ExtractionError, RequestError) as exc:
             await self._failed(feed, exc.error_code, exc.message)
         except NotAFeed as exc:
@@ -156,15 +156,17 @@ class FeedPoller:
         seen = await self.feeds.seen(feed.id, [e.key for e in parsed.entries])
         fresh = [e for e in parsed.entries if e.key not in seen]
         captured = 0
-        for entry in fresh[: self.cfg.max_entries_per_poll]:
+        cap = self.cfg.max_entries_per_poll
+        for entry in fresh[:cap]:
             captured += await self._capture(feed, entry)
+        # Entries left for the next poll: ask for the whole feed then, not "if changed".
+        left = len(fresh) > cap
         await self.feeds.polled(
             feed.id,
             next_at=self._next(0),
             captured=captured,
             title=parsed.title,
-            etag=doc.etag,
-            last_modified=doc.last_modified,
+            validators=(None, None) if left else (doc.etag, doc.last_modified),
         )
         log.info(
             "feed.polled",
