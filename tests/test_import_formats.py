@@ -221,3 +221,26 @@ def test_a_folder_description_is_not_the_note_of_the_link_before_it() -> None:
     )
     got = [e for e in READERS["netscape"](text) if isinstance(e, Entry)]
     assert [(e.title, e.note) for e in got] == [("A", None), ("B", "the note of B")]
+
+
+def test_progress_bar_and_summary_say_the_counts() -> None:
+    import io
+
+    from readdod.capture.importing import Bar, Tally, summary_lines
+
+    out = io.StringIO()
+    bar = Bar(out, interval_s=0)
+    tally = Tally(fmt="pocket", total=40)
+    bar(tally)
+    tally.new, tally.already = 10, 5
+    tally.refused = [(n, f"bad line {n}") for n in range(2, 27)]
+    bar(tally)
+    bar.close()
+    last = out.getvalue().rstrip("\n").split("\r")[-1]
+    assert last == ("[" + "#" * 30 + "] 40/40  new 10 · already there 5 · refused 25")
+    lines = summary_lines(tally, "export.csv")
+    assert lines[0] == (
+        "imported export.csv (pocket): 40 entries; new 10, already there 5, refused 25"
+    )
+    assert lines[1] == "  line 2: bad line 2" and len(lines) == 22
+    assert lines[-1] == "  ... and 5 more (--json lists all)"

@@ -120,15 +120,21 @@ class FeedPoller:
         """One poll of ``feed``; whatever goes wrong is the feed's failure, never the loop's."""
         try:
             await self._poll(feed)
+            return
         except ShuttingDown:
             return  # the daemon is stopping: nothing to record, the next start polls again
         except (ExtractionError, RequestError) as exc:
-            await self._failed(feed, exc.error_code, exc.message)
+            code, message = exc.error_code, exc.message
         except NotAFeed as exc:
-            await self._failed(feed, ErrorCode.EXTRACTION_PARSE_FAILED.value, str(exc))
+            code, message = ErrorCode.EXTRACTION_PARSE_FAILED.value, str(exc)
         except Exception as exc:
             log.exception("feed.poll_crashed", feed_id=feed.id, url=feed.url)
-            await self._failed(feed, ErrorCode.INTERNAL_ERROR.value, f"{type(exc).__name__}: {exc}")
+            code, message = ErrorCode.INTERNAL_ERROR.value, f"{type(exc).__name__}: {exc}"
+        try:
+            await self._failed(feed, code, message)
+        except ReaddodError as exc:
+            # The database refused even that: the feed stays due and is tried at the next pass.
+            log.warning("feed.scan_failed", error_code=exc.error_code, error=exc.message)
 
     async def _failed(self, feed: FeedRow, code: str, message: str) -> None:
         failures = feed.failures + 1
