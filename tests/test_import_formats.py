@@ -244,3 +244,38 @@ def test_progress_bar_and_summary_say_the_counts() -> None:
     )
     assert lines[1] == "  line 2: bad line 2" and len(lines) == 22
     assert lines[-1] == "  ... and 5 more (--json lists all)"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (1609459200, "2021-01-01T00:00:00Z"),
+        ("1609459200", "2021-01-01T00:00:00Z"),
+        (1609459200123, "2021-01-01T00:00:00Z"),  # milliseconds
+        ("1609459200123456", "2021-01-01T00:00:00Z"),  # microseconds
+        (0, None),
+        ("soon", None),
+        (None, None),
+        (True, None),
+        (1e30, None),
+    ],
+)
+def test_saved_times_in_seconds_milliseconds_or_microseconds(raw: object, expected: str) -> None:
+    from readdod.capture.formats.entry import from_epoch
+
+    assert from_epoch(raw) == expected
+
+
+def test_an_old_latin1_bookmark_file_is_read_by_its_declared_charset(tmp_path: Path) -> None:
+    from readdod.capture.importing import entries
+
+    html = (
+        '<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<META HTTP-EQUIV="Content-Type"'
+        ' CONTENT="text/html; charset=ISO-8859-1">\n<DL><p>\n'
+        '<DT><A HREF="https://example.org/cafe">Café crème</A>\n</DL>\n'
+    )
+    path = tmp_path / "bookmarks.htm"
+    path.write_bytes(html.encode("latin-1"))
+    fmt, found = entries(path, "auto")
+    assert fmt == "netscape"
+    assert [e.title for e in found if isinstance(e, Entry)] == ["Café crème"]

@@ -26,6 +26,7 @@ from readdod.capture.formats import READERS, Entry, Problem, detect
 from readdod.capture.formats.detect import HEAD, UnknownFormat
 from readdod.capture.plan import Options, Planned, plan, with_intent
 from readdod.control.client import Client
+from readdod.extraction.charsets import decode_body
 from readdod.control.protocol import MAX_BATCH, MAX_LINE
 from readdod.errors import DaemonUnavailable, ErrorCode, ReaddodError
 
@@ -73,11 +74,17 @@ class Tally(msgspec.Struct):
 
 
 def read_file(path: Path) -> str:
+    """The file's text: UTF-8 (with or without a BOM), UTF-16 with a BOM, the charset an
+    HTML export declares, else a guess (old browsers wrote Windows code pages)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ImportFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return data.decode("utf-8-sig", errors="replace")
+    try:
+        # Valid UTF-8 is UTF-8, whatever a page kept inside a JSON export declares.
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return decode_body(data, None)
 
 
 def _omnivore_archive(path: Path) -> list[Entry | Problem]:

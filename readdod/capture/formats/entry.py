@@ -73,7 +73,9 @@ def from_epoch(value: object) -> str | None:
     if not isinstance(value, int | float) or isinstance(value, bool):
         return None
     seconds = float(value)
-    if seconds > 1e11:  # milliseconds
+    if seconds >= 1e14:  # microseconds
+        seconds /= 1_000_000
+    elif seconds >= 1e11:  # milliseconds
         seconds /= 1000
     try:
         when = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
