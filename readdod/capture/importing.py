@@ -26,9 +26,9 @@ from readdod.capture.formats import READERS, Entry, Problem, detect
 from readdod.capture.formats.detect import HEAD, UnknownFormat
 from readdod.capture.plan import Options, Planned, plan, with_intent
 from readdod.control.client import Client
-from readdod.extraction.charsets import decode_body
 from readdod.control.protocol import MAX_BATCH, MAX_LINE
 from readdod.errors import DaemonUnavailable, ErrorCode, ReaddodError
+from readdod.extraction.charsets import decode_body
 
 #: Captures sent in one line: enough to amortise the round trip, few enough for a
 #: progress bar that moves.
