@@ -183,6 +183,10 @@ def test_omnivore_export_archive_is_read_whole(tmp_path: Path, daemons: list[Dae
     assert tally["format"] == "omnivore" and tally["new"] == 3
     assert [r["line"] for r in tally["refused"]] == [17, 18]
     assert tally["refused"][0]["reason"].startswith("metadata_0_to_3.json: ")
+    # The page Omnivore kept comes along with its link; the others are fetched.
+    kinds = {i["url"]: i["source_type"] for i in _items(d)}
+    assert kinds["https://example.org/spacing"] == "html"
+    assert kinds["https://example.org/b"] == "url"
 
 
 def test_a_daemon_killed_mid_import_loses_nothing_and_adds_nothing_twice(

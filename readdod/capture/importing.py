@@ -22,7 +22,7 @@ from typing import Any, Final, TextIO
 
 import msgspec
 
-from readdod.capture.formats import READERS, Entry, Problem, detect
+from readdod.capture.formats import READERS, Entry, Problem, detect, omnivore
 from readdod.capture.formats.detect import HEAD, UnknownFormat
 from readdod.capture.plan import Options, Planned, plan, with_intent
 from readdod.control.client import Client
@@ -99,9 +99,14 @@ def _omnivore_archive(path: Path) -> list[Entry | Problem]:
                 raise ImportFileError(
                     f"{path}: a zip archive without metadata_*.json files (not Omnivore's export)"
                 )
+            pages = {
+                m.group(1): archive.read(n).decode("utf-8", errors="replace")
+                for n in archive.namelist()
+                if (m := re.search(r"(?:^|/)content/([^/]+)\.html$", n))
+            }
             for name in names:
                 text = archive.read(name).decode("utf-8-sig", errors="replace")
-                for got in READERS["omnivore"](text):
+                for got in omnivore.read(text, pages):
                     if isinstance(got, Problem):
                         got = Problem(got.line, f"{name}: {got.message}")
                     found.append(got)

@@ -2,18 +2,21 @@
 
 Each file is a list of ``{"id", "slug", "title", "description", "author", "url",
 "state", "labels": [...], "savedAt", "updatedAt", "publishedAt"}``; ``labels``
-are the person's tags (names, or objects with a ``name``).
+are the person's tags (names, or objects with a ``name``). The archive's
+``content/<slug>.html`` is the page as Omnivore kept it: given as ``pages``
+(by slug), it is captured with the link, so a page gone from the web still
+gets its card.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from readdod.capture.formats import jsonscan
 from readdod.capture.formats.entry import Entry, Problem, clean, from_iso, tag_list
 
 
-def read(text: str) -> Iterator[Entry | Problem]:
+def read(text: str, pages: Mapping[str, str] | None = None) -> Iterator[Entry | Problem]:
     for got in jsonscan.entries(text):
         if isinstance(got, Problem):
             yield got
@@ -26,9 +29,12 @@ def read(text: str) -> Iterator[Entry | Problem]:
         if url is None:
             yield Problem(line, "the entry has no url")
             continue
+        slug = obj.get("slug")
+        page = pages.get(slug) if pages and isinstance(slug, str) else None
         yield Entry(
             line=line,
             url=url,
+            html=page if page and page.strip() else None,
             title=clean(obj.get("title")),
             tags=tag_list(obj.get("labels")),
             saved_at=from_iso(obj.get("savedAt")),
