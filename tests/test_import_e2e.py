@@ -221,3 +221,15 @@ def test_a_daemon_killed_mid_import_loses_nothing_and_adds_nothing_twice(
     with d.db() as db:
         stored = db.execute("SELECT count(*), count(DISTINCT url) FROM items").fetchone()
     assert tuple(stored) == (count, count)
+
+
+def test_an_import_fits_in_few_connections(tmp_path: Path, daemons: list[DaemonProc]) -> None:
+    """With room for only a few connections, the import uses those it gets."""
+    d = DaemonProc(tmp_path, daemon={"auto_process": False}, control={"max_connections": 3})
+    daemons.append(d)
+    d.start()
+    links = tmp_path / "links.txt"
+    links.write_text("".join(f"https://example.org/c/{i}\n" for i in range(1500)))
+    code, tally, err = _import(d, str(links), "-i", "skim")
+    assert code == EXIT_OK, err
+    assert (tally["new"], tally["refused"]) == (1500, [])
