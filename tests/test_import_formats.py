@@ -279,3 +279,9 @@ def test_an_old_latin1_bookmark_file_is_read_by_its_declared_charset(tmp_path: P
     fmt, found = entries(path, "auto")
     assert fmt == "netscape"
     assert [e.title for e in found if isinstance(e, Entry)] == ["Café crème"]
+
+
+def test_url_list_takes_a_tab_before_the_title() -> None:
+    (entry,) = READERS["urls"]("https://example.org/t\tTabbed title\n")
+    assert isinstance(entry, Entry)
+    assert (entry.url, entry.title) == ("https://example.org/t", "Tabbed title")

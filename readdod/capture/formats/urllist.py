@@ -1,6 +1,7 @@
 """A plain list of links: one URL a line, optionally followed by a title.
 
-``URL``, ``URL title words`` or ``URL | title`` (OneTab's layout). Blank lines
+``URL``, ``URL title words`` (a space or a tab between) or ``URL | title``
+(OneTab's layout). Blank lines
 and lines starting with ``#`` are skipped.
 """
 
@@ -16,7 +17,8 @@ def read(text: str) -> Iterator[Entry | Problem]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        url, _, rest = line.partition(" ")
+        url, *more = line.split(None, 1)
+        rest = more[0] if more else ""
         if "://" not in url:
             yield Problem(number, f"not a link: {line[:80]!r}")
             continue
