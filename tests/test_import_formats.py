@@ -285,3 +285,13 @@ def test_url_list_takes_a_tab_before_the_title() -> None:
     (entry,) = READERS["urls"]("https://example.org/t\tTabbed title\n")
     assert isinstance(entry, Entry)
     assert (entry.url, entry.title) == ("https://example.org/t", "Tabbed title")
+
+
+def test_json_exports_take_a_saved_time_in_either_form() -> None:
+    karakeep = '{"bookmarks": [{"createdAt": "2024-04-24T23:06:40.000Z", "title": "K",'
+    karakeep += ' "tags": [], "content": {"type": "link", "url": "https://example.org/k"}}]}'
+    omnivore = '[{"url": "https://example.org/o", "labels": [], "savedAt": 1714000000000}]'
+    (k,) = READERS["karakeep"](karakeep)
+    (o,) = READERS["omnivore"](omnivore)
+    assert isinstance(k, Entry) and k.saved_at == "2024-04-24T23:06:40Z"
+    assert isinstance(o, Entry) and o.saved_at == "2024-04-24T23:06:40Z"

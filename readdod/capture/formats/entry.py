@@ -103,3 +103,8 @@ def _iso(when: datetime.datetime) -> str | None:
     if when < EARLIEST:
         return None
     return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def when(value: object) -> str | None:
+    """ISO 8601 UTC from a time given either way: seconds (or ms, µs) or ISO 8601."""
+    return from_epoch(value) or from_iso(value)

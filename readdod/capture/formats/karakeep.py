@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from readdod.capture.formats import jsonscan
-from readdod.capture.formats.entry import Entry, Problem, clean, from_epoch, tag_list
+from readdod.capture.formats.entry import Entry, Problem, clean, tag_list, when
 
 
 def read(doc: str) -> Iterator[Entry | Problem]:
@@ -39,6 +39,6 @@ def read(doc: str) -> Iterator[Entry | Problem]:
             text=text,
             title=clean(obj.get("title")),
             tags=tag_list(obj.get("tags")),
-            saved_at=from_epoch(obj.get("createdAt")),
+            saved_at=when(obj.get("createdAt")),
             note=clean(obj.get("note")) or clean(obj.get("description")) or clean(description),
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from readdod.capture.formats import jsonscan
-from readdod.capture.formats.entry import Entry, Problem, clean, from_iso, tag_list
+from readdod.capture.formats.entry import Entry, Problem, clean, tag_list, when
 
 
 def read(text: str, pages: Mapping[str, str] | None = None) -> Iterator[Entry | Problem]:
@@ -37,6 +37,6 @@ def read(text: str, pages: Mapping[str, str] | None = None) -> Iterator[Entry | 
             html=page if page and page.strip() else None,
             title=clean(obj.get("title")),
             tags=tag_list(obj.get("labels")),
-            saved_at=from_iso(obj.get("savedAt")),
+            saved_at=when(obj.get("savedAt")),
             note=clean(obj.get("note")) or clean(obj.get("description")),
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from readdod.capture.formats import jsonscan
-from readdod.capture.formats.entry import Entry, Problem, clean, from_iso, tag_list
+from readdod.capture.formats.entry import Entry, Problem, clean, tag_list, when
 
 
 def read(text: str) -> Iterator[Entry | Problem]:
@@ -34,7 +34,7 @@ def read(text: str) -> Iterator[Entry | Problem]:
             html=content if isinstance(content, str) and content.strip() else None,
             title=clean(obj.get("title")),
             tags=tag_list(obj.get("tags")),
-            saved_at=from_iso(obj.get("created_at")),
+            saved_at=when(obj.get("created_at")),
             note=_annotations(obj.get("annotations")),
         )
 
