@@ -86,6 +86,18 @@ def test_what_is_not_a_feed_says_so(body: bytes) -> None:
         parse(body, "https://x.example/feed")
 
 
+def test_a_web_page_that_names_its_feed_says_where_it_is() -> None:
+    page = (
+        b'<html><head><link rel="stylesheet" href="/s.css">'
+        b"<link rel='alternate' type='application/atom+xml' title='Posts'"
+        b" href='/atom.xml?a=1&amp;b=2'>"
+        b"</head><body><p>Welcome</p></body></html>"
+    )
+    with pytest.raises(NotAFeed, match="follow that instead") as info:
+        parse(page, "https://blog.example/home/")
+    assert "https://blog.example/atom.xml?a=1&b=2" in str(info.value)
+
+
 def test_backoff_doubles_from_the_interval_up_to_its_cap() -> None:
     waits = [(next_poll(0, interval_s=60, failures=n, max_backoff_s=500) // 1000) for n in range(6)]
     assert waits == [60, 60, 120, 240, 480, 500]

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import html
 import io
+import re
 import time
+import urllib.parse
 from typing import Any, Final
 
 import feedparser
@@ -83,6 +86,12 @@ def parse(data: bytes, url: str) -> ParsedFeed:
         resolve_relative_uris=True,
     )
     if not doc.get("version") and not doc.get("entries"):
+        found = discover(data, url)
+        if found:
+            raise NotAFeed(
+                f"{url} is a web page, not a feed; it names its feed {found}:"
+                f" follow that instead (`readdod feed add {found} --intent ...`)"
+            )
         why = doc.get("bozo_exception")
         detail = f" ({type(why).__name__}: {why})" if why else ""
         raise NotAFeed(f"{url} is not an RSS or Atom feed{detail}")
@@ -112,6 +121,29 @@ def parse(data: bytes, url: str) -> ParsedFeed:
     return ParsedFeed(
         title=_text(doc.get("feed", {}).get("title")), entries=entries, skipped=skipped
     )
+
+
+_LINK_RE: Final = re.compile(rb"<link\b[^>]*>", re.IGNORECASE)
+_ATTR_RE: Final = re.compile(
+    rb"""([a-z-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE
+)
+_FEED_TYPES: Final = frozenset({b"application/rss+xml", b"application/atom+xml"})
+
+
+def discover(data: bytes, url: str) -> str | None:
+    """The feed a web page names in its ``<link rel="alternate" type="application/rss+xml">``
+    (or Atom), as an absolute address; None when it names none."""
+    for tag in _LINK_RE.findall(data[: 256 * 1024]):
+        attrs = {
+            m.group(1).lower(): (m.group(2) or m.group(3) or m.group(4) or b"")
+            for m in _ATTR_RE.finditer(tag)
+        }
+        rel = attrs.get(b"rel", b"").lower().split()
+        if b"alternate" in rel and attrs.get(b"type", b"").lower() in _FEED_TYPES:
+            href = attrs.get(b"href", b"").decode("utf-8", "replace").strip()
+            if href:
+                return urllib.parse.urljoin(url, html.unescape(href))
+    return None
 
 
 def capture_id(feed_id: str, key: str) -> str:
