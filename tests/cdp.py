@@ -133,9 +133,10 @@ class Chromium:
         return answer.get("result", {})
 
     def wait_event(self, match: Callable[[Message], bool], timeout: float = 60) -> Message:
-        return self._wait(
+        found: Message = self._wait(
             lambda: next((e for e in self.events if match(e)), None), timeout, "matching event"
         )
+        return found
 
     def evaluate(self, session: str, expression: str, *, timeout: float = 60) -> Any:
         """The value of ``expression`` (awaited if a promise) in the target of ``session``."""

@@ -42,6 +42,7 @@ PARAGRAPHS = [
     "Sailors who arrive early anchor in the bay and wait for the young flood, then ride"
     " it through the gap with the engine barely ticking over.",
 ]
+READDOD = (sys.executable, "-m", "readdod")
 INTENT = "plan the crossing over the bar"
 
 pytestmark = pytest.mark.slow
@@ -114,8 +115,7 @@ def test_a_page_saved_from_the_popup_reaches_the_daemon_and_its_card_shows(
     home = tmp_path / "home"
     env = _home_env(home)
     installed = subprocess.run(
-        [sys.executable, "-m", "readdod", "browser", "install", "--browser", "chromium"]
-        + ["--socket", str(d.sock)],
+        [*READDOD, "browser", "install", "--browser", "chromium", "--socket", str(d.sock)],
         env=env,
         capture_output=True,
         text=True,

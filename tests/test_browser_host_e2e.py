@@ -34,8 +34,11 @@ class Host:
 
     def __init__(self, sock: Path, config: Path) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "readdod", "browser-host", "--socket", str(sock)]
-            + ["--config", str(config), f"chrome-extension://{EXTENSION_ID}/"],
+            [
+                *(sys.executable, "-m", "readdod", "browser-host"),
+                *("--socket", str(sock), "--config", str(config)),
+                f"chrome-extension://{EXTENSION_ID}/",  # as a browser starts it
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

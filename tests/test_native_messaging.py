@@ -152,9 +152,8 @@ def test_the_host_answers_every_message_in_order_when_no_daemon_runs(tmp_path: P
     answers = frames(out.getvalue())
     assert [a["id"] for a in answers] == [1, None, None, "c"]
     codes = [a["error"]["data"]["error_code"] for a in answers]
-    assert codes == ["DAEMON_UNAVAILABLE", "VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"] + [
-        "DAEMON_UNAVAILABLE"
-    ]
+    unavailable = "DAEMON_UNAVAILABLE"
+    assert codes == [unavailable, "VALIDATION_ERROR", "PAYLOAD_TOO_LARGE", unavailable]
     assert answers[0]["error"]["data"]["retryable"] is True
     assert "readdod serve" in answers[0]["error"]["message"]
 
