@@ -76,7 +76,8 @@ def test_install_writes_the_manifest_where_the_browser_looks_and_uninstall_remov
     assert sys.executable in script and str(sock) in script
 
     # Installing again replaces the files with the same content.
-    assert _readdod(env, "browser", "install", "--browser", browser, "--socket", str(sock))
+    redo = _readdod(env, "browser", "install", "--browser", browser, "--socket", str(sock))
+    assert redo.returncode == 0, redo.stderr
     assert json.loads(manifest_path.read_text()) == manifest
 
     gone = _readdod(env, "browser", "uninstall", "--browser", browser)
@@ -109,7 +110,8 @@ def test_a_profile_of_its_own_and_another_extension(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     manifest = json.loads((folder / "org.readdod.host.json").read_text())
     assert manifest["allowed_origins"] == [f"chrome-extension://{other}/"]
-    assert _readdod(env, "browser", "uninstall", "--browser", "chromium", "--dir", str(folder))
+    gone = _readdod(env, "browser", "uninstall", "--browser", "chromium", "--dir", str(folder))
+    assert gone.returncode == 0, gone.stderr
     assert not (folder / "org.readdod.host.json").exists()
 
 
