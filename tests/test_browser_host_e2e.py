@@ -228,3 +228,19 @@ def test_an_answer_a_browser_would_refuse_is_replaced_by_an_error(
         assert host.close() == 0
     finally:
         host.release()
+
+
+def test_a_broken_config_is_said_in_every_answer(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[fetch]\nmax_bytes = -1\n")
+    host = Host(tmp_path / "readdod.sock", bad)
+    try:
+        for req_id in (1, 2):
+            answer = host.ask({"method": "list", "id": req_id})
+            assert answer["id"] == req_id
+            assert answer["error"]["data"]["error_code"] == "CONFIG_INVALID"
+            assert "fetch.max_bytes" in answer["error"]["message"]
+        assert host.close() == 0
+    finally:
+        host.release()
+    assert b"browser_host.config_invalid" in host.stderr

@@ -19,7 +19,7 @@ import msgspec
 
 from readdod.capture import native_messaging as nm
 from readdod.control.client import Client, RpcError
-from readdod.errors import DaemonUnavailable, ErrorCode
+from readdod.errors import ConfigError, DaemonUnavailable, ErrorCode
 from readdod.logging import get_logger
 
 log = get_logger("readdod.browser_host")
@@ -32,11 +32,19 @@ class BrowserHost:
     """Serves one browser connection: frames in, the daemon's answers out."""
 
     def __init__(
-        self, socket: Path, *, max_message: int, timeout_s: float = CALL_TIMEOUT_S
+        self,
+        socket: Path,
+        *,
+        max_message: int,
+        timeout_s: float = CALL_TIMEOUT_S,
+        config_error: str | None = None,
     ) -> None:
         self.socket = socket
         self.max_message = max_message
         self.timeout_s = timeout_s
+        #: Why the config could not be read: every request is answered with it, so the
+        #: person sees it in the extension rather than a host that died unheard.
+        self.config_error = config_error
 
     def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> int:
         """Answer every message until the browser closes the stream; the exit code."""
@@ -84,6 +92,8 @@ class BrowserHost:
             return exc.answer
         started = time.monotonic()
         try:
+            if self.config_error is not None:
+                raise ConfigError(self.config_error)
             answer = nm.result_answer(req.id, self._call(req))
         except RpcError as exc:
             data = {"error_code": exc.error_code, **exc.data}
@@ -91,6 +101,15 @@ class BrowserHost:
                 "id": req.id,
                 "error": {"code": exc.rpc_code, "message": exc.message, "data": data},
             }
+        except ConfigError as exc:
+            answer = nm.error_answer(
+                req.id,
+                500,
+                f"readdod's config is broken, so the browser host cannot work: {exc.message};"
+                " fix it (`readdod config` shows the problem)",
+                ErrorCode.CONFIG_INVALID,
+                status=500,
+            )
         except DaemonUnavailable as exc:
             answer = nm.error_answer(
                 req.id, nm.UNAVAILABLE, exc.message, ErrorCode.DAEMON_UNAVAILABLE, status=503

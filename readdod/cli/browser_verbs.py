@@ -16,6 +16,10 @@ from readdod import config
 from readdod.capture import browser_install
 from readdod.cli.exits import EXIT_OK
 from readdod.control import protocol
+from readdod.errors import ConfigError
+from readdod.logging import get_logger
+
+log = get_logger("readdod.browser_host")
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -52,11 +56,17 @@ def cmd_browser_host(args: argparse.Namespace) -> int:
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    cfg, _ = config.load(args.config)
     rlog.configure("info", sys.stderr, file=args.log_file)
+    broken = None
+    try:
+        cfg, _ = config.load(args.config)
+    except ConfigError as exc:
+        cfg, broken = config.Config(), exc.message
+        log.error("browser_host.config_invalid", error=broken)
     host = BrowserHost(
-        config.socket_path(cfg, args.socket),
+        config.socket_path(None if broken else cfg, args.socket),
         max_message=protocol.capture_line_limit(cfg.fetch.max_bytes),
+        config_error=broken,
     )
     try:
         return host.serve(sys.stdin.buffer, channel)
