@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,10 @@ def _submit(browser: Chromium, session: str, intent: str) -> dict[str, Any]:
 
 
 def test_a_page_saved_from_the_popup_reaches_the_daemon_and_its_card_shows(
-    daemons: list[DaemonProc], tmp_path: Path, site: PageServer
+    daemons: list[DaemonProc],
+    tmp_path: Path,
+    site: PageServer,
+    record_property: Callable[[str, object], None],
 ) -> None:
     (tmp_path / "daemon").mkdir()
     d = DaemonProc(tmp_path / "daemon", ai={"engine": "fixed"}, fetch={"allow_private": True})
@@ -202,5 +205,20 @@ def test_a_page_saved_from_the_popup_reaches_the_daemon_and_its_card_shows(
         down = _submit(browser, browser.open_tab(popup_url), "anything")
         assert down["state"] == "error"
         assert "DAEMON_UNAVAILABLE" in down["text"]
+
+        # Without the host installed, the popup says how to install it.
+        removed = subprocess.run(
+            [*READDOD, "browser", "uninstall", "--browser", "chromium"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert removed.returncode == 0, removed.stderr
+        missing = _submit(browser, browser.open_tab(popup_url), "anything")
+        assert missing["state"] == "error"
+        assert "HOST_UNAVAILABLE" in missing["text"]
+        assert "readdod browser install --browser chromium" in missing["text"]
+        record_property("figures", f"extension verified in {version}")
     finally:
         browser.close()
