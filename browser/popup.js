@@ -72,7 +72,15 @@ function describe(item) {
 async function follow(itemId) {
   let delay = POLL_FIRST_MS;
   for (;;) {
-    const got = await host.call("get", { id: itemId });
+    let got;
+    try {
+      got = await host.call("get", { id: itemId });
+    } catch (err) {
+      if (err.code !== "PAYLOAD_TOO_LARGE") throw err;
+      // The item is saved; it is only too large to come through the browser whole.
+      status("saved", `Saved as ${itemId}; too large to show here: \`readdod show ${itemId}\``);
+      return null;
+    }
     status(got.item.status, describe(got.item));
     if (SETTLED.has(got.item.status)) {
       showCard(got);

@@ -78,7 +78,7 @@ def _submit(browser: Chromium, session: str, intent: str) -> dict[str, Any]:
     new Promise((resolve) => {
       const done = () => {
         const s = document.getElementById("status").dataset.state;
-        return s === "error" || SETTLED.has(s);
+        return s === "error" || s === "saved" || SETTLED.has(s);
       };
       const report = () => resolve({
         state: document.getElementById("status").dataset.state,
