@@ -14,10 +14,6 @@ cannot click.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,23 +23,17 @@ import pytest
 from readdod.capture.browser_install import EXTENSION_ID, HOST_NAME
 from tests.cdp import Chromium
 from tests.daemon_proc import DaemonProc
-from tests.pageserver import PageServer, html_page, serve
-
-EXTENSION = Path(__file__).resolve().parent.parent / "browser"
-#: Only a browser with the session behind the login sees this text: the daemon must get
-#: the page from the browser, never fetch it itself.
-SECRET = "The members-only tide table says high water at 14:07 on the north quay."
-PARAGRAPHS = [
+from tests.extension_rig import (
+    INTENT,
+    OFFERED_SCRIPT,
+    PARAGRAPHS,
     SECRET,
-    "Harbour pilots plan each passage around the flood and the ebb, since the channel"
-    " over the bar carries barely two metres at low water springs.",
-    "A neap tide gives the smallest range of the month and the easiest crossing, while"
-    " a spring tide floods the saltings and runs hard through the narrows.",
-    "Sailors who arrive early anchor in the bay and wait for the young flood, then ride"
-    " it through the gap with the engine barely ticking over.",
-]
-READDOD = (sys.executable, "-m", "readdod")
-INTENT = "plan the crossing over the bar"
+    extension_copy,
+    home_env,
+    readdod_browser,
+    submit_script,
+)
+from tests.pageserver import PageServer, html_page, serve
 
 pytestmark = pytest.mark.slow
 
@@ -54,51 +44,9 @@ def site() -> Iterator[PageServer]:
         yield srv
 
 
-def _home_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("READDOD_", "XDG_"))}
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-    )
-    return env
-
-
-def _extension_copy(dest: Path) -> Path:
-    shutil.copytree(EXTENSION, dest)
-    manifest = json.loads((dest / "manifest.json").read_text())
-    manifest["host_permissions"] = ["http://127.0.0.1/*"]
-    (dest / "manifest.json").write_text(json.dumps(manifest))
-    return dest
-
-
 def _submit(browser: Chromium, session: str, intent: str) -> dict[str, Any]:
     """Type ``intent`` in the popup, press Save, and wait until the item settles."""
-    script = """
-    new Promise((resolve) => {
-      const done = () => {
-        const s = document.getElementById("status").dataset.state;
-        return s === "error" || s === "saved" || SETTLED.has(s);
-      };
-      const report = () => resolve({
-        state: document.getElementById("status").dataset.state,
-        text: document.getElementById("status").textContent,
-        card: document.getElementById("card").textContent,
-        recent: [...document.querySelectorAll("#recent button")].map((b) => b.textContent),
-      });
-      const start = () => {
-        document.getElementById("intent").value = INTENT_TEXT;
-        document.getElementById("form").requestSubmit();
-        new MutationObserver(() => { if (done()) report(); })
-          .observe(document.getElementById("status"), { attributes: true, childList: true });
-      };
-      if (document.body.dataset.ready) start();
-      else new MutationObserver((_, obs) => {
-        if (document.body.dataset.ready) { obs.disconnect(); start(); }
-      }).observe(document.body, { attributes: true });
-    })
-    """.replace("INTENT_TEXT", json.dumps(intent))
-    result: dict[str, Any] = browser.evaluate(session, script, timeout=120)
+    result: dict[str, Any] = browser.evaluate(session, submit_script(intent), timeout=120)
     return result
 
 
@@ -116,19 +64,12 @@ def test_a_page_saved_from_the_popup_reaches_the_daemon_and_its_card_shows(
     linked_url = site.page("/charts", html_page(PARAGRAPHS[1:], title="Charts of the bar"))
 
     home = tmp_path / "home"
-    env = _home_env(home)
-    installed = subprocess.run(
-        [*READDOD, "browser", "install", "--browser", "chromium", "--socket", str(d.sock)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert installed.returncode == 0, installed.stderr
+    env = home_env(home)
+    readdod_browser(env, "install", "--browser", "chromium", "--socket", str(d.sock))
     profile = home / ".config" / "chromium"  # Chromium's per-user folder is its profile's
     assert (profile / "NativeMessagingHosts" / f"{HOST_NAME}.json").is_file()
 
-    browser = Chromium(profile=profile, extension=_extension_copy(tmp_path / "ext"), env=env)
+    browser = Chromium(profile=profile, extension=extension_copy(tmp_path / "ext"), env=env)
     try:
         version = browser.send("Browser.getVersion")["product"]
         browser.send("Target.setDiscoverTargets", {"discover": True})
@@ -171,12 +112,7 @@ def test_a_page_saved_from_the_popup_reaches_the_daemon_and_its_card_shows(
         stored = browser.evaluate(worker, "chrome.storage.local.get('recentIntents')")
         assert stored == {"recentIntents": [INTENT]}
         again = browser.open_tab(popup_url)
-        offered = browser.evaluate(
-            again,
-            "new Promise(r => { const f = () => document.body.dataset.ready ? r("
-            "[...document.querySelectorAll('#recent button')].map(b => b.textContent))"
-            " : setTimeout(f, 50); f(); })",
-        )
+        offered = browser.evaluate(again, OFFERED_SCRIPT)
         assert offered == [INTENT]
 
         # A link through the context menu's handler: the daemon fetches that page itself.
@@ -207,14 +143,7 @@ def test_a_page_saved_from_the_popup_reaches_the_daemon_and_its_card_shows(
         assert "DAEMON_UNAVAILABLE" in down["text"]
 
         # Without the host installed, the popup says how to install it.
-        removed = subprocess.run(
-            [*READDOD, "browser", "uninstall", "--browser", "chromium"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert removed.returncode == 0, removed.stderr
+        readdod_browser(env, "uninstall", "--browser", "chromium")
         missing = _submit(browser, browser.open_tab(popup_url), "anything")
         assert missing["state"] == "error"
         assert "HOST_UNAVAILABLE" in missing["text"]
