@@ -25,6 +25,12 @@ PARAGRAPHS = [
 ]
 READDOD = (sys.executable, "-m", "readdod")
 INTENT = "plan the crossing over the bar"
+#: The statuses after which the popup stops following an item (its own list, not
+#: reachable from a WebDriver script: a page's ``const`` is no property of its window).
+SETTLED = [
+    *("READY", "SHIPPED", "ARCHIVED", "CAPTURED"),
+    *("FAILED_EXTRACTION", "FAILED_AI", "FAILED_EXPORT"),
+]
 
 
 def home_env(home: Path) -> dict[str, str]:
@@ -62,7 +68,7 @@ def submit_script(intent: str) -> str:
     new Promise((resolve) => {
       const done = () => {
         const s = document.getElementById("status").dataset.state;
-        return s === "error" || s === "saved" || SETTLED.has(s);
+        return ["error", "saved", ...SETTLED_STATES].includes(s);
       };
       const report = () => resolve({
         state: document.getElementById("status").dataset.state,
@@ -80,7 +86,7 @@ def submit_script(intent: str) -> str:
         if (document.body.dataset.ready) { obs.disconnect(); start(); }
       }).observe(document.body, { attributes: true });
     })
-    """.replace("INTENT_TEXT", json.dumps(intent))
+    """.replace("INTENT_TEXT", json.dumps(intent)).replace("SETTLED_STATES", json.dumps(SETTLED))
 
 
 #: A promise, run in the popup: the intents it offers, once it has shown them.

@@ -1,14 +1,15 @@
 """Firefox driven through Marionette, its own remote protocol: ``LENGTH:JSON`` messages
-on a loopback TCP port that Firefox picks and writes into the profile."""
+on a loopback TCP port that Firefox picks and names in its output."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import socket
 import subprocess
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,10 @@ PREFS: dict[str, Any] = {
 }
 
 
+#: What Marionette prints once it listens (``marionette.port`` 0: a port of its choosing).
+LISTENING = re.compile(rb"Marionette\s+INFO\s+Listening on port (\d+)")
+
+
 class MarionetteError(Exception):
     pass
 
@@ -46,31 +51,46 @@ class Firefox:
         lines = [f"user_pref({json.dumps(k)}, {json.dumps(v)});" for k, v in every.items()]
         (profile / "user.js").write_text("\n".join(lines) + "\n")
         self.log = profile.parent / "firefox.log"
-        self._log_file = self.log.open("wb")
         argv = [firefox_binary(), "--headless", "--marionette", "--no-remote"]
         self.proc = subprocess.Popen(
             [*argv, "--profile", str(profile), "about:blank"],
             stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=env,
         )
+        self._port: int | None = None
+        self._cond = threading.Condition()
+        self._output = threading.Thread(target=self._read_output, daemon=True)
+        self._output.start()
         self._ids = itertools.count(1)
-        self._sock = self._connect(profile / "MarionetteActivePort")
+        self._sock = socket.create_connection(("127.0.0.1", self._wait_port()), timeout=120)
         self._buf = b""
         self._read_message()  # the server's greeting
 
-    def _connect(self, port_file: Path, timeout: float = 60) -> socket.socket:
-        deadline = time.monotonic() + timeout
-        while True:
-            # Firefox writes the port once it listens; nothing to wait on but the file.
-            text = port_file.read_text().strip() if port_file.exists() else ""
-            if text:
-                sock = socket.create_connection(("127.0.0.1", int(text)), timeout=120)
-                return sock
-            if self.proc.poll() is not None or time.monotonic() > deadline:
+    def _read_output(self) -> None:
+        """Keep Firefox's output in the log; note the port Marionette says it listens on."""
+        assert self.proc.stdout is not None
+        with self.proc.stdout, self.log.open("wb") as log:
+            for line in self.proc.stdout:
+                log.write(line)
+                log.flush()
+                found = LISTENING.search(line)
+                if found:
+                    with self._cond:
+                        self._port = int(found.group(1))
+                        self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _wait_port(self, timeout: float = 60) -> int:
+        with self._cond:
+            self._cond.wait_for(
+                lambda: self._port is not None or not self._output.is_alive(), timeout
+            )
+            if self._port is None:
                 raise MarionetteError(f"Firefox never listened; log: {self.tail()}")
-            time.sleep(0.1)
+            return self._port
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-3000:]
@@ -118,4 +138,4 @@ class Firefox:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=30)
-        self._log_file.close()
+        self._output.join(timeout=30)
