@@ -92,7 +92,8 @@ async function follow(itemId) {
 }
 
 async function save(page, intent) {
-  const params = { intent, url: page.url, title: page.title };
+  // readdod keeps a title of at most 500 characters.
+  const params = { intent, url: page.url, title: page.title && page.title.slice(0, 500) };
   const html = await pageHtml(page.tabId);
   if (html !== null) params.html = html;
   for (const key of Object.keys(params)) if (params[key] === null) delete params[key];

@@ -244,3 +244,31 @@ def test_a_broken_config_is_said_in_every_answer(tmp_path: Path) -> None:
     finally:
         host.release()
     assert b"browser_host.config_invalid" in host.stderr
+
+
+def test_with_a_log_file_the_host_logs_there_and_nowhere_else(tmp_path: Path) -> None:
+    log = tmp_path / "host.log"
+    config = host_config(tmp_path, 1000)
+    ran = subprocess.run(
+        [
+            *(sys.executable, "-m", "readdod", "browser-host"),
+            *("--socket", str(tmp_path / "no.sock"), "--config", str(config)),
+            *("--log-file", str(log)),
+        ],
+        input=nm.encode({"method": "list", "id": 1}),
+        capture_output=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0
+    assert ran.stderr == b""
+    reader = nm.FrameReader(io.BytesIO(ran.stdout), nm.TO_BROWSER_MAX)
+    answer = reader.next_frame()
+    assert answer is not None and reader.next_frame() is None
+    assert msgspec.json.decode(answer)["error"]["data"]["error_code"] == "DAEMON_UNAVAILABLE"
+    lines = [msgspec.json.decode(line) for line in log.read_bytes().splitlines()]
+    assert [e["event"] for e in lines] == [
+        "browser_host.started",
+        "browser_host.request",
+        "browser_host.closed",
+    ]
+    assert lines[1]["error_code"] == "DAEMON_UNAVAILABLE"
