@@ -68,8 +68,15 @@ def cmd_browser_host(args: argparse.Namespace) -> int:
         max_message=protocol.capture_line_limit(cfg.fetch.max_bytes),
         config_error=broken,
     )
+    if sys.stdin.isatty():
+        print(
+            "readdod: browser-host is started by a browser and reads its framed messages on"
+            " stdin; to connect a browser, run `readdod browser install --browser NAME`",
+            file=sys.stderr,
+        )
     try:
-        return host.serve(sys.stdin.buffer, channel)
+        with channel:
+            return host.serve(sys.stdin.buffer, channel)
     finally:
         rlog.flush()
 
