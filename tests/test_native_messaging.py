@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from readdod.capture import native_messaging as nm
 from readdod.capture.browser_host import BrowserHost
@@ -97,6 +99,16 @@ def test_a_request_is_method_params_and_id() -> None:
     assert nm.parse_request(b'{"method": "list"}') == nm.HostRequest("list", {}, None)
 
 
+def test_a_lone_surrogate_from_a_broken_page_becomes_a_replacement_character() -> None:
+    body = rb'{"method": "capture", "id": 1, "params": {"intent": "x\udc00", "html": "a\ud800b"}}'
+    req = nm.parse_request(body)
+    assert req.params == {"intent": "x\ufffd", "html": "a\ufffdb"}
+    # A pair is one character, as msgspec reads it.
+    assert nm.parse_request(rb'{"method": "list", "params": {"query": "\ud83c\udf0a"}}').params == {
+        "query": "\U0001f30a"
+    }
+
+
 @pytest.mark.parametrize(
     ("body", "code", "req_id", "says"),
     [
@@ -111,6 +123,7 @@ def test_a_request_is_method_params_and_id() -> None:
         (b'{"method": "get", "params": [1], "id": 5}', nm.INVALID_REQUEST, 5, "params must"),
         (b'{"method": "get", "jsonrpc": "2.0", "id": 6}', nm.INVALID_REQUEST, 6, "'jsonrpc'"),
         (b"[" * 100_000, nm.PARSE_ERROR, None, "not JSON"),
+        (b'{"method": "list", "params": {"query": "\xff"}}', nm.PARSE_ERROR, None, "not JSON"),
     ],
 )
 def test_a_bad_message_gets_an_error_answer(body: bytes, code: int, req_id: Any, says: str) -> None:
@@ -175,3 +188,42 @@ def test_the_host_stops_quietly_when_the_browser_stops_reading(tmp_path: Path) -
     host = BrowserHost(tmp_path / "absent.sock", max_message=1000)
     two = frame(b'{"method": "list"}') * 2
     assert host.serve(io.BytesIO(two), Gone()) == 0
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        json_values.map(lambda v: msgspec.json.encode(v)),
+        st.fixed_dictionaries(
+            {"method": st.sampled_from(["capture", "get", "list", "x"]) | st.integers()},
+            optional={"params": json_values, "id": json_values},
+        ).map(lambda v: msgspec.json.encode(v)),
+    )
+)
+def test_any_message_is_a_request_or_a_bad_request(body: bytes) -> None:
+    try:
+        req = nm.parse_request(body)
+    except nm.BadRequest as exc:
+        assert exc.answer["error"]["data"]["error_code"] == "VALIDATION_ERROR"
+        return
+    assert req.method in nm.METHODS and isinstance(req.params, dict)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_byte_stream_gets_only_frames_back(stream: bytes) -> None:
+    out = io.BytesIO()
+    host = BrowserHost(Path("/nonexistent/readdod.sock"), max_message=64)
+    assert host.serve(io.BytesIO(stream), out) in (0, 1)
+    reader = nm.FrameReader(io.BytesIO(out.getvalue()), nm.TO_BROWSER_MAX)
+    while (body := reader.next_frame()) is not None:
+        answer = msgspec.json.decode(body)
+        assert set(answer) in ({"id", "error"}, {"id", "result"})

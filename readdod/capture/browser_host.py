@@ -90,6 +90,16 @@ class BrowserHost:
         except nm.BadRequest as exc:
             log.warning("browser_host.bad_request", message=str(exc))
             return exc.answer
+        except Exception as exc:
+            # A message no rule foresaw must cost its answer, never the host.
+            log.exception("browser_host.internal_error", bytes=len(frame))
+            return nm.error_answer(
+                None,
+                500,
+                f"the browser host failed on a message: {type(exc).__name__}: {exc}",
+                ErrorCode.INTERNAL_ERROR,
+                status=500,
+            )
         started = time.monotonic()
         try:
             if self.config_error is not None:

@@ -11,6 +11,7 @@ message, in order. Pure: reading goes through any object with ``read(n)``.
 
 from __future__ import annotations
 
+import json
 import struct
 from typing import Any, Final, Protocol
 
@@ -150,12 +151,43 @@ def invalid(req_id: Id, code: int, message: str) -> BadRequest:
     return BadRequest(error_answer(req_id, code, message, ErrorCode.VALIDATION_ERROR))
 
 
+def _whole(text: str) -> str:
+    """``text`` with each lone UTF-16 surrogate replaced by U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _scrubbed(doc: Any) -> Any:
+    if isinstance(doc, str):
+        return _whole(doc)
+    if isinstance(doc, list):
+        return [_scrubbed(v) for v in doc]
+    if isinstance(doc, dict):
+        return {_whole(k): _scrubbed(v) for k, v in doc.items()}
+    return doc
+
+
+def _lenient(frame: bytes, exc: Exception) -> Any:
+    """A message msgspec refused, read again by the standard library's parser.
+
+    Firefox writes a lone surrogate in a page's text (broken pages have them)
+    as the escape ``\\ud800``, which is valid JSON that msgspec refuses; such a
+    page is kept, each lone surrogate becoming U+FFFD. Anything else that is
+    not JSON is an error.
+    """
+    try:
+        doc = json.loads(frame)
+    except (ValueError, RecursionError):
+        raise invalid(None, PARSE_ERROR, f"the message is not JSON ({exc})") from None
+    return _scrubbed(doc)
+
+
 def parse_request(frame: bytes) -> HostRequest:
     """A message turned into a request the host forwards; :class:`BadRequest` otherwise."""
     try:
         doc = msgspec.json.decode(frame)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise invalid(None, PARSE_ERROR, f"the message is not JSON ({exc})") from None
+    except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+        # ValueError: msgspec raises UnicodeDecodeError for bad UTF-8 inside a string.
+        doc = _lenient(frame, exc)
     if not isinstance(doc, dict):
         raise invalid(
             None,
