@@ -25,6 +25,8 @@ PARAGRAPHS = [
 ]
 READDOD = (sys.executable, "-m", "readdod")
 INTENT = "plan the crossing over the bar"
+#: Not ASCII: the title goes browser → host → daemon as UTF-8 JSON, untouched.
+TITLE = "Tides at the bar — Øresund, 潮汐 🌊"
 #: The statuses after which the popup stops following an item (its own list, not
 #: reachable from a WebDriver script: a page's ``const`` is no property of its window).
 SETTLED = [

@@ -28,6 +28,7 @@ from tests.extension_rig import (
     OFFERED_SCRIPT,
     PARAGRAPHS,
     SECRET,
+    TITLE,
     extension_copy,
     home_env,
     readdod_browser,
@@ -60,7 +61,7 @@ def test_a_page_saved_from_the_popup_reaches_the_daemon_and_its_card_shows(
     d = DaemonProc(tmp_path / "daemon", ai={"engine": "fixed"}, fetch={"allow_private": True})
     daemons.append(d)
     d.start()
-    page_url = site.page("/tides", html_page(PARAGRAPHS, title="Tides at the bar"))
+    page_url = site.page("/tides", html_page(PARAGRAPHS, title=TITLE))
     linked_url = site.page("/charts", html_page(PARAGRAPHS[1:], title="Charts of the bar"))
 
     home = tmp_path / "home"
@@ -99,7 +100,7 @@ def test_a_page_saved_from_the_popup_reaches_the_daemon_and_its_card_shows(
 
         (item,) = d.call("list")["items"]
         assert item["url"] == page_url
-        assert item["title"] == "Tides at the bar"
+        assert item["title"] == TITLE
         assert item["intent"] == INTENT
         got = d.call("get", {"id": item["id"]})
         extraction = got["artifacts"]["extraction"]["payload"]

@@ -25,6 +25,7 @@ from tests.extension_rig import (
     OFFERED_SCRIPT,
     PARAGRAPHS,
     SECRET,
+    TITLE,
     extension_copy,
     home_env,
     readdod_browser,
@@ -66,7 +67,7 @@ def test_a_page_saved_from_the_popup_in_firefox_reaches_the_daemon(
     d = DaemonProc(tmp_path / "daemon", ai={"engine": "fixed"}, fetch={"allow_private": True})
     daemons.append(d)
     d.start()
-    page_url = site.page("/tides", html_page(PARAGRAPHS, title="Tides at the bar"))
+    page_url = site.page("/tides", html_page(PARAGRAPHS, title=TITLE))
     linked_url = site.page("/charts", html_page(PARAGRAPHS[1:], title="Charts of the bar"))
 
     home = tmp_path / "home"
@@ -103,7 +104,7 @@ def test_a_page_saved_from_the_popup_in_firefox_reaches_the_daemon(
         (item,) = d.call("list")["items"]
         assert (item["url"], item["title"], item["intent"]) == (
             page_url,
-            "Tides at the bar",
+            TITLE,
             INTENT,
         )
         got = d.call("get", {"id": item["id"]})
