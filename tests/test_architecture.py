@@ -39,6 +39,7 @@ PURE = (
     "readdod.extraction.charsets",
     "readdod.extraction.mediatypes",
     "readdod.extraction.refusals",
+    "readdod.capture.native_messaging",
 )
 IO_LIBRARIES = ("sqlite3", "aiosqlite", "psycopg", "httpx", "httpcore", "anyio", "socket")
 DRIVERS = ("sqlite3", "aiosqlite", "psycopg")

@@ -17,6 +17,7 @@ import msgspec
 
 from readdod import config
 from readdod.cli import render
+from readdod.cli.browser_verbs import BROWSER_VERBS
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from readdod.cli.inputs import read_source
 from readdod.errors import ConfigError, ExtractionError
@@ -158,4 +159,5 @@ LOCAL_VERBS: dict[str, LocalVerb] = {
     "schemas": cmd_schemas,
     "eval": cmd_eval,
     "extract": cmd_extract,
+    **BROWSER_VERBS,
 }

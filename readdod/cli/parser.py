@@ -11,6 +11,7 @@ import sys
 from typing import NoReturn
 
 from readdod import __version__
+from readdod.cli.browser_verbs import add_parsers as add_browser_parsers
 from readdod.cli.exits import EXIT_USAGE
 
 
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     _todo_verbs(sub, common)
+    add_browser_parsers(sub, common)
     return parser
 
 
