@@ -27,7 +27,9 @@ from readdod.text import (
     split_clauses,
     split_sentences,
 )
+from readdod.text.language import detect_language
 from readdod.text.scripts import HIRAGANA, MARKS, UNSPACED, UNSPACED_RUN_RE
+from readdod.text.stems import stem, stemmable, weight, zipf
 
 #: Below this many words (two CJK/Thai characters count as one) a text is too short to
 #: summarise: three key points and three reasons would only repeat it.
@@ -109,15 +111,33 @@ _LANG_HINTS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
 )
 
 
+#: Stems this frequent (Zipf scale) are function words in any language: not terms at all.
+FUNCTION_ZIPF: Final = 6.2
+
+
+def is_stopword(word: str, lang: str | None) -> bool:
+    """A casefolded word that says nothing about a topic: listed, or among the language's
+    very commonest (its stem at :data:`FUNCTION_ZIPF` or above)."""
+    if word in _STOPWORDS:
+        return True
+    if not stemmable(lang):
+        return False
+    z = zipf(stem(word, lang), lang)
+    return z is not None and z >= FUNCTION_ZIPF
+
+
 @functools.lru_cache(maxsize=65_536)
-def _term(word: str) -> str:
-    """Normalise a spaced-script word: casefold, unify apostrophes, drop plural -s.
+def _term(word: str, lang: str | None = None) -> str:
+    """Normalise a spaced-script word: casefold, unify apostrophes, then stem it (Snowball)
+    in a language that has a stemmer, else just drop a plural -s.
 
     Stopwords are returned unstemmed so that e.g. 'does' is not mistaken for 'doe'.
     """
     w = word.casefold().replace("’", "'")
-    if w in _STOPWORDS:
+    if is_stopword(w, lang):
         return w
+    if stemmable(lang):
+        return stem(w, lang)
     if w.endswith("'s"):
         w = w[:-2]
     if w.isascii() and w.isalpha():
@@ -156,7 +176,12 @@ class _Tokens:
     numbers: tuple[str, ...]
 
 
-def tokenize(text: str) -> _Tokens:
+def term_weight(term: str, lang: str | None) -> float:
+    """How much sharing ``term`` says (:func:`readdod.text.stems.weight`); 1.0 for CJK pairs."""
+    return 1.0 if is_gram(term) else weight(term, lang)
+
+
+def tokenize(text: str, lang: str | None = None) -> _Tokens:
     terms: list[str] = []
     surfaces: list[str] = []
     numbers: list[str] = []
@@ -175,8 +200,8 @@ def tokenize(text: str) -> _Tokens:
         if word.isdigit():
             numbers.append(word)
             continue
-        t = _term(word)
-        if len(t) < 2 or t in _STOPWORDS:
+        t = _term(word, lang)
+        if len(t) < 2 or is_stopword(t, lang):
             continue
         terms.append(t)
         surfaces.append(word)
@@ -307,9 +332,23 @@ class TextAnalysis:
     numbers: tuple[str, ...]
     first_paragraph_terms: frozenset[str]
     lang: str | None
+    """The text's language; terms are stems in it when it has a stemmer."""
     snippet: str
     reading_time_min: int
     """From the text's word count (:func:`readdod.text.reading_minutes`), as everywhere."""
+
+    def weight(self, term: str) -> float:
+        return term_weight(term, self.lang)
+
+    def topics(self, n: int, *, min_weight: float = 0.5) -> list[tuple[str, int]]:
+        """The text's strongest specific terms: count x weight, best first, stable order."""
+        scored = [
+            (t, c)
+            for t, c in self.term_counts.items()
+            if c > 1 and self.weight(t) >= min_weight and not t.isdigit()
+        ]
+        scored.sort(key=lambda tc: (-tc[1] * self.weight(tc[0]), tc[0]))
+        return scored[:n]
 
     def top_terms(self, n: int) -> list[tuple[str, int]]:
         """Most frequent content terms; ties broken alphabetically so order is stable.
@@ -353,6 +392,15 @@ def _require_enough(words: int, unspaced: int, terms: int) -> None:
         )
 
 
+def text_language(text: str) -> str | None:
+    """The text's language: from the bundled word lists where they can tell, else a guess."""
+    found = detect_language(text)
+    guess = _guess_lang(text)
+    if found is None or (found == "ru" and guess == "uk"):
+        return guess
+    return found
+
+
 def _guess_lang(text: str) -> str | None:
     """Guess a language from the dominant script; Latin is told apart by function words."""
     sample = text[:20_000]
@@ -393,10 +441,11 @@ def analyze(text: str) -> TextAnalysis:
     first_para: int | None = None
     first_para_terms: list[str] = []
     units = _units(text)
+    lang = text_language(text)
     for unit in units:
         for raw in [unit.text] if unit.code else split_sentences(unit.text):
             for piece in _chunk(normalize_space(raw)):
-                tok = tokenize(piece)
+                tok = tokenize(piece, lang)
                 words += tok.words
                 unspaced += tok.unspaced_chars
                 term_counts.update(tok.terms)
@@ -431,7 +480,7 @@ def analyze(text: str) -> TextAnalysis:
         surface=MappingProxyType(surface),
         numbers=tuple(numbers),
         first_paragraph_terms=frozenset(first_para_terms),
-        lang=_guess_lang(text),
+        lang=lang,
         snippet=trim(normalize_space(text), 120),
         reading_time_min=reading_minutes(text),
     )

@@ -22,7 +22,8 @@ from readdod.engines.local.analysis import (
     length_phrase,
     tokenize,
 )
-from readdod.engines.local.intent import Intent, counts, match_intent, names, parse_intent
+from readdod.engines.local.intent import Intent, evidence, match_intent, names, parse_intent
+from readdod.engines.local.score import MIN_SHARED, focused_elsewhere
 from readdod.engines.local.wording import (
     LINE_MAX,
     dedupe,
@@ -139,32 +140,41 @@ def fact_points(an: TextAnalysis, rt: int) -> list[str]:
     return facts
 
 
-def _clause_points(sentences: Sequence[Sentence]) -> list[str]:
+def _clause_points(sentences: Sequence[Sentence], s_lang: str | None) -> list[str]:
     out: list[str] = []
     for s in sentences:
         clauses = [c.strip(" ,;:，、；：") for c in split_clauses(s.text)]
         if len(clauses) > 1:
-            out.extend(c for c in clauses if len(tokenize(c).terms) >= 2)
+            out.extend(c for c in clauses if len(tokenize(c, s_lang).terms) >= 2)
     return out
 
 
 def _intent_relevance(an: TextAnalysis, intent: Intent, best: Sentence | None) -> str:
     """Say concretely how the text serves the intent: which terms, how often, where."""
-    topics = ", ".join(an.surface[t] for t, _ in an.top_terms(3)) or "no identifiable topic"
+    topics = (
+        ", ".join(an.surface[t] for t, _ in (an.topics(3) or an.top_terms(3)))
+        or "no identifiable topic"
+    )
     if not intent.terms:
         return (
             f"The intent {intent.label} names no topic to look for, so relevance cannot be "
             f"measured; the text is mainly about {topics}."
         )
     m = match_intent(an, intent)
-    if not m.found:
+    if m.shared < MIN_SHARED:
+        if not intent.foreign and focused_elsewhere(an, m):
+            return (
+                f"None of the intent terms ({names(m.missing)}) appear in the text; it is mainly "
+                f"about {topics}, so it likely does not serve {intent.label}."
+            )
         return (
-            f"None of the intent terms ({names(m.missing)}) appear in the text; it is mainly "
-            f"about {topics}, so it likely does not serve {intent.label}."
+            f"The offline engine sees no shared meaning with {intent.label}: it matches words, "
+            f"not meaning, and the text never uses the intent's words ({names(m.missing)}). "
+            f"It may still serve it in other words; it is mainly about {topics}."
         )
     total = len(m.found) + len(m.missing)
     text = f"Serves {intent.label}: mentions {len(m.found)} of {total} intent terms"
-    text += f" ({counts(m.found)})"
+    text += f" ({evidence(m.found)})"
     if m.missing:
         text += f" but not {names(m.missing, 4)}"
     text += "."
@@ -201,7 +211,7 @@ def _key_points(
     body = sorted(rest[:k] if len(rest) >= 3 else chosen[:k], key=lambda s: s.index)
     points = dedupe((trim(s.text, LINE_MAX) for s in body), 7)
     if len(points) < 3:
-        clauses = (trim(c, LINE_MAX) for c in _clause_points(chosen))
+        clauses = (trim(c, LINE_MAX) for c in _clause_points(chosen, an.lang))
         points = dedupe([*points, *clauses], 3)
     if len(points) < 3:
         # The facts are >= 3 mutually distinct strings, so this always reaches 3.
@@ -212,7 +222,7 @@ def _key_points(
 def summarize_text(inp: EngineInput) -> Summary:
     """An extractive, intent-aware summary of ``inp.text``."""
     an = analyze(inp.text)
-    intent = parse_intent(inp.intent)
+    intent = parse_intent(inp.intent, an.lang)
     ranked = _rank(an, intent)
     chosen = _select(ranked, 8)
     if chosen:

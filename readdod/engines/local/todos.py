@@ -128,7 +128,7 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
     also gets "Find a better source" naming the intent terms it never mentions.
     """
     an = analyze(inp.text)
-    intent = parse_intent(inp.intent)
+    intent = parse_intent(inp.intent, an.lang)
     genre = detect_genre(inp.text, an.words)
     title = quote(display_title(inp, an), 60)
     topics = join_and(_focus(an, intent, 3)) or "the key points"
