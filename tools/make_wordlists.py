@@ -13,6 +13,7 @@ licence (see readdod/text/wordlists/NOTICE).
 from __future__ import annotations
 
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def main() -> None:
             *(f"{s} {round(z * 10)}" for s, z in rows),
         ]
         (OUT / f"{lang}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        print(lang, len(rows), "stems")
+        sys.stdout.write(f"{lang}: {len(rows)} stems\n")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from readdod import logging as rlog
     from readdod.engines import make_engine
     from readdod.evaluation import runner
+    from readdod.evaluation.quality import QualityGate
 
     cfg, _ = config.load(args.config)
     ai = cfg.ai
@@ -98,7 +99,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 pages,
                 pairs,
                 skip_below=skip_below,
-                gate=runner.QualityGate() if gated else None,
+                gate=QualityGate() if gated else None,
             )
         finally:
             await runner.close_engine(engine)

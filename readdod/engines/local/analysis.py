@@ -213,7 +213,7 @@ _LINE_END_RE: Final = re.compile(r"[.!?…:;。！？।؟][\"'”’»)\]」』
 
 
 @dataclass(frozen=True, slots=True)
-class _Unit:
+class Unit:
     paragraph: int
     text: str
     code: bool
@@ -247,10 +247,10 @@ def _looks_like_code(line: str) -> bool:
     return signals >= 2 or symbols >= 0.25
 
 
-def _units(text: str) -> list[_Unit]:
+def units(text: str) -> list[Unit]:
     """Cut text into paragraphs and units: hard-wrapped lines are joined, while headings,
     list items and code (indented, shell prompts, ``` fences) stay separate lines."""
-    units: list[_Unit] = []
+    out: list[Unit] = []
     buf: list[str] = []
     para = 0
     prev = ""
@@ -258,7 +258,7 @@ def _units(text: str) -> list[_Unit]:
 
     def flush() -> None:
         if buf:
-            units.append(_Unit(para, " ".join(buf), code=False))
+            out.append(Unit(para, " ".join(buf), code=False))
             buf.clear()
 
     for raw in text.split("\n"):
@@ -270,7 +270,7 @@ def _units(text: str) -> list[_Unit]:
         if not line:
             if not in_fence:
                 flush()
-                if units and units[-1].paragraph == para:
+                if out and out[-1].paragraph == para:
                     para += 1
             continue
         if (
@@ -280,7 +280,7 @@ def _units(text: str) -> list[_Unit]:
             or _looks_like_code(line)
         ):
             flush()
-            units.append(_Unit(para, line, code=True))
+            out.append(Unit(para, line, code=True))
             continue
         if buf and (
             len(prev) < 50
@@ -291,7 +291,7 @@ def _units(text: str) -> list[_Unit]:
         buf.append(line)
         prev = line
     flush()
-    return units
+    return out
 
 
 _RUN_ON_LEVELS: Final = (Level(split_clauses, " "), Level(lambda s: s.split(" "), " "))
@@ -440,9 +440,9 @@ def analyze(text: str) -> TextAnalysis:
     words = unspaced = 0
     first_para: int | None = None
     first_para_terms: list[str] = []
-    units = _units(text)
+    parts = units(text)
     lang = text_language(text)
-    for unit in units:
+    for unit in parts:
         for raw in [unit.text] if unit.code else split_sentences(unit.text):
             for piece in _chunk(normalize_space(raw)):
                 tok = tokenize(piece, lang)
@@ -472,7 +472,7 @@ def analyze(text: str) -> TextAnalysis:
     _require_enough(words, unspaced, sum(term_counts.values()))
     return TextAnalysis(
         sentences=tuple(sentences),
-        paragraphs=units[-1].paragraph + 1 if units else 0,
+        paragraphs=parts[-1].paragraph + 1 if parts else 0,
         chars=len(text),
         words=words,
         unspaced_chars=unspaced,

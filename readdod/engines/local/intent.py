@@ -162,6 +162,9 @@ def match_intent(an: TextAnalysis, intent: Intent) -> Match:
     missing = [t for t in intent.terms if not counts[t] and not _bridge(t, found)]
     found_hits = _hits(found, intent, an, counts, frozenset(partial))
     hits = sum(h.count for h in found_hits)
+    weighted_hits = sum(
+        h.count * h.weight * (PART_FACTOR if h.partial else 1.0) for h in found_hits
+    )
     weights = {t: term_weight(t, an.lang) for t in intent.terms}
     shared = sum(weights[t] * (PART_FACTOR if t in partial else 1.0) for t in found)
     considered = found + missing
@@ -178,9 +181,7 @@ def match_intent(an: TextAnalysis, intent: Intent) -> Match:
         coverage=weighted / specific if specific else 0.0,
         hits=hits,
         per_k=hits * 1000 / max(1, an.words + an.unspaced_chars),
-        weighted_per_k=sum(h.count * h.weight * (PART_FACTOR if h.partial else 1.0) for h in found_hits)
-        * 1000
-        / max(1, an.words + an.unspaced_chars),
+        weighted_per_k=1000 * weighted_hits / max(1, an.words + an.unspaced_chars),
         shared=round(shared, 3),
         specific=round(specific, 3),
     )
