@@ -58,7 +58,9 @@ _EN_VERBS: Final = word_set("""
     separate serve set share show sign skip sleep slice slow sort sow speak spend spray spread
     squeeze stand start stay stir stop store stretch submit swap switch take talk taste tell test
     think tidy tie tighten track train trim try turn type unplug update upload use verify visit
-    wait walk wash watch water wear weigh wipe write
+    wait walk wash watch water wear weigh wipe write activate deactivate export import mount
+    compile deploy commit merge clone navigate scroll paste drag highlight download unpack
+    extract sign plug charge fill wrap rinse season simmer knead preheat grease whisk
     """)
 _EN_BLOCKERS: Final = word_set(
     "is are was were be been will would can could should may might must has have had does did "
@@ -130,6 +132,21 @@ def _words(s: str) -> list[str]:
     return _WORD_RE.findall(s)
 
 
+#: After a listed step's first word, these show it is a verb: "Activate it", "Create the …".
+_EN_OBJECTS: Final = word_set(
+    "the a an it them your this that these those all each every into up down out off back"
+)
+
+
+def _en_listed(s: str) -> bool:
+    """A list item that opens with a verb the list of verbs lacks ("Activate it and …")."""
+    words = [w.casefold() for w in _words(s)]
+    if len(words) < 2 or is_stopword(words[0], "en") or words[1] not in _EN_OBJECTS:
+        return False
+    first = words[0]
+    return not (first.endswith(("ing", "ed")) or (first.endswith("s") and not first.endswith("ss")))
+
+
 def _en(s: str) -> _Cue | None:
     if _EN_MODAL_RE.match(s):
         return _Cue(strong=True)
@@ -199,6 +216,8 @@ def _cue(sentence: str, lang: str, listed: bool) -> _Cue | None:
         lead = _LEAD_RE.match(sentence)
         if lead is not None and len(_words(lead.group(1))) <= 8:
             found = find(lead.group(2))
+    if found is None and listed and lang == "en" and _en_listed(sentence):
+        return _Cue(strong=True)
     if found is None and listed:
         infinitive = _INFINITIVE_ITEM.get(lang)
         if infinitive is not None and infinitive.search(sentence.rstrip(".!").strip()):
@@ -213,15 +232,20 @@ def _upper_first(s: str) -> str:
 
 
 def clean(sentence: str, lang: str) -> str | None:
-    """A todo title in the sentence's own words: marker and "you should" gone, a capital
-    first letter and a full stop; cut at a clause when longer than :data:`TITLE_MAX`, and
-    None when no complete clause of at least :data:`MIN_CUT` characters fits."""
+    """A todo title in the sentence's own words.
+
+    The list marker and "you should" go; it gets a capital first letter and a full stop
+    (also a step that ends in a colon before its command). Longer than
+    :data:`TITLE_MAX`, it is cut at a clause; None when no clause of at least
+    :data:`MIN_CUT` characters fits.
+    """
     s = normalize_space(_MARKER_RE.sub("", sentence.strip()))
     if lang == "en":
         s = _EN_STRIP_RE.sub("", s)
     s = s.strip(" \"'“”«»")
-    if not s or s.endswith((":", "?", "？")):
+    if not s or s.endswith(("?", "？")):
         return None
+    s = s.removesuffix(":")  # "Install the module:" before its command is the step itself
     if s[-1] not in _TERMINAL:
         s = s.rstrip(",;–-") + "."
     if len(s) > TITLE_MAX:
@@ -248,8 +272,8 @@ def find_instructions(text: str, lang: str | None, limit: int) -> list[str]:
             n = len(_words(sentence))
             if not MIN_WORDS <= n <= MAX_WORDS or sentence.rstrip().endswith("?"):
                 continue
-            if not listed and not is_complete(sentence):
-                continue  # a heading or a line that introduces a list
+            if not listed and not is_complete(sentence) and not sentence.endswith(":"):
+                continue  # a heading
             cue = _cue(sentence, lang, listed and i == 0)
             if cue is None:
                 continue

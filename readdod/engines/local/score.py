@@ -16,7 +16,7 @@ the score has three bands, and its reasons say which one applies and why:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Literal
 
 from readdod.engines.base import EngineInput
 from readdod.engines.local.analysis import TextAnalysis, analyze, length_phrase, tokenize
@@ -76,6 +76,21 @@ def focused_elsewhere(an: TextAnalysis, m: Match) -> list[tuple[str, int]]:
     return topics if len(topics) >= FOCUS_TOPICS else []
 
 
+Band = Literal["related", "unknown", "unrelated", "no_topic"]
+
+
+def band(an: TextAnalysis, intent: Intent) -> tuple[Band, Match | None]:
+    """Which of the score's bands the evidence puts the text in (module docstring)."""
+    if not intent.terms:
+        return "no_topic", None
+    m = match_intent(an, intent)
+    if m.shared >= MIN_SHARED:
+        return "related", m
+    if not intent.foreign and focused_elsewhere(an, m):
+        return "unrelated", m
+    return "unknown", m
+
+
 def _topic_list(an: TextAnalysis, topics: Sequence[tuple[str, int]]) -> str:
     return ", ".join(f"“{an.surface[t]}” {c}×" for t, c in topics[:5])
 
@@ -88,18 +103,18 @@ def score_text(inp: EngineInput, summary: Summary) -> Score:
     length_reason = f"Length: {length_phrase(an)}, {reading_phrase(rt)}."
     top = an.topics(5) or an.top_terms(5)
     topics = _topic_list(an, top)
-    if not intent.terms:
+    kind, m = band(an, intent)
+    if m is None:
         reasons = [
             f"The intent {intent.label} names no topic, so the score is a neutral {NEUTRAL_SCORE}.",
             f"Most frequent terms: {topics}." if top else "The text has no words to match.",
             length_reason,
         ]
         return _make_score(NEUTRAL_SCORE, reasons)
-    m = match_intent(an, intent)
-    if m.shared >= MIN_SHARED:
+    if kind == "related":
         return _related(inp, an, intent, m, length_reason)
-    elsewhere = [] if intent.foreign else focused_elsewhere(an, m)
-    if elsewhere:
+    if kind == "unrelated":
+        elsewhere = focused_elsewhere(an, m)
         weak = f" (only common words in passing: {evidence(m.found)})" if m.found else ""
         match = round(15 + 20 * min(1.0, m.shared / MIN_SHARED))
         reasons = [

@@ -22,8 +22,8 @@ from readdod.engines.local.analysis import (
     length_phrase,
     tokenize,
 )
-from readdod.engines.local.intent import Intent, evidence, match_intent, names, parse_intent
-from readdod.engines.local.score import MIN_SHARED, focused_elsewhere
+from readdod.engines.local.intent import Intent, evidence, names, parse_intent
+from readdod.engines.local.score import band
 from readdod.engines.local.wording import (
     LINE_MAX,
     dedupe,
@@ -51,6 +51,31 @@ _DANGLING_RE: Final = re.compile(
 )
 
 
+# Page furniture that extraction can leave in: bylines, datelines and image captions.
+_BYLINE_RE: Final = re.compile(
+    r"^(?:by|von|par|por|автор|written by|posted by|posted on|published|updated|last updated|"
+    r"veröffentlicht|aktualisiert|stand|publié|mis à jour|publicado|actualizado|опубликовано|"
+    r"обновлено)\b",
+    re.IGNORECASE,
+)
+_CAPTION_RE: Final = re.compile(
+    r"^(?:photo|image|picture|illustration|figure|fig\.|foto|bild|abbildung|imagen|фото|"
+    r"source|quelle|credit|caption)\b|\((?:photo|foto|image|bild)\b|getty images|©|"
+    r"\b(?:ap|afp|reuters|dpa) photo\b",
+    re.IGNORECASE,
+)
+
+
+def is_furniture(text: str) -> bool:
+    """A byline, dateline or caption: true of the page, not what the text says."""
+    return _BYLINE_RE.match(text) is not None or _CAPTION_RE.search(text) is not None
+
+
+def _is_point(s: Sentence) -> bool:
+    """A sentence that can stand as a key point: finished, long enough, not a heading."""
+    return is_complete(s.text) and (s.words >= 4 or s.unspaced_chars >= 8)
+
+
 def _rank(an: TextAnalysis, intent: Intent) -> list[tuple[float, Sentence]]:
     """Sentences with content, best first.
 
@@ -60,7 +85,7 @@ def _rank(an: TextAnalysis, intent: Intent) -> list[tuple[float, Sentence]]:
     Distinct terms, so that a sentence repeating the top word ("run git bisect good; ...
     git bisect bad") does not pass for the most central one.
     """
-    candidates = [s for s in an.sentences if s.terms and not s.code]
+    candidates = [s for s in an.sentences if s.terms and not s.code and not is_furniture(s.text)]
     candidates = candidates or [s for s in an.sentences if s.terms]
     if not candidates:
         return []
@@ -135,8 +160,6 @@ def fact_points(an: TextAnalysis, rt: int) -> list[str]:
         facts.append(f"Most frequent terms: {terms}.")
     else:
         facts.append(f"No words to summarise; the text reads {quote(an.snippet, 200)}.")
-    if an.numbers:
-        facts.append("Numbers mentioned: " + ", ".join(an.numbers[:6]) + ".")
     return facts
 
 
@@ -160,9 +183,10 @@ def _intent_relevance(an: TextAnalysis, intent: Intent, best: Sentence | None) -
             f"The intent {intent.label} names no topic to look for, so relevance cannot be "
             f"measured; the text is mainly about {topics}."
         )
-    m = match_intent(an, intent)
-    if m.shared < MIN_SHARED:
-        if not intent.foreign and focused_elsewhere(an, m):
+    kind, m = band(an, intent)
+    assert m is not None
+    if kind != "related":
+        if kind == "unrelated":
             return (
                 f"None of the intent terms ({names(m.missing)}) appear in the text; it is mainly "
                 f"about {topics}, so it likely does not serve {intent.label}."
@@ -203,16 +227,28 @@ def _tl_dr(chosen: Sequence[Sentence]) -> tuple[str, list[Sentence]]:
 
 
 def _key_points(
-    an: TextAnalysis, chosen: Sequence[Sentence], used: Sequence[Sentence]
+    an: TextAnalysis,
+    ranked: Sequence[tuple[float, Sentence]],
+    chosen: Sequence[Sentence],
+    used: Sequence[Sentence],
 ) -> list[str]:
-    """3-7 distinct points: ranked sentences, then their clauses, then facts about the text."""
+    """3-7 distinct points: finished sentences (no headings, bylines or captions) by rank,
+    then their clauses, then the tl;dr's own sentences, then headings, and only for a text
+    too short for any of that, facts about the text."""
     k = min(6, 3 + len(an.sentences) // 15)
-    rest = [s for s in chosen if s not in used]
-    body = sorted(rest[:k] if len(rest) >= 3 else chosen[:k], key=lambda s: s.index)
+    good = [s for s in chosen if _is_point(s)]
+    if len(good) < k:
+        more = _select([(v, s) for v, s in ranked if _is_point(s) and s not in good], 2 * k)
+        good += [s for s in more if not any(_near_duplicate(s, g) for g in good)]
+    rest = [s for s in good if s not in used]
+    body = sorted(rest[:k] if len(rest) >= 3 else good[:k], key=lambda s: s.index)
     points = dedupe((trim(s.text, LINE_MAX) for s in body), 7)
     if len(points) < 3:
-        clauses = (trim(c, LINE_MAX) for c in _clause_points(chosen, an.lang))
+        clauses = (trim(c, LINE_MAX) for c in _clause_points(good, an.lang))
         points = dedupe([*points, *clauses], 3)
+    if len(points) < 3:
+        headings = (trim(s.text, LINE_MAX) for s in chosen if s.words >= 3)
+        points = dedupe([*points, *headings], 3)
     if len(points) < 3:
         # The facts are >= 3 mutually distinct strings, so this always reaches 3.
         points = dedupe([*points, *fact_points(an, an.reading_time_min)], 7)
@@ -237,7 +273,7 @@ def summarize_text(inp: EngineInput) -> Summary:
     best = next((s for _, s in ranked if wanted.intersection(s.terms)), None)
     return Summary(
         tl_dr=tl_dr,
-        key_points=_key_points(an, chosen, used),
+        key_points=_key_points(an, ranked, chosen, used),
         intent_relevance=trim(_intent_relevance(an, intent, best), RELEVANCE_MAX),
         reading_time_min=an.reading_time_min,
         lang=inp.lang or an.lang,

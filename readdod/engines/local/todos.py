@@ -15,7 +15,6 @@ from typing import Final, Literal
 
 from readdod.engines.base import EngineInput
 from readdod.engines.local.analysis import TextAnalysis, analyze
-from readdod.engines.local.card import display_title
 from readdod.engines.local.instructions import find_instructions
 from readdod.engines.local.intent import parse_intent
 from readdod.engines.local.wording import normalize_space, reading_phrase
@@ -110,9 +109,9 @@ DATE_SENTENCE_MAX: Final = 150
 Item = tuple[str, TodoKind, int]
 
 
-def _ref(inp: EngineInput, an: TextAnalysis) -> str:
-    """The text's title in quotes when it is short and whole; else "this text"."""
-    title = normalize_space(inp.title or "") or display_title(inp, an)
+def _ref(inp: EngineInput) -> str:
+    """The text's title in quotes when it has a short one; else "this text"."""
+    title = normalize_space(inp.title or "")
     if not title or len(title) > TITLE_QUOTE_MAX or title.endswith(("…", "...")):
         return "this text"
     return f"“{title}”"
@@ -187,7 +186,7 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
     an = analyze(inp.text)
     intent = parse_intent(inp.intent, an.lang)
     genre = detect_genre(inp.text, an.words)
-    ref = _ref(inp, an)
+    ref = _ref(inp)
     goal = intent.label
     rt = summary.reading_time_min
     rec = score.recommendation
@@ -201,7 +200,9 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
     else:
         items = _generic(rec, ref, goal, rt)
         extra = _genre_todo(genre, ref, rt) if rec != "skip" else None
-        if extra is not None:
+        if extra is not None and extra[0].startswith("Decide"):
+            items[2] = extra  # one decision is enough: the argument's
+        elif extra is not None:
             items.append(extra)
     if rec != "skip":
         date = coming_date(an, inp.captured_at)
