@@ -9,9 +9,10 @@ A text in another language gets no instructions rather than guesses.
 
 A sentence counts when its first word, or the first word after a short
 opening clause ("If the leaves turn brown, remove …"), is an imperative, or
-when it opens with a modal of advice. One plain imperative alone in a text
-that is not a how-to is more likely a figure of speech than a step, so a
-text needs two cues, or one in a list or with a modal.
+when it opens with a modal of advice. Listed steps and modal advice always
+count; bare imperatives only in a text that gives them often (at least one
+sentence in ten, and two in all), because an essay's occasional "write the
+sentence" is rhetoric rather than a step.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from readdod.text import is_complete, split_sentences
 TITLE_MAX: Final = 200
 #: Shortest cut instruction worth keeping.
 MIN_CUT: Final = 40
+#: Share of a text's sentences that must be imperatives for bare imperatives to count.
+INSTRUCTIVE_SHARE: Final = 0.1
 #: Words an instruction may have: fewer is a fragment, more a paragraph.
 MIN_WORDS: Final = 3
 MAX_WORDS: Final = 45
@@ -258,11 +261,18 @@ def clean(sentence: str, lang: str) -> str | None:
 
 
 def find_instructions(text: str, lang: str | None, limit: int) -> list[str]:
-    """Up to ``limit`` instructions from ``text``, in reading order, as todo titles."""
+    """Up to ``limit`` instructions from ``text``, in reading order, as todo titles.
+
+    Listed steps and modal advice always count. Bare imperatives count in an
+    instructive text, where they make at least :data:`INSTRUCTIVE_SHARE` of its
+    sentences: in an essay, a lone "Until then, write the sentence." is rhetoric,
+    not a step to take.
+    """
     if lang not in CUES:
         return []
     assert lang is not None
     found: list[tuple[str, bool]] = []
+    sentences = 0
     for unit in units(text):
         if unit.code:
             continue
@@ -270,6 +280,7 @@ def find_instructions(text: str, lang: str | None, limit: int) -> list[str]:
         body = _MARKER_RE.sub("", unit.text)
         for i, sentence in enumerate(split_sentences(body)):
             n = len(_words(sentence))
+            sentences += n >= MIN_WORDS
             if not MIN_WORDS <= n <= MAX_WORDS or sentence.rstrip().endswith("?"):
                 continue
             if not listed and not is_complete(sentence) and not sentence.endswith(":"):
@@ -280,8 +291,8 @@ def find_instructions(text: str, lang: str | None, limit: int) -> list[str]:
             title = clean(sentence, lang)
             if title is not None:
                 found.append((title, cue.strong))
-    if len(found) < 2 and not any(strong for _, strong in found):
-        return []
+    if len(found) < max(2, INSTRUCTIVE_SHARE * sentences):
+        found = [(title, strong) for title, strong in found if strong]
     out: list[str] = []
     seen: set[str] = set()
     for title, _ in found:
