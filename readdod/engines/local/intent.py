@@ -38,6 +38,8 @@ _INTENT_FILLER: Final = word_set(
 COMPOUNDING: Final = frozenset({"de", "nl", "sv"})
 #: Shortest term looked for inside longer words.
 MIN_PART: Final = 4
+#: The least weight an intent is measured against: one fully specific term.
+FULL_INTENT: Final = 1.0
 #: Weight of a term found only inside a longer word, relative to an exact find.
 PART_FACTOR: Final = 0.5
 
@@ -118,7 +120,9 @@ class Match:
     missing: list[Hit]
     coverage: float
     """Weighted share of the intent's terms present in the text: each term counts by its
-    weight, half when met only once in passing or only inside a longer word."""
+    weight, half when met only once in passing or only inside a longer word. An intent of
+    common words only ("new offer this year") is measured against :data:`FULL_INTENT`, so
+    matching all of it is still little evidence."""
     hits: int
     per_k: float
     """Intent-term occurrences per 1,000 words (or CJK characters)."""
@@ -178,7 +182,7 @@ def match_intent(an: TextAnalysis, intent: Intent) -> Match:
     return Match(
         found=sorted(found_hits, key=lambda h: (-h.count * h.weight, h.label)),
         missing=_hits(missing, intent, an, counts),
-        coverage=weighted / specific if specific else 0.0,
+        coverage=weighted / max(specific, FULL_INTENT),
         hits=hits,
         per_k=hits * 1000 / max(1, an.words + an.unspaced_chars),
         weighted_per_k=1000 * weighted_hits / max(1, an.words + an.unspaced_chars),

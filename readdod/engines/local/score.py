@@ -20,7 +20,15 @@ from typing import Final, Literal
 
 from readdod.engines.base import EngineInput
 from readdod.engines.local.analysis import TextAnalysis, analyze, length_phrase, tokenize
-from readdod.engines.local.intent import Intent, Match, evidence, match_intent, names, parse_intent
+from readdod.engines.local.intent import (
+    FULL_INTENT,
+    Intent,
+    Match,
+    evidence,
+    match_intent,
+    names,
+    parse_intent,
+)
 from readdod.engines.local.wording import LINE_MAX, dedupe, join_and, plural, reading_phrase, trim
 from readdod.models import Priority, Recommendation, Score, Summary
 
@@ -155,7 +163,7 @@ def _related(
         weights[t] for t in intent.terms if t in title_terms or t in an.first_paragraph_terms
     )
     density = min(1.0, m.weighted_per_k / DENSE_PER_K)
-    prominence = prominent / m.specific if m.specific else 0.0
+    prominence = prominent / max(m.specific, FULL_INTENT)
     # Intents are wordy ("...this sprint"), so missing terms cost less and less.
     quality = 0.6 * min(1.0, m.coverage) ** 0.75 + 0.25 * density + 0.15 * prominence
     match = round(RELATED_FLOOR + (100 - RELATED_FLOOR) * quality)
