@@ -397,9 +397,7 @@ async def test_golden_pages_get_todos_for_their_kind() -> None:
             assert len(from_text) >= 3, page.id
         elif not from_text:
             kind, start = GENRE_TODO[page.kind]
-            assert any(t.kind == kind and t.title.startswith(start) for t in r.todos.items), (
-                page.id
-            )
+            assert any(t.kind == kind and t.title.startswith(start) for t in r.todos.items), page.id
         assert not any("…" in t.title for t in r.todos.items), page.id
 
 

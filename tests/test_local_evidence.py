@@ -85,8 +85,10 @@ def test_an_intent_in_another_language_is_no_evidence_either_way() -> None:
 
 
 def test_a_term_inside_a_compound_counts_half() -> None:
-    text = _pair("sauerteig-de").replace("ein Brot,", "einen Laib,").replace(
-        "Backen Sie das Brot", "Backen Sie den Laib"
+    text = (
+        _pair("sauerteig-de")
+        .replace("ein Brot,", "einen Laib,")
+        .replace("Backen Sie das Brot", "Backen Sie den Laib")
     )
     text = text.replace("Das Brot ist fertig", "Der Laib ist fertig")
     an = analyze(text)

@@ -9,7 +9,7 @@ From an engine's payloads this module measures:
   daemon would archive an item its reader wanted (SYSTEM_SKIP);
 - instruction recall: the share of marked instructions that a todo restates
   (at least :data:`MIN_RECALL_OVERLAP` of the instruction's words);
-- todos in the text's words, and titles stored cut short (ending in "…").
+- todos in the text's words, and titles stored cut short (holding a "…").
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def judge_pair(
     report.recalled = len(instructions) - len(report.missed)
     source = frozenset(tokens(text))
     report.todos_from_text = sum(1 for t in todo_titles if from_text(t, source))
-    report.cut_titles = sum(1 for t in todo_titles if t.rstrip().endswith(("…", "...")))
+    report.cut_titles = sum(1 for t in todo_titles if "…" in t)
     return report
 
 
@@ -172,5 +172,5 @@ def gate_problems(f: QualityFigures, gate: QualityGate) -> list[str]:
             f"{gate.min_instruction_recall:.0%}: todos miss what the how-to texts say to do"
         )
     if f.cut_titles > gate.max_cut_titles:
-        problems.append(f"{f.cut_titles} todo titles are stored cut short (ending in …)")
+        problems.append(f"{f.cut_titles} todo titles are stored cut short (with …)")
     return problems
