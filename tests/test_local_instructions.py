@@ -110,9 +110,9 @@ def test_titles_are_whole_sentences_never_cut_with_an_ellipsis() -> None:
     assert clean("- you should rehearse out loud", "en") == "Rehearse out loud."
 
 
-async def _todos(text: str, intent: str, **extra: object) -> tuple[Summary, Todos, int]:
+async def _todos(text: str, intent: str, title: str | None = None) -> tuple[Summary, Todos, int]:
     engine = LocalEngine()
-    inp = EngineInput(text=text, intent=intent, **extra)  # type: ignore[arg-type]
+    inp = EngineInput(text=text, intent=intent, title=title)
     summary = (await engine.summarize(inp)).payload
     score = (await engine.score(inp, summary)).payload
     todos = (await engine.todos(inp, summary, score)).payload
@@ -120,7 +120,9 @@ async def _todos(text: str, intent: str, **extra: object) -> tuple[Summary, Todo
 
 
 def _texts() -> list[tuple[str, str, str | None]]:
-    out = [(p.text, p.case.intent, p.text.split("\n", 1)[0]) for p in load_pairs()]
+    out: list[tuple[str, str, str | None]] = [
+        (p.text, p.case.intent, p.text.split("\n", 1)[0]) for p in load_pairs()
+    ]
     out += [(p.text, p.case.unrelated_intent, None) for p in load_pairs()]
     for page, html in load_golden():
         ext = extract(html, page.url)

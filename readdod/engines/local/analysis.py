@@ -115,6 +115,7 @@ _LANG_HINTS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
 FUNCTION_ZIPF: Final = 6.2
 
 
+@functools.lru_cache(maxsize=65_536)
 def is_stopword(word: str, lang: str | None) -> bool:
     """A casefolded word that says nothing about a topic: listed, or among the language's
     very commonest (its stem at :data:`FUNCTION_ZIPF` or above)."""

@@ -37,6 +37,8 @@ from readdod.models import TL_DR_MAX, Summary
 from readdod.text import is_complete, join_sentences, split_clauses
 
 RELEVANCE_MAX: Final = 1_000
+#: Below this weighted coverage, shared words are a hint, not a sign the text serves the intent.
+WEAK_COVERAGE: Final = 0.34
 
 
 #: Bonus for the first prose sentences: openings state what a text is about.
@@ -197,7 +199,8 @@ def _intent_relevance(an: TextAnalysis, intent: Intent, best: Sentence | None) -
             f"It may still serve it in other words; it is mainly about {topics}."
         )
     total = len(m.found) + len(m.missing)
-    text = f"Serves {intent.label}: mentions {len(m.found)} of {total} intent terms"
+    verdict = "Serves" if m.coverage >= WEAK_COVERAGE else "Shares little with"
+    text = f"{verdict} {intent.label}: mentions {len(m.found)} of {total} intent terms"
     text += f" ({evidence(m.found)})"
     if m.missing:
         text += f" but not {names(m.missing, 4)}"

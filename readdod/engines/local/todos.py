@@ -128,7 +128,7 @@ def coming_date(an: TextAnalysis, captured_at: int | None) -> Item | None:
         ahead = [d for d in find_dates(s.text) if d.ahead_of(captured_at)]
         if not ahead:
             continue
-        if len(s.text) <= DATE_SENTENCE_MAX:
+        if len(s.text) <= DATE_SENTENCE_MAX and "…" not in s.text:
             return (f"Put the date in your calendar: {s.text}", "action", 5)
         return (f"Put {ahead[0].text} in your calendar", "action", 5)
     return None
