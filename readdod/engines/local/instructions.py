@@ -72,6 +72,15 @@ _EN_BLOCKERS: Final = word_set(
 _EN_LEADS: Final = word_set(
     "always never please just simply first then next finally also now and don't"
 )
+#: Words that open a sentence and take an object without being verbs: "Unlike the …",
+#: "Second, the …".
+_EN_NOT_VERBS: Final = word_set(
+    """
+    second third fourth fifth lastly unlike despite inside outside behind beside besides near
+    toward towards across along around beyond amid except onto upon via plus minus unless
+    although though whereas since like including regarding concerning given
+    """
+)
 _EN_MODAL_RE: Final = re.compile(
     r"^(?:you\s+(?:should|must|need\s+to|have\s+to|'ll\s+want\s+to|will\s+want\s+to)|"
     r"make\s+sure|be\s+sure\s+to|remember\s+to|don't\s+forget\s+to|do\s+not\s+forget\s+to|"
@@ -141,13 +150,21 @@ _EN_OBJECTS: Final = word_set(
 )
 
 
-def _en_listed(s: str) -> bool:
-    """A list item that opens with a verb the list of verbs lacks ("Activate it and …")."""
+def _en_object_follows(s: str) -> bool:
+    """A verb the list lacks, known by what follows it: "Reward the puppy", "Track your
+    spending". A noun opening a sentence is rarely followed by an article or a pronoun;
+    plurals, participles and adverbs ("Researchers the", "Moving the") are left out."""
     words = [w.casefold() for w in _words(s)]
-    if len(words) < 2 or is_stopword(words[0], "en") or words[1] not in _EN_OBJECTS:
+    while words and words[0] in _EN_LEADS:
+        words = words[1:]
+    if len(words) < 3 or words[1] not in _EN_OBJECTS:
+        return False
+    if is_stopword(words[0], "en") or words[0] in _EN_NOT_VERBS:
         return False
     first = words[0]
-    return not (first.endswith(("ing", "ed")) or (first.endswith("s") and not first.endswith("ss")))
+    return not (
+        first.endswith(("ing", "ed", "ly")) or (first.endswith("s") and not first.endswith("ss"))
+    )
 
 
 def _en(s: str) -> _Cue | None:
@@ -158,9 +175,9 @@ def _en(s: str) -> _Cue | None:
         words = words[1:]
         if words and words[0] == "not":
             words = words[1:]
-    if len(words) < 2 or words[0] not in _EN_VERBS or words[1] in _EN_BLOCKERS:
-        return None
-    return _Cue(strong=False)
+    if len(words) >= 2 and words[0] in _EN_VERBS and words[1] not in _EN_BLOCKERS:
+        return _Cue(strong=False)
+    return _Cue(strong=False) if _en_object_follows(s) else None
 
 
 def _de(s: str) -> _Cue | None:
@@ -219,8 +236,6 @@ def _cue(sentence: str, lang: str, listed: bool) -> _Cue | None:
         lead = _LEAD_RE.match(sentence)
         if lead is not None and len(_words(lead.group(1))) <= 8:
             found = find(lead.group(2))
-    if found is None and listed and lang == "en" and _en_listed(sentence):
-        return _Cue(strong=True)
     if found is None and listed:
         infinitive = _INFINITIVE_ITEM.get(lang)
         if infinitive is not None and infinitive.search(sentence.rstrip(".!").strip()):

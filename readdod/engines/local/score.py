@@ -63,7 +63,7 @@ DENSE_PER_K: Final = 20.0
 FOCUS_WORDS: Final = 120
 #: Specific terms (weight >= 0.5) recurring at least :data:`FOCUS_REPEATS` times that make a
 #: text clearly about its own topics.
-FOCUS_TOPICS: Final = 3
+FOCUS_TOPICS: Final = 4
 FOCUS_REPEATS: Final = 2
 #: The intent must name at least this much (summed term weight) for its absence to say anything.
 MIN_SPECIFIC: Final = 0.8
