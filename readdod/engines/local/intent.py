@@ -198,10 +198,6 @@ def names(hits: Sequence[Hit], n: int = 6) -> str:
     return join_and(shown)
 
 
-def counts(hits: Sequence[Hit], n: int = 6) -> str:
-    return ", ".join(f"“{trim(h.label, 40)}” {h.count:,}×" for h in hits[:n])
-
-
 def evidence(hits: Sequence[Hit], n: int = 6) -> str:
     """Each shared term with its count and weight: what the score rests on."""
     parts = []
