@@ -13,7 +13,7 @@ from readdod.engines.local import LocalEngine
 from readdod.engines.local.instructions import TITLE_MAX, clean, find_instructions
 from readdod.evaluation.runner import load_golden, load_pairs
 from readdod.extraction import extract
-from readdod.models import Summary, Todos
+from readdod.models import Score, Summary, Todos
 
 
 @pytest.mark.parametrize(
@@ -199,5 +199,33 @@ def test_key_points_skip_headings_bylines_and_captions() -> None:
         for furniture in ("By Jane Doe", "Photo:", "Published 3 March", "Why it matters"):
             assert not any(furniture in x for x in everything), furniture
         assert all(x.endswith(".") for x in summary.key_points)
+
+    anyio.run(go)
+
+
+def test_a_single_step_is_filled_up_to_the_rubrics_minimum() -> None:
+    text = (
+        "The archive holds every photo the club took since 1990. Most of them are scans of "
+        "prints, some are slides. You should back up the folder before you rename anything. "
+        "The names follow no pattern, and several albums share a year."
+    )
+
+    async def go() -> None:
+        engine = LocalEngine()
+        inp = EngineInput(text=text, intent="photo archive")
+        summary = (await engine.summarize(inp)).payload
+        for rec, score in (("skim", 50), ("read", 70), ("skip", 20)):
+            verdict = Score(
+                match_score=score,
+                priority="P2",
+                reasons=["a", "b", "c"],
+                recommendation=rec,  # type: ignore[arg-type]
+            )
+            todos = (await engine.todos(inp, summary, verdict)).payload
+            assert rubric.check(todos) == [], rec
+            titles = [t.title for t in todos.items]
+            assert len(titles) >= 3, rec
+            if rec != "skip":
+                assert titles[0] == "Back up the folder before you rename anything.", rec
 
     anyio.run(go)

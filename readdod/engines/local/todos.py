@@ -99,6 +99,8 @@ def detect_genre(text: str, words: int) -> Genre:
     return best if scores[best] >= GENRE_THRESHOLD else "general"
 
 
+#: The rubric's minimum (models.Todos).
+MIN_TODOS: Final = 3
 #: Most todos taken from the text: the list also needs a note (kind output) and room to read.
 MAX_STEPS: Final = 5
 #: A title longer than this is referred to as "this text" rather than quoted.
@@ -197,6 +199,8 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
         items.append(("Note which of these steps you will follow, and when", "output", 5))
         if rec == "read":
             items.append((f"Read {ref} in full ({reading_phrase(rt)})", "read", rt))
+        # One step and a note are too few: the reading todo and a decision fill the minimum.
+        items += _generic(rec, ref, goal, rt)[::2][: max(0, MIN_TODOS - len(items))]
     else:
         items = _generic(rec, ref, goal, rt)
         extra = _genre_todo(genre, ref, rt) if rec != "skip" else None
