@@ -5,12 +5,16 @@ from __future__ import annotations
 import re
 
 import anyio
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from readdod import rubric
 from readdod.engines.base import EngineInput
 from readdod.engines.local import LocalEngine
 from readdod.engines.local.instructions import TITLE_MAX, clean, find_instructions
+from readdod.errors import AIError, ErrorCode
 from readdod.evaluation.runner import load_golden, load_pairs
 from readdod.extraction import extract
 from readdod.models import Score, Summary, Todos
@@ -227,5 +231,61 @@ def test_a_single_step_is_filled_up_to_the_rubrics_minimum() -> None:
             assert len(titles) >= 3, rec
             if rec != "skip":
                 assert titles[0] == "Back up the folder before you rename anything.", rec
+
+    anyio.run(go)
+
+
+_STEP = st.sampled_from(
+    [
+        "1. Water the plants at dawn.",
+        "- Füttern Sie den Sauerteig am Abend.",
+        "Arrosez le soir, au pied des plantes.",
+        "Llena la base con agua caliente.",
+        "Поливайте помидоры тёплой водой.",
+        "You should " + "really " * 60 + "rest.",
+        "Step 2: Remove the stem, the leaves, the roots, " * 8,
+        "On 4 May 2031 the fair opens.",
+        "It closed on 1 March 2001…",
+        "Photo: Reuters",
+        "By Jane Doe",
+        "How to begin?",
+    ]
+)
+_HOW_TOS = st.lists(st.one_of(_STEP, st.text(max_size=60)), min_size=6, max_size=40).map(
+    lambda parts: "A guide to the garden and the kitchen for everyone.\n\n" + "\n\n".join(parts)
+)
+
+
+MARCH_2001 = 983_491_200_000  # 2001-03-02T00:00Z: the day after "1 March 2001"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=_HOW_TOS,
+    intent=st.text(max_size=60),
+    captured_at=st.none() | st.integers(min_value=0, max_value=4_102_444_800_000),
+)
+def test_todos_from_any_text_are_valid_whole_and_bounded(
+    text: str, intent: str, captured_at: int | None
+) -> None:
+    async def go() -> None:
+        engine = LocalEngine()
+        inp = EngineInput(text=text, intent=intent, captured_at=captured_at)
+        try:
+            summary = (await engine.summarize(inp)).payload
+        except AIError as exc:
+            assert exc.code is ErrorCode.AI_INPUT_TOO_SHORT
+            return
+        score = (await engine.score(inp, summary)).payload
+        todos = (await engine.todos(inp, summary, score)).payload
+        payload, problems = rubric.validate("todos", msgspec.to_builtins(todos))
+        assert payload is not None and problems == []
+        for t in todos.items:
+            assert "…" not in t.title and len(t.title) <= TITLE_MAX
+            if "calendar" in t.title:
+                # A date only when the capture is known and the date is still ahead of it.
+                assert captured_at is not None
+                if "2001" in t.title:
+                    assert captured_at < MARCH_2001
 
     anyio.run(go)
