@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 
 import pytest
@@ -111,3 +112,13 @@ def test_a_date_is_ahead_until_its_period_ends() -> None:
 def test_no_year_or_no_such_day_is_no_date() -> None:
     assert find_dates("Work will begin in May, on Tuesday, on 4 May.") == []
     assert find_dates("See you on 31.02.2027.") == []
+
+
+def test_threads_stem_alike() -> None:
+    """Each thread has its own stemmer (a Snowball stemmer keeps state between calls)."""
+    words = [f"{w}{s}" for w in ("garden", "tomato", "connect", "speak") for s in ("", "s", "ing")]
+    words *= 200
+    expected = [stem(w, "en") for w in words]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda _: [stem(w, "en") for w in words], range(16)))
+    assert all(r == expected for r in results)

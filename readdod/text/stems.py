@@ -9,7 +9,7 @@ keep their words whole and weigh every word alike.
 
 from __future__ import annotations
 
-import functools
+import threading
 from typing import Final
 
 import Stemmer
@@ -23,10 +23,22 @@ COMMON_ZIPF: Final = 6.5
 MIN_WEIGHT: Final = 0.05
 
 
-@functools.cache
+# A Snowball stemmer keeps state between calls and must not be shared by threads (the
+# engine stems long texts in worker threads): each thread gets its own.
+_per_thread = threading.local()
+
+
 def _stemmer(lang: str) -> Stemmer.Stemmer | None:
     algorithm = STEMMED.get(lang)
-    return Stemmer.Stemmer(algorithm, 10_000) if algorithm else None
+    if algorithm is None:
+        return None
+    mine: dict[str, Stemmer.Stemmer] | None = getattr(_per_thread, "stemmers", None)
+    if mine is None:
+        mine = _per_thread.stemmers = {}
+    found = mine.get(lang)
+    if found is None:
+        found = mine[lang] = Stemmer.Stemmer(algorithm, 10_000)
+    return found
 
 
 def stemmable(lang: str | None) -> bool:
