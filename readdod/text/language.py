@@ -9,6 +9,7 @@ rather than a guess.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Final
@@ -33,6 +34,7 @@ SAMPLE_WORDS: Final = 400
 MIN_HITS: Final = 2
 
 
+@functools.lru_cache(maxsize=1_024)
 def detect_language(text: str) -> str | None:
     """An ISO 639-1 code, or None when the text does not say clearly enough."""
     counts = script_counts(text[:20_000])

@@ -10,6 +10,7 @@ term found inside a longer word ("Brot" in "Sauerteigbrot") counts half.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -66,6 +67,7 @@ class Intent:
         return self.own_lang is not None and self.lang is not None and self.own_lang != self.lang
 
 
+@functools.lru_cache(maxsize=256)
 def parse_intent(intent: str, lang: str | None = None) -> Intent:
     """The intent's topic terms, stemmed in ``lang`` (the text's language)."""
     tok = tokenize(intent, lang)
