@@ -47,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--engine", help="override ai.engine from the config (e.g. local, openai)")
     p.add_argument("--golden", metavar="DIR", help="a golden set other than the bundled one")
+    p.add_argument(
+        "--quality",
+        choices=("gate", "report"),
+        help="hold the pairs' ranking, false skips and instruction recall to thresholds "
+        "(default: gate for the local engine, report for others)",
+    )
+    p.add_argument("--no-pairs", action="store_true", help="skip the held-in pairs")
 
     p = sub.add_parser(
         "extract", parents=[common], help="print a page's article (no daemon, nothing stored)"
