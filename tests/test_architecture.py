@@ -21,6 +21,8 @@ PURE = (
     "readdod.rubric",
     "readdod.errors",
     "readdod.cards",
+    "readdod.todos",
+    "readdod.tasks",
     "readdod.text",
     "readdod.export.planner",
     "readdod.export.markdown",
@@ -41,6 +43,7 @@ PURE = (
     "readdod.capture.plan",
     "readdod.capture.feeds",
     "readdod.extraction.pdf",
+    "readdod.capture.native_messaging",
 )
 IO_LIBRARIES = ("sqlite3", "aiosqlite", "psycopg", "httpx", "httpcore", "anyio", "socket")
 DRIVERS = ("sqlite3", "aiosqlite", "psycopg")

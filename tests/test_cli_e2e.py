@@ -85,6 +85,8 @@ CLIENT_VERBS: list[list[str]] = [
     ["stats"],
     ["prune", "--dry-run"],
     ["feed", "ls"],
+    ["todo", "done", "01NOPE", "1"],
+    ["todos", "export", "--format", "ics"],
 ]
 
 
@@ -349,7 +351,8 @@ def _help(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 def test_what_users_read_stands_on_its_own(capsys: pytest.CaptureFixture[str]) -> None:
     example = README.parent / "config" / "readdod.example.toml"
     texts = {"README.md": README.read_text(), str(example.name): example.read_text()}
-    local = {"serve", "demo", "config", "schemas", "eval", "extract", "import"}
+    local = {"serve", "demo", "config", "schemas", "eval", "extract", "browser", "browser-host"}
+    local |= {"import"}
     texts["readdod --help"] = _help(capsys)
     for verb in sorted(set(cli.CLIENT_VERBS) | local):
         texts[f"readdod {verb} --help"] = _help(capsys, verb)

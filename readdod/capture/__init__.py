@@ -1,6 +1,7 @@
-"""Sources beyond one link typed in: imports of saved links, feeds, the browser.
+"""Sources beyond one link typed at the command line: the browser, imports of saved
+links, feeds.
 
-Each source is a client of the control protocol (or, for feeds, a daemon loop
-that captures through the core), and each is idempotent: a capture_id derived
-from what it brings makes a second run add nothing.
+The browser host and imports are clients of the control socket; feeds are polled by
+a daemon loop that captures through the core. Each is idempotent: a capture_id
+derived from what it brings makes a second run add nothing.
 """

@@ -17,6 +17,7 @@ import msgspec
 
 from readdod import config
 from readdod.cli import render, source_verbs
+from readdod.cli.browser_verbs import BROWSER_VERBS
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from readdod.cli.inputs import read_source
 from readdod.errors import ConfigError, ExtractionError
@@ -72,6 +73,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from readdod import logging as rlog
     from readdod.engines import make_engine
     from readdod.evaluation import runner
+    from readdod.evaluation.quality import QualityGate
 
     cfg, _ = config.load(args.config)
     ai = cfg.ai
@@ -82,12 +84,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
             )
         except msgspec.ValidationError as exc:
             raise ConfigError(f"--engine {args.engine}: {exc}") from exc
-    pages = runner.load_golden(Path(args.golden) if args.golden else None)
+    golden = Path(args.golden) if args.golden else None
+    pages = runner.load_golden(golden)
+    pairs = [] if args.no_pairs else runner.load_pairs(golden)
+    # Quality thresholds hold the offline engine to account; a model server's figures are
+    # for comparing, unless asked for.
+    gated = args.quality == "gate" or (args.quality is None and ai.engine == "local")
+    skip_below = cfg.daemon.skip_below or 40
 
     async def run() -> runner.Report:
         engine = make_engine(ai)
         try:
-            return await runner.evaluate(engine, pages)
+            return await runner.evaluate(
+                engine,
+                pages,
+                pairs,
+                skip_below=skip_below,
+                gate=QualityGate() if gated else None,
+            )
         finally:
             await runner.close_engine(engine)
 
@@ -159,4 +173,5 @@ LOCAL_VERBS: dict[str, LocalVerb] = {
     "eval": cmd_eval,
     "extract": cmd_extract,
     "import": source_verbs.cmd_import,
+    **BROWSER_VERBS,
 }

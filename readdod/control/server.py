@@ -142,6 +142,7 @@ class ControlServer:
             "feed_add": (p.FeedAddParams, self._feed_add),
             "feed_list": (p.Empty, self._feed_list),
             "feed_remove": (p.FeedRef, self._feed_remove),
+            "todo": (p.TodoParams, self._todo),
         }
 
     # --- transport ---------------------------------------------------------
@@ -514,3 +515,6 @@ class ControlServer:
 
     async def _feed_remove(self, params: p.FeedRef) -> dict[str, Any]:
         return {"feed": await self.core.feeds.remove(params.id)}
+
+    async def _todo(self, params: p.TodoParams) -> dict[str, Any]:
+        return await self.core.todos.tick(params.id, params.index, params.done)

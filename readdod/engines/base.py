@@ -102,6 +102,8 @@ class EngineInput(msgspec.Struct, kw_only=True, frozen=True):
     site_name: str | None = None
     lang: str | None = None
     tags: tuple[str, ...] = ()
+    captured_at: int | None = None
+    """When the item was captured (ms since the epoch): a date in the text before it is past."""
 
 
 class EngineOutput(msgspec.Struct, Generic[P], kw_only=True):

@@ -147,6 +147,8 @@ class _Tables:
         self.requests: dict[str, _Request] = {}
         self.settings: dict[str, str] = {}
         self.exports: dict[str, ExportRow] = {}
+        #: A person's ticks: (item id, todo key) -> when.
+        self.todo_marks: dict[tuple[str, str], int] = {}
         #: The last event's seq; never taken back, as SQLite's AUTOINCREMENT.
         self.last_seq = 0
         self.feeds: dict[str, FeedRow] = {}
@@ -170,6 +172,7 @@ class _Snapshot(msgspec.Struct):
     last_seq: int
     feeds: list[FeedRow] = []
     feed_entries: list[tuple[str, str, str | None, int]] = []
+    todo_marks: list[tuple[str, str, int]] = []
 
 
 def _encode(t: _Tables) -> bytes:
@@ -188,6 +191,7 @@ def _encode(t: _Tables) -> bytes:
             last_seq=t.last_seq,
             feeds=list(t.feeds.values()),
             feed_entries=[(f, k, i, at) for (f, k), (i, at) in t.feed_entries.items()],
+            todo_marks=[(i, k, at) for (i, k), at in t.todo_marks.items()],
         )
     )
 
@@ -210,6 +214,7 @@ def _decode(data: bytes) -> _Tables:
     t.last_seq = snap.last_seq
     t.feeds = {f.id: f for f in snap.feeds}
     t.feed_entries = {(f, k): (i, at) for f, k, i, at in snap.feed_entries}
+    t.todo_marks = {(i, k): at for i, k, at in snap.todo_marks}
     return t
 
 
@@ -1129,6 +1134,32 @@ class MemoryUnitOfWork:
             raise _violated("FOREIGN KEY")
         if (feed_id, key) not in self._t.feed_entries:
             self._put(self._t.feed_entries, (feed_id, key), (item_id, at))
+
+    # --- todo ticks ----------------------------------------------------------------
+
+    def todo_marks(self, item_id: str) -> dict[str, int]:
+        self._query()
+        return {k: at for (i, k), at in self._t.todo_marks.items() if i == item_id}
+
+    def mark_todo(self, item_id: str, key: str, done_at: int) -> bool:
+        self._query()
+        if item_id not in self._t.items:
+            raise _violated("FOREIGN KEY")
+        if (item_id, key) in self._t.todo_marks:
+            return False
+        self._put(self._t.todo_marks, (item_id, key), done_at)
+        return True
+
+    def unmark_todo(self, item_id: str, key: str) -> bool:
+        self._query()
+        if (item_id, key) not in self._t.todo_marks:
+            return False
+        self._drop(self._t.todo_marks, (item_id, key))
+        return True
+
+    def items_with_todo_marks(self) -> list[str]:
+        self._query()
+        return sorted({i for i, _ in self._t.todo_marks})
 
     # --- exports -------------------------------------------------------------------
 

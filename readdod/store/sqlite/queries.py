@@ -59,6 +59,7 @@ SQL_FILES = (
     "records.sql",
     "reports.sql",
     "feeds.sql",
+    "todos.sql",
 )
 
 

@@ -26,6 +26,7 @@ from readdod.store.sqlite.leases import SqliteLeaseQueries
 from readdod.store.sqlite.records import SqliteRecordQueries
 from readdod.store.sqlite.reports import SqliteReportQueries
 from readdod.store.sqlite.runs import SqliteRunQueries
+from readdod.store.sqlite.todos import SqliteTodoQueries
 
 if TYPE_CHECKING:
     from readdod.store.api import (
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         RecordQueries,
         ReportQueries,
         RunQueries,
+        TodoQueries,
     )
 
 
@@ -47,6 +49,7 @@ class SqliteUnitOfWork(
     SqliteRecordQueries,
     SqliteReportQueries,
     SqliteFeedQueries,
+    SqliteTodoQueries,
 ):
     """Named operations over one connection, inside the store's transaction.
 
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
     _ARTIFACTS: type[ArtifactQueries] = SqliteArtifactQueries
     _RECORDS: type[RecordQueries] = SqliteRecordQueries
     _REPORTS: type[ReportQueries] = SqliteReportQueries
+    _TODOS: type[TodoQueries] = SqliteTodoQueries
 
 #: The name callers have used for the unit of work.
 Tx = SqliteUnitOfWork
