@@ -12,7 +12,6 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import re
-import sys
 import threading
 import time
 import zipfile
@@ -142,7 +141,10 @@ def prepare(
     planned: list[Planned] = []
     problems: list[Problem] = []
     for got in plan(found, opts):
-        (problems if isinstance(got, Problem) else planned).append(got)  # type: ignore[arg-type]
+        if isinstance(got, Problem):
+            problems.append(got)
+        else:
+            planned.append(got)
     missing = sum(p.needs_intent for p in planned)
     intent = ask(missing) if missing and ask is not None else None
     if missing:
@@ -343,7 +345,3 @@ def ask_on_tty(stdin: TextIO, out: TextIO) -> Callable[[int], str | None] | None
         return answer or None
 
     return ask
-
-
-def default_out() -> TextIO:
-    return sys.stderr
