@@ -200,6 +200,13 @@ class Tokens(msgspec.Struct, kw_only=True):
     total: int
 
 
+class TodoCounts(msgspec.Struct, kw_only=True):
+    """Todos a person ticked done that an item still shows, and on how many items."""
+
+    done: int = 0
+    items: int = 0
+
+
 class Stats(msgspec.Struct, kw_only=True):
     items_by_status: dict[str, int]
     items_total: int
@@ -212,6 +219,7 @@ class Stats(msgspec.Struct, kw_only=True):
     store: StoreCounters | None = None
     #: The garbage collector's settings and collections so far.
     collector: Collector | None = None
+    todos: TodoCounts = msgspec.field(default_factory=TodoCounts)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -21,6 +21,8 @@ PURE = (
     "readdod.rubric",
     "readdod.errors",
     "readdod.cards",
+    "readdod.todos",
+    "readdod.tasks",
     "readdod.text",
     "readdod.export.planner",
     "readdod.export.markdown",

@@ -84,6 +84,8 @@ CLIENT_VERBS: list[list[str]] = [
     ["health"],
     ["stats"],
     ["prune", "--dry-run"],
+    ["todo", "done", "01NOPE", "1"],
+    ["todos", "export", "--format", "ics"],
 ]
 
 

@@ -144,4 +144,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("tui", parents=[common], help="a live view to triage and act (keys: ? in it)")
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
+    _todo_verbs(sub, common)
     return parser
+
+
+def _todo_verbs(sub: argparse._SubParsersAction[_Parser], common: _Parser) -> None:
+    """`todo done|undo ID N` and `todos export`: the options sit on the inner verb
+    only, where argparse keeps them."""
+    p = sub.add_parser("todo", help="tick a todo done, or take the tick back")
+    actions = p.add_subparsers(dest="todo_action", required=True, metavar="ACTION")
+    for action, says in (("done", "tick todo N of item ID"), ("undo", "take the tick back")):
+        a = actions.add_parser(action, parents=[common], help=says)
+        a.add_argument("id")
+        a.add_argument("n", type=int, metavar="N", help="the todo's number, as `show` lists it")
+    p = sub.add_parser("todos", help="hand the todos of your cards to a task manager")
+    actions = p.add_subparsers(dest="todos_action", required=True, metavar="ACTION")
+    a = actions.add_parser(
+        "export", parents=[common], help="write the todos as iCalendar, Taskwarrior or todo.txt"
+    )
+    a.add_argument("--format", required=True, choices=["ics", "taskwarrior", "todotxt"])
+    a.add_argument(
+        "--status",
+        default="READY,SHIPPED",
+        help="items in these statuses, comma-separated (default: READY,SHIPPED)",
+    )
+    a.add_argument("--out", default="-", metavar="FILE|-", help="file to write (default: stdout)")

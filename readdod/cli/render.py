@@ -89,7 +89,9 @@ def render_card(item: dict[str, Any], artifacts: dict[str, Any]) -> str:
         lines.extend(f"   • {k}" for k in card["key_points"])
         lines.append("  Todos:")
         lines.extend(
-            f"   [ ] {t['title']} ({t['kind']}, ~{t['estimate_min']} min)" for t in card["todos"]
+            f"   {n}. [{'x' if t.get('done') else ' '}] {t['title']}"
+            f" ({t['kind']}, ~{t['estimate_min']} min)"
+            for n, t in enumerate(card["todos"], start=1)
         )
         score = artifacts.get("score", {}).get("payload")
         if score:
@@ -330,6 +332,8 @@ def stats_lines(res: dict[str, Any]) -> list[str]:
             f"  {step:<18} {t['p50_ms']:>9.1f} {t['p95_ms']:>9.1f} {t['count']:>7}"
             for step, t in res["step_durations_ms"].items()
         )
+    if ticked := res.get("todos"):
+        lines.append(f"todos ticked done: {ticked['done']} on {ticked['items']} items")
     tok = res["tokens"]
     lines.append(f"tokens: {tok['total']} ({tok['prompt']} prompt, {tok['completion']} completion)")
     if store := res.get("store"):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from readdod import config
-from readdod.cli import render
+from readdod.cli import render, todo_verbs
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, HEALTH_EXIT
 from readdod.cli.inputs import read_capture_source, read_source, shown
 from readdod.control.client import Client, RpcError
@@ -374,4 +374,6 @@ CLIENT_VERBS: dict[str, SocketVerb] = {
     "health": cmd_health,
     "stats": cmd_stats,
     "prune": cmd_prune,
+    "todo": todo_verbs.cmd_todo,
+    "todos": todo_verbs.cmd_todos_export,
 }

@@ -152,6 +152,13 @@ class PruneParams(_Params):
     dry_run: bool = False
 
 
+class TodoParams(_Params):
+    id: str
+    #: 1-based, the todo's place as ``get`` shows it; out of range is a 422 with the range.
+    index: int
+    done: bool
+
+
 def capture_line_limit(max_bytes: int) -> int:
     """The longest line a ``capture`` may take: html or text of ``max_bytes`` UTF-8
     bytes however a client escapes them, and :data:`MAX_LINE` for the rest."""

@@ -139,6 +139,7 @@ class ControlServer:
             "health": (p.Empty, self._health),
             "stats": (p.Empty, self._stats),
             "prune": (p.PruneParams, self._prune),
+            "todo": (p.TodoParams, self._todo),
         }
 
     # --- transport ---------------------------------------------------------
@@ -499,3 +500,6 @@ class ControlServer:
 
     async def _prune(self, params: p.PruneParams) -> Any:
         return await self.core.maintenance.prune(self.cfg.retention, dry_run=params.dry_run)
+
+    async def _todo(self, params: p.TodoParams) -> dict[str, Any]:
+        return await self.core.todos.tick(params.id, params.index, params.done)

@@ -8,6 +8,7 @@ work on the store and tells what they did after each commit:
 - :mod:`~readdod.core.book`: an actor's fenced writes under its lease;
 - :mod:`~readdod.core.exporting`: a card written as a file, SHIPPED or FAILED_EXPORT;
 - :mod:`~readdod.core.reads`: the read model (get, list, health, stats);
+- :mod:`~readdod.core.todos`: a person's ticks on todos;
 - :mod:`~readdod.core.maintenance`: retention and backups.
 
 The composition root (:mod:`readdod.daemon`) builds a :class:`Core` and
@@ -25,6 +26,7 @@ from readdod.core.leases import Leases
 from readdod.core.maintenance import Maintenance
 from readdod.core.reads import ReadModel
 from readdod.core.runs import RunPolicy
+from readdod.core.todos import TodoTicks
 from readdod.core.unit import Units
 from readdod.core.workers import Claimed, Lease, Workers
 from readdod.events import EventBus
@@ -72,6 +74,7 @@ class Core:
         self.book = LeaseBook(self.units, policy)
         self.exports = Exports(self.units, exporter or Exporter())
         self.reads = ReadModel(self.units)
+        self.todos = TodoTicks(self.units)
         self.maintenance = Maintenance(self.units, retention)
 
     @property

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod import rubric, states
+from readdod import rubric, states, todos
 from readdod.clock import iso
 from readdod.core import capture as captures
 from readdod.core.runs import complete_run, enqueue, shown_run, shown_score
@@ -309,6 +309,7 @@ class Commands:
         body = ""
         decoded: Any = None
         if not discard:
+            payload = todos.without_ticks(artifact_type, payload)
             decoded, problems = rubric.validate_user(artifact_type, payload)
             if decoded is None or problems:
                 raise ValidationFailed(

@@ -133,13 +133,14 @@ class Exports:
             row = item_row(tx, item_id)
             self._check_exportable(row, trigger)
             shown = shown_view(tx.shown_artifacts(item_id, shown_run(row)))
-            key = export_key or planner.default_key(item_id, shown, fmt, str(folder))
+            ticked = frozenset(tx.todo_marks(item_id))
+            key = export_key or planner.default_key(item_id, shown, fmt, str(folder), ticked)
             previous = [
                 path
                 for files in tx.export_files(item_id, fmt)
                 for path in msgspec.json.decode(files, type=list[str])
             ]
-            return ExportPlan(row, shown, key, tx.export(key), previous)
+            return ExportPlan(row, shown, key, tx.export(key), previous, ticked)
 
         plan = await self.units.read(read)
         if plan.done is not None:

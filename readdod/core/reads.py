@@ -17,6 +17,7 @@ from readdod import health as hc
 from readdod.clock import Clock, iso
 from readdod.core.commands import PAUSED_KEY
 from readdod.core.runs import shown_run
+from readdod.core.todos import ticked, ticked_counts
 from readdod.core.unit import UnitOfWork, Units, item_row
 from readdod.errors import NotFound, ValidationFailed
 from readdod.models import PRIORITIES, Artifact, ArtifactVersion, Item
@@ -29,7 +30,6 @@ from readdod.views import (
     event_view,
     item_view,
     ledger,
-    shown_view,
 )
 
 S = Status
@@ -93,6 +93,7 @@ class ReadModel:
                 attempts_by_outcome=tx.attempts_by_status(),
                 step_durations_ms=hc.step_times(tx.step_durations(step_samples)),
                 tokens=hc.Tokens(prompt=prompt, completion=completion, total=prompt + completion),
+                todos=ticked_counts(tx),
             )
 
         stats = await self.units.read(read)
@@ -137,7 +138,8 @@ class ReadModel:
             every = tx.all_artifacts(item_id)
             out: dict[str, Any] = {
                 "item": item_view(row),
-                "artifacts": shown_view(shown),
+                # Each todo shown with ``done``; ``todos`` numbers them for `todo done ID N`.
+                **ticked(shown, tx.todo_marks(item_id)),
                 "runs": ledger(tx.runs_for(item_id), every, tx.events_for(item_id)),
                 "attempts": [attempt_view(a) for a in tx.attempts_for(item_id)],
                 "siblings": [

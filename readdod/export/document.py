@@ -25,6 +25,8 @@ class ExportDoc(msgspec.Struct, kw_only=True, frozen=True):
     card_version: int
     card_created_by: str
     score: Score | UserScore | None = None
+    #: 0-based positions in ``card.todos`` of the todos a person ticked done.
+    todos_done: frozenset[int] = frozenset()
 
     @property
     def source_url(self) -> str | None:

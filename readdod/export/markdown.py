@@ -123,7 +123,11 @@ def _section(name: str, doc: ExportDoc) -> list[str]:
         return [
             "## Todos",
             "",
-            *(f"- [ ] {_line(t.title)} ({t.kind}, ~{t.estimate_min} min)" for t in card.todos),
+            *(
+                f"- [{'x' if n in doc.todos_done else ' '}] {_line(t.title)}"
+                f" ({t.kind}, ~{t.estimate_min} min)"
+                for n, t in enumerate(card.todos)
+            ),
             "",
         ]
     if name == "reasons":

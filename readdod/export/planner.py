@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 import msgspec
 
 from readdod import export as exporting
+from readdod import todos
 from readdod.clock import iso
 from readdod.export import naming
 from readdod.models import Artifact, UserCard, UserScore
@@ -28,15 +29,26 @@ class ExportPlan(msgspec.Struct, frozen=True):
     key: str
     done: ExportRow | None
     previous: list[str]
+    #: The keys of the todos a person ticked (readdod.todos.keys).
+    ticked: frozenset[str] = frozenset()
 
     @property
     def card(self) -> Artifact | None:
         return self.shown.get("card")
 
 
-def default_key(item_id: str, shown: Mapping[str, Artifact], fmt: str, folder: str) -> str:
-    """The export key of what ``shown`` would write as ``fmt`` into ``folder``."""
+def default_key(
+    item_id: str,
+    shown: Mapping[str, Artifact],
+    fmt: str,
+    folder: str,
+    ticked: frozenset[str] = frozenset(),
+) -> str:
+    """The export key of what ``shown`` would write as ``fmt`` into ``folder``, with the
+    todos of ``ticked`` marked done."""
     card, score = shown.get("card"), shown.get("score")
+    # A tick changes the file: the positions of the ticked todos, as the bits of a number.
+    marked = sum(1 << n for n in _ticked_positions(shown, ticked))
     return exporting.default_key(
         item_id,
         card.version if card else 0,
@@ -48,8 +60,16 @@ def default_key(item_id: str, shown: Mapping[str, Artifact], fmt: str, folder: s
             kind: shown[kind].version
             for kind in ("summary", "todos")
             if kind in shown and shown[kind].created_by == "user"
-        },
+        }
+        | ({"ticked": marked} if marked else {}),
     )
+
+
+def _ticked_positions(shown: Mapping[str, Artifact], ticked: frozenset[str]) -> list[int]:
+    """0-based positions of the ticked todos among those the item shows."""
+    listed = todos.shown_list(shown) or []
+    keys = todos.keys([str(t.get("title", "")) for t in listed])
+    return [n for n, key in enumerate(keys) if key in ticked]
 
 
 def document(plan: ExportPlan, now: int) -> exporting.ExportDoc:
@@ -72,6 +92,7 @@ def document(plan: ExportPlan, now: int) -> exporting.ExportDoc:
         card_version=card.version,
         card_created_by=card.created_by,
         score=msgspec.convert(score.payload, type=UserScore) if score else None,
+        todos_done=frozenset(_ticked_positions(plan.shown, plan.ticked)),
     )
 
 

@@ -145,6 +145,8 @@ class _Tables:
         self.requests: dict[str, _Request] = {}
         self.settings: dict[str, str] = {}
         self.exports: dict[str, ExportRow] = {}
+        #: A person's ticks: (item id, todo key) -> when.
+        self.todo_marks: dict[tuple[str, str], int] = {}
         #: The last event's seq; never taken back, as SQLite's AUTOINCREMENT.
         self.last_seq = 0
 
@@ -163,6 +165,7 @@ class _Snapshot(msgspec.Struct):
     settings: dict[str, str]
     exports: list[ExportRow]
     last_seq: int
+    todo_marks: list[tuple[str, str, int]] = []
 
 
 def _encode(t: _Tables) -> bytes:
@@ -179,6 +182,7 @@ def _encode(t: _Tables) -> bytes:
             settings=t.settings,
             exports=list(t.exports.values()),
             last_seq=t.last_seq,
+            todo_marks=[(i, k, at) for (i, k), at in t.todo_marks.items()],
         )
     )
 
@@ -199,6 +203,7 @@ def _decode(data: bytes) -> _Tables:
     t.settings = snap.settings
     t.exports = {e.export_key: e for e in snap.exports}
     t.last_seq = snap.last_seq
+    t.todo_marks = {(i, k): at for i, k, at in snap.todo_marks}
     return t
 
 
@@ -1052,6 +1057,32 @@ class MemoryUnitOfWork:
     def set_setting(self, key: str, value: str) -> None:
         self._query()
         self._put(self._t.settings, key, value)
+
+    # --- todo ticks ----------------------------------------------------------------
+
+    def todo_marks(self, item_id: str) -> dict[str, int]:
+        self._query()
+        return {k: at for (i, k), at in self._t.todo_marks.items() if i == item_id}
+
+    def mark_todo(self, item_id: str, key: str, done_at: int) -> bool:
+        self._query()
+        if item_id not in self._t.items:
+            raise _violated("FOREIGN KEY")
+        if (item_id, key) in self._t.todo_marks:
+            return False
+        self._put(self._t.todo_marks, (item_id, key), done_at)
+        return True
+
+    def unmark_todo(self, item_id: str, key: str) -> bool:
+        self._query()
+        if (item_id, key) not in self._t.todo_marks:
+            return False
+        self._drop(self._t.todo_marks, (item_id, key))
+        return True
+
+    def items_with_todo_marks(self) -> list[str]:
+        self._query()
+        return sorted({i for i, _ in self._t.todo_marks})
 
     # --- exports -------------------------------------------------------------------
 

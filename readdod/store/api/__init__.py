@@ -12,7 +12,7 @@ purpose: it runs whole inside one transaction, so a read-check-write
 sequence within it is atomic.
 
 The queries are grouped by concept, one Protocol each (items, leases, runs,
-artifacts, records, reports); :class:`UnitOfWork` is all of them, and a unit
+artifacts, records, reports, todos); :class:`UnitOfWork` is all of them, and a unit
 asks for no less.
 """
 
@@ -28,6 +28,7 @@ from readdod.store.api.leases import LeaseQueries
 from readdod.store.api.records import RecordQueries
 from readdod.store.api.reports import ReportQueries
 from readdod.store.api.runs import RunQueries
+from readdod.store.api.todos import TodoQueries
 from readdod.store.rows import BackupResult, StoreCounters
 
 T = TypeVar("T")
@@ -40,6 +41,7 @@ class UnitOfWork(
     ArtifactQueries,
     RecordQueries,
     ReportQueries,
+    TodoQueries,
     Protocol,
 ):
     """The named queries one unit of work may run, inside the store's transaction.
@@ -86,5 +88,6 @@ __all__ = [
     "ReportQueries",
     "RunQueries",
     "Store",
+    "TodoQueries",
     "UnitOfWork",
 ]

@@ -56,6 +56,7 @@ SQL_FILES = (
     "artifacts.sql",
     "records.sql",
     "reports.sql",
+    "todos.sql",
 )
 
 

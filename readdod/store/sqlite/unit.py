@@ -25,6 +25,7 @@ from readdod.store.sqlite.leases import SqliteLeaseQueries
 from readdod.store.sqlite.records import SqliteRecordQueries
 from readdod.store.sqlite.reports import SqliteReportQueries
 from readdod.store.sqlite.runs import SqliteRunQueries
+from readdod.store.sqlite.todos import SqliteTodoQueries
 
 if TYPE_CHECKING:
     from readdod.store.api import (
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         RecordQueries,
         ReportQueries,
         RunQueries,
+        TodoQueries,
     )
 
 
@@ -44,6 +46,7 @@ class SqliteUnitOfWork(
     SqliteArtifactQueries,
     SqliteRecordQueries,
     SqliteReportQueries,
+    SqliteTodoQueries,
 ):
     """Named operations over one connection, inside the store's transaction.
 
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
     _ARTIFACTS: type[ArtifactQueries] = SqliteArtifactQueries
     _RECORDS: type[RecordQueries] = SqliteRecordQueries
     _REPORTS: type[ReportQueries] = SqliteReportQueries
+    _TODOS: type[TodoQueries] = SqliteTodoQueries
 
 #: The name callers have used for the unit of work.
 Tx = SqliteUnitOfWork

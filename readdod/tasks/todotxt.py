@@ -1,0 +1,55 @@
+"""Todos as todo.txt lines (the format of todotxt.org).
+
+Pure: no I/O. One line a todo: ``x`` and the completion date when ticked,
+the priority ``(A)``-``(D)`` from P0-P3 while open, the creation date, the
+todo's words, ``+project`` (the card), ``@context`` (the todo's kind), and
+``key:value`` pairs for the URL, the item, the todo's stable id and the
+estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Final
+from urllib.parse import quote
+
+from readdod.export.naming import slugify
+from readdod.tasks.document import TaskTodo, when
+
+PRIORITY: Final = {"P0": "A", "P1": "B", "P2": "C", "P3": "D"}
+
+
+def _words(text: str) -> str:
+    """Words on one line (a date always stands before them, so a todo that starts
+    with ``x `` or ``(A) `` is not read as a mark)."""
+    return " ".join(text.split())
+
+
+def line(todo: TaskTodo) -> str:
+    created = when(todo.created_at).date().isoformat()
+    parts: list[str] = []
+    if todo.done:
+        parts += ["x", when(todo.done_at or todo.updated_at).date().isoformat(), created]
+    else:
+        if todo.priority in PRIORITY:
+            parts.append(f"({PRIORITY[todo.priority]})")
+        parts.append(created)
+    parts.append(_words(todo.title))
+    parts.append(f"+{slugify(todo.card_title, 40)}")
+    parts.append(f"@{todo.kind}")
+    parts += [f"+{slugify(t, 40)}" for t in todo.tags]
+    if todo.url:
+        parts.append(f"url:{quote(todo.url, safe=':/?#[]@!$&()*+,;=%~-._')}")
+    parts.append(f"readdod:{todo.item_id}")
+    parts.append(f"uid:{todo.uid}")
+    parts.append(f"est:{todo.estimate_min}m")
+    if todo.done and todo.priority in PRIORITY:
+        parts.append(f"pri:{PRIORITY[todo.priority]}")
+    return " ".join(parts)
+
+
+def render(todos: Sequence[TaskTodo], now: datetime) -> bytes:
+    """One line a todo (``now`` is not needed: the same todos give the same file)."""
+    del now
+    return "".join(f"{line(t)}\n" for t in todos).encode()
