@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.widgets import DataTable, Input, Static
 
 from readdod.tui.app import ReaddodTui
-from readdod.tui.card import CardScreen
 from readdod.tui.capture import CaptureScreen
+from readdod.tui.card import CardScreen
 from readdod.tui.inbox import InboxScreen
 from tests.daemon_proc import DaemonProc
 from tests.tui_rig import seed, start_daemon, until, wait_until
@@ -81,7 +80,14 @@ async def test_the_inbox_lists_updates_live_and_opens_cards(daemon: DaemonProc) 
         assert isinstance(card, CardScreen)
         await until(pilot, lambda: card.got is not None, "the card's content")
         text = str(card.query_one("#card", Static).render())
-        for part in ("SQLite WAL mode", "Key points", "Todos", "1. [ ]", "Why this fit", "readdod's"):
+        for part in (
+            "SQLite WAL mode",
+            "Key points",
+            "Todos",
+            "1. [ ]",
+            "Why this fit",
+            "readdod's",
+        ):
             assert part in text, part
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox again")
@@ -96,8 +102,9 @@ async def test_keys_act_and_a_refusal_is_said_in_words(daemon: DaemonProc) -> No
         select(app, ids["Spaced repetition"])
         await pilot.press("a")
         wait_until(
-            lambda: daemon.call("get", {"id": ids["Spaced repetition"]})["item"]["status"]
-            == "ARCHIVED",
+            lambda: (
+                daemon.call("get", {"id": ids["Spaced repetition"]})["item"]["status"] == "ARCHIVED"
+            ),
             "the archive",
         )
         await until(pilot, lambda: said(app, "archive"), "the archive to be told")
@@ -118,7 +125,8 @@ async def test_a_failure_shows_its_reason_and_retries(daemon: DaemonProc) -> Non
         select(app, ids["blocked"])
         await pilot.pause()
         detail = str(app.screen.query_one("#detail", Static).render())
-        assert "EXTRACTION_BLOCKED_ADDRESS" in detail and "r: retry" in detail, detail
+        assert "EXTRACTION_BLOCKED_ADDRESS" in detail and "r retries" in detail, detail
+        assert "r" in shown_keys(app)
         await pilot.press("r")
         await until(pilot, lambda: said(app, "retry"), "the retry")
         daemon.wait_status("FAILED_EXTRACTION", 2)
@@ -225,3 +233,33 @@ async def test_pause_and_resume(daemon: DaemonProc) -> None:
         assert daemon.call("ping")["paused"] is False
 
 
+async def test_todos_tick_from_the_card(daemon: DaemonProc) -> None:
+    ids = seed(daemon)
+    item_id = ids["Spaced repetition"]
+    app = ReaddodTui(daemon.sock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: item_id in inbox(app).items, "the item")
+        select(app, item_id)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, CardScreen), "the card")
+        card = app.screen
+        assert isinstance(card, CardScreen)
+        await until(pilot, lambda: card.got is not None, "the card's content")
+
+        def ticks() -> list[bool]:
+            payload = daemon.call("get", {"id": item_id})["artifacts"]["card"]["payload"]
+            return [t["done"] for t in payload["todos"]]
+
+        count = len(ticks())
+        assert "1" in shown_keys(app)
+        await pilot.press("2")
+        await until(pilot, lambda: ticks()[1], "todo 2 ticked")
+        await until(
+            pilot, lambda: "2. [x]" in str(card.query_one("#card", Static).render()), "it shown"
+        )
+        assert ticks() == [n == 1 for n in range(count)]
+        await pilot.press("2")
+        await until(pilot, lambda: not any(ticks()), "todo 2 open again")
+        await pilot.press(str(count + 1))  # no such todo: no key, nothing asked
+        await pilot.pause()
+        assert not any(ticks()) and not said(app, "readdod said no")

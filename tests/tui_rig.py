@@ -59,7 +59,9 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> N
         delay = min(delay * 1.5, 0.5)
 
 
-async def until(pilot: Pilot[Any], check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+async def until(
+    pilot: Pilot[Any], check: Callable[[], bool], what: str, timeout: float = 30.0
+) -> None:
     """Let the app run until ``check`` holds (bounded); fail saying ``what``."""
     deadline = time.monotonic() + timeout
     while not check():

@@ -11,7 +11,7 @@ GENERAL: Final = (
     ("↑ ↓  j k", "move in the list / scroll the card", "inbox, card"),
     ("Enter", "open the highlighted item's card", "inbox"),
     ("] [", "next / previous page of the list", "inbox"),
-    ("/", "search: words, #tag, P0-P3, is:GROUP (Enter applies, Esc clears)", "inbox"),
+    ("/", "search: words, #tag, P0-P3, is:GROUP; Esc clears", "inbox"),
     ("f", "filter: all, ready, active, failed, shipped, archived", "inbox"),
     ("c", "capture a URL or a text, with its intent and tags", "everywhere"),
     ("P", "pause / resume the daemon", "everywhere"),

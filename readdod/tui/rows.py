@@ -97,10 +97,10 @@ def detail(item: dict[str, Any]) -> str:
     failure = item.get("failure")
     if failure and Status(item["status"]) in FAILED:
         when = failure.get("next_attempt_at")
-        then = f"; readdod retries at {when}" if when else "; r: retry"
+        then = f"readdod retries at {when}" if when else "r retries"
         return (
-            f"failed at {failure.get('failed_step')}: {failure.get('error_code')}:"
-            f" {failure.get('message')}{then}"
+            f"✗ {failure.get('failed_step')} ({then}): {failure.get('error_code')}:"
+            f" {failure.get('message')}"
         )
     where = item.get("url") or "text capture"
     tags = " ".join(f"#{t}" for t in item.get("tags") or [])
