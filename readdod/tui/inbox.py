@@ -66,7 +66,11 @@ class InboxScreen(Screen[None]):
         self.stale: set[str] = set()
         self.reload_wanted = False
         self.generation = 0
+        #: The load whose page is on show (equal to :attr:`generation` once it has come).
+        self.shown_generation = 0
         self.loaded = False
+        #: The highlighted item's (status, has a card): what decides the keys on offer.
+        self._offer: tuple[str, bool] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(state_line(self.host, "inbox"), id="top")
@@ -125,6 +129,7 @@ class InboxScreen(Screen[None]):
     def _show_page(self, gen: int, page: dict[str, Any], progress: dict[str, Progress]) -> None:
         if gen != self.generation:
             return  # a newer load is on its way
+        self.shown_generation = gen
         table = self.query_one(DataTable)
         keep = self.highlighted_id()
         self.items = {i["id"]: i for i in page["items"]}
@@ -165,7 +170,15 @@ class InboxScreen(Screen[None]):
     def _highlighted(self) -> None:
         item = self.highlighted()
         self.query_one("#detail", Static).update(rows.detail(item) if item else "no items")
-        self.refresh_bindings()
+        # The footer is rebuilt only when the keys on offer change, not on every move.
+        offer = None if item is None else (item["status"], self._has_card(item))
+        if offer != self._offer:
+            self._offer = offer
+            self.refresh_bindings()
+
+    @staticmethod
+    def _has_card(item: dict[str, Any]) -> bool:
+        return item["status"] == Status.READY or bool(item.get("ready_run_id"))
 
     def _redraw(self, item_id: str) -> None:
         item = self.items.get(item_id)
@@ -254,7 +267,7 @@ class InboxScreen(Screen[None]):
             item = self.highlighted()
             if item is None:
                 return False
-            has_card = item["status"] == Status.READY or bool(item.get("ready_run_id"))
+            has_card = self._has_card(item)
             return operations.is_offered(str(parameters[0]), item["status"], has_card=has_card)
         if action == "open":
             return self.highlighted() is not None
