@@ -42,8 +42,8 @@ def _fill(d: Daemon, count: int, first: int) -> None:
             assert all("result" in a for a in answers), answers[:1]
 
 
-async def _until(pilot: Any, check: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
+async def _until(pilot: Any, check: Any, limit_s: float = 30.0) -> None:
+    deadline = time.monotonic() + limit_s
     while not check():
         if time.monotonic() > deadline:
             raise TimeoutError("the screen did not answer")
