@@ -263,3 +263,30 @@ async def test_todos_tick_from_the_card(daemon: DaemonProc) -> None:
         await pilot.press(str(count + 1))  # no such todo: no key, nothing asked
         await pilot.pause()
         assert not any(ticks()) and not said(app, "readdod said no")
+
+
+async def test_active_items_show_progress_and_can_be_cancelled(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    slow = start_daemon(
+        tmp_path, daemons, daemon={"skip_below": 0}, ai={"engine": "fixed", "fixed_delay_ms": 400}
+    )
+    app = ReaddodTui(slow.sock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.connection == "live" and inbox(app).loaded, "the watch")
+        item_id = slow.call("capture", {"text": "Slow work ahead. " * 60, "intent": "wait"})[
+            "item"
+        ]["id"]
+        screen = inbox(app)
+        await until(pilot, lambda: item_id in screen.items, "the capture")
+        await until(pilot, lambda: screen.shown[item_id][0] == "active", "it to be active")
+        await until(pilot, lambda: "1/5" in screen.shown[item_id][1], "a step done")
+        assert screen.shown[item_id][1].startswith(("▰", "▱"))
+        select(app, item_id)
+        await pilot.pause()
+        assert "C" in shown_keys(app) and not {"a", "r", "s", "e"} & shown_keys(app)
+        await pilot.press("C")
+        slow.wait_status("ARCHIVED", 1)
+        await until(pilot, lambda: screen.shown[item_id][0] == "archived", "the row to say so")
+        assert screen.shown[item_id][1] == ""
+        await until(pilot, lambda: "u" in shown_keys(app), "unarchive on offer")
