@@ -115,6 +115,10 @@ async def test_keys_act_and_a_refusal_is_said_in_words(daemon: DaemonProc) -> No
         await until(pilot, lambda: said(app, "readdod said no"), "the refusal")
         refusal = app.said[-1]
         assert "INVALID_TRANSITION" in refusal and "ARCHIVED" in refusal, refusal
+        # The refusal shows what was out of date: the row is read again, and ship is gone.
+        screen = inbox(app)
+        await until(pilot, lambda: screen.shown[ids["Sourdough starter"]][0] == "archived", "it")
+        assert "s" not in shown_keys(app) and "u" in shown_keys(app)
 
 
 async def test_a_failure_shows_its_reason_and_retries(daemon: DaemonProc) -> None:

@@ -34,7 +34,7 @@ class Follower(Protocol):
 
     def take_events(self, events: list[dict[str, Any]]) -> None: ...
 
-    def reconnected(self) -> None: ...
+    def reread(self) -> None: ...
 
     def show_state(self) -> None: ...
 
@@ -112,12 +112,14 @@ class ReaddodTui(App[None]):
             batch, self.pending = self.pending, []
             self._wake_posted = False
         self.events_seen += len(batch)
+        was = self.paused
         for ev in batch:
             if ev.get("event") in ("daemon.paused", "daemon.resumed"):
                 self.paused = ev["event"] == "daemon.paused"
         for screen in self._followers():
             screen.take_events(batch)
-            screen.show_state()
+            if self.paused != was:
+                screen.show_state()
 
     def on_link_state(self, msg: LinkState) -> None:
         was = self.connection
@@ -128,7 +130,7 @@ class ReaddodTui(App[None]):
             self.ping()
         for screen in self._followers():
             if msg.state == "live":
-                screen.reconnected()
+                screen.reread()
             screen.show_state()
 
     def _followers(self) -> list[Follower]:
@@ -180,6 +182,8 @@ class ReaddodTui(App[None]):
             else:
                 text = self.refusal(exc)
             self.call_from_thread(self.say, text, error=True)
+            # What was shown was out of date (why the key was offered): read it again.
+            self.call_from_thread(self._reread)
             return
         except ReaddodError as exc:
             self.call_from_thread(self.say, self.refusal(exc), error=True)
@@ -190,8 +194,11 @@ class ReaddodTui(App[None]):
         text = done(answer)
         if text:
             self.say(text)
+        self._reread()
+
+    def _reread(self) -> None:
         for screen in self._followers():
-            screen.reconnected()
+            screen.reread()
 
     def operate(self, name: str, item: dict[str, Any]) -> None:
         """Carry out ``name`` on ``item``; the key was offered, so its state allows it."""

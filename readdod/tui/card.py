@@ -76,7 +76,7 @@ class CardScreen(Screen[None]):
         if any(ev.get("item_id") == self.item_id for ev in events):
             self.stale = True
 
-    def reconnected(self) -> None:
+    def reread(self) -> None:
         self.fetch()
 
     def _flush(self) -> None:

@@ -25,6 +25,8 @@ from readdod.tui.card import CardScreen
 from readdod.tui.host import Host, state_line
 from readdod.tui.progress import Progress, from_get
 
+#: How often rows that events changed are redrawn: a burst of events costs one redraw.
+REDRAW_S = 0.1
 #: How often rows marked stale are fetched again, and ages redrawn.
 FLUSH_S = 0.25
 AGES_S = 30.0
@@ -64,6 +66,8 @@ class InboxScreen(Screen[None]):
         self.progress: dict[str, Progress] = {}
         self.shown: dict[str, tuple[str, ...]] = {}
         self.stale: set[str] = set()
+        #: Rows events changed since the last redraw.
+        self.changed: set[str] = set()
         self.reload_wanted = False
         self.generation = 0
         #: The load whose page is on show (equal to :attr:`generation` once it has come).
@@ -87,6 +91,7 @@ class InboxScreen(Screen[None]):
         for key, heading, width in rows.COLUMNS:
             table.add_column(heading, key=key, width=width or self._title_width())
         self.load_page()
+        self.set_interval(REDRAW_S, self.redraw_changed)
         self.set_interval(FLUSH_S, self.flush)
         self.set_interval(AGES_S, self.redraw_ages)
 
@@ -203,7 +208,7 @@ class InboxScreen(Screen[None]):
     # --- live ------------------------------------------------------------------
 
     def take_events(self, events: list[dict[str, Any]]) -> None:
-        changed: set[str] = set()
+        changed = self.changed
         for ev in events:
             kind = ev.get("event", "")
             item_id = ev.get("item_id")
@@ -228,11 +233,14 @@ class InboxScreen(Screen[None]):
                     changed.add(item_id)
             elif kind in ("retry.scheduled", "artifact.edited", "export.failed"):
                 self.stale.add(item_id)
+
+    def redraw_changed(self) -> None:
+        changed, self.changed = self.changed, set()
         for item_id in changed:
             self._redraw(item_id)
 
-    def reconnected(self) -> None:
-        """Events may have been missed: read the page again."""
+    def reread(self) -> None:
+        """What is shown may be out of date (events missed, a refusal): read the page again."""
         self.load_page()
 
     def flush(self) -> None:

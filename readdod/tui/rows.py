@@ -19,9 +19,9 @@ COLUMNS: Final = (
     ("progress", "PROGRESS", 13),
     ("priority", "P", 2),
     ("score", "FIT", 3),
-    ("intent", "INTENT", 14),
+    ("intent", "INTENT", 13),
     ("title", "TITLE", 0),
-    ("age", "AGE", 3),
+    ("age", "AGE", 4),
 )
 
 _WORDS: Final = {
