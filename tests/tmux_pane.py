@@ -73,6 +73,19 @@ class Pane:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
 
+    def settled(self, check: Callable[[str], bool], what: str, timeout: float = 30.0) -> str:
+        """The screen once ``check`` holds and two captures in a row agree (layout done)."""
+        deadline = time.monotonic() + timeout
+        last = self.wait_for(check, what, timeout)
+        while True:
+            time.sleep(0.2)
+            now = self.screen()
+            if now == last and check(now):
+                return now
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the screen kept changing while waiting for {what}")
+            last = now
+
     def close(self) -> None:
         subprocess.run(
             [tmux(), "-S", str(self.sock), "kill-server"],

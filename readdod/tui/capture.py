@@ -45,6 +45,9 @@ class CaptureScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel"),
         Binding("ctrl+s", "submit", "capture"),
+        # Before the field sees it: the focus moves while the key is handled, so what is
+        # typed next (a paste, a fast typist) lands in the next field, not this one.
+        Binding("enter", "next_field", "next", show=False, priority=True),
     ]
     DEFAULT_CSS = """
     CaptureScreen { align: center middle; }
@@ -74,8 +77,9 @@ class CaptureScreen(ModalScreen[None]):
             with Vertical(id="buttons"):
                 yield Button("capture", id="go", variant="primary")
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "tags":
+    def action_next_field(self) -> None:
+        focused = self.focused
+        if isinstance(focused, Button) or (isinstance(focused, Input) and focused.id == "tags"):
             self.action_submit()
         else:
             self.focus_next()

@@ -9,11 +9,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from readdod.errors import ReaddodError
 from readdod.tui import card_text, operations
 from readdod.tui.host import Host, state_line
+from readdod.tui.keybar import KeyBar
 
 #: How often a card that events touched is read again, at most.
 FLUSH_S = 0.25
@@ -30,7 +31,7 @@ class CardScreen(Screen[None]):
     ]
     DEFAULT_CSS = """
     CardScreen #top { height: 1; background: $primary; color: $text; }
-    CardScreen VerticalScroll { height: 1fr; padding: 0 1; }
+    CardScreen VerticalScroll { height: 1fr; padding: 0 1; scrollbar-gutter: stable; }
     """
 
     def __init__(self, host: Host, item_id: str) -> None:
@@ -44,12 +45,13 @@ class CardScreen(Screen[None]):
         yield Static(state_line(self.host, f"card {self.item_id}"), id="top")
         with VerticalScroll():
             yield Static("loading…", id="card")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.fetch()
         self.set_interval(FLUSH_S, self._flush)
         self.query_one(VerticalScroll).focus()
+        self.query_one(KeyBar).show_keys(self)
 
     @work(thread=True, group="card", exclusive=True, exit_on_error=False)
     def fetch(self) -> None:
@@ -67,7 +69,7 @@ class CardScreen(Screen[None]):
     def _show(self, got: dict[str, Any]) -> None:
         self.got = got
         self.query_one("#card", Static).update(card_text.render(got))
-        self.refresh_bindings()
+        self.query_one(KeyBar).show_keys(self)
 
     def show_state(self) -> None:
         self.query_one("#top", Static).update(state_line(self.host, f"card {self.item_id}"))

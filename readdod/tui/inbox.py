@@ -16,13 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from readdod.errors import ReaddodError
 from readdod.states import FAILED, Status
 from readdod.tui import filters, operations, rows
 from readdod.tui.card import CardScreen
 from readdod.tui.host import Host, state_line
+from readdod.tui.keybar import KeyBar
 from readdod.tui.progress import Progress, from_get
 
 #: How often rows that events changed are redrawn: a burst of events costs one redraw.
@@ -84,7 +85,7 @@ class InboxScreen(Screen[None]):
             placeholder="words  #tag  P1  is:ready   (Enter applies, Esc clears)", id="search"
         )
         yield Static("", id="detail")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -94,6 +95,7 @@ class InboxScreen(Screen[None]):
         self.set_interval(REDRAW_S, self.redraw_changed)
         self.set_interval(FLUSH_S, self.flush)
         self.set_interval(AGES_S, self.redraw_ages)
+        self.query_one(KeyBar).show_keys(self)
 
     def _title_width(self) -> int:
         fixed = sum(w for _, _, w in rows.COLUMNS) + 2 * len(rows.COLUMNS)
@@ -179,7 +181,7 @@ class InboxScreen(Screen[None]):
         offer = None if item is None else (item["status"], self._has_card(item))
         if offer != self._offer:
             self._offer = offer
-            self.refresh_bindings()
+            self.query_one(KeyBar).show_keys(self)
 
     @staticmethod
     def _has_card(item: dict[str, Any]) -> bool:
