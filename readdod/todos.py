@@ -3,8 +3,9 @@
 Pure: no I/O. A tick is stored against a todo's *key*, a hash of its
 normalised text, not its position: a regenerated card that keeps a todo's
 words keeps its tick, wherever the todo moved, and a todo whose words
-changed starts open. Two todos of one card with the same words are told
-apart by their order (``<hash>-2`` for the second).
+changed starts open (case, spacing and final punctuation aside). Two todos
+of one card with the same words are told apart by their order (``<hash>-2``
+for the second).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ class ShownTodo(msgspec.Struct, kw_only=True, frozen=True):
 
 
 def normalise(title: str) -> str:
-    """The words of a todo as its key sees them: case, width, spacing and a final
-    full stop do not make another todo."""
+    """The words of a todo as its key sees them: case, width, spacing and final
+    punctuation do not make another todo."""
     text = unicodedata.normalize("NFKC", title).casefold()
     return _SPACE.sub(" ", text).strip().rstrip(_TRAILING)
 
@@ -61,16 +62,11 @@ def keys(titles: Sequence[str]) -> list[str]:
 def shown_list(shown: Mapping[str, Artifact]) -> list[dict[str, Any]] | None:
     """The todos an item shows, as the card composed from a person's edits lists
     them (or the todos artifact before a card exists); None when it shows none."""
-    card = shown.get("card")
-    if card is not None and isinstance(card.payload, dict):
-        todos = card.payload.get("todos")
-        if isinstance(todos, list) and todos:
-            return todos
-    art = shown.get("todos")
-    if art is not None and isinstance(art.payload, dict):
-        items = art.payload.get("items")
-        if isinstance(items, list) and items:
-            return items
+    # The card, once there is one, says which todos are shown (a person's may list none).
+    art, field = (shown["card"], "todos") if "card" in shown else (shown.get("todos"), "items")
+    listed = art.payload.get(field) if art is not None and isinstance(art.payload, dict) else None
+    if isinstance(listed, list) and listed and all(isinstance(t, dict) for t in listed):
+        return listed
     return None
 
 

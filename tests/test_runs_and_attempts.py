@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from readdod.todos import without_ticks
 from tests import invariants
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config
@@ -111,7 +112,8 @@ def test_a_failed_regenerate_archived_and_unarchived_shows_the_ready_run_alone(
     out = d.call("export", {"id": item_id, "format": "json"})
     exported = json.loads(Path(out["files"][0]).read_text())
     assert exported["card_version"] == 1
-    assert exported["card"] == got["artifacts"]["card"]["payload"]
+    # `get` adds each todo's tick (`done`), which the card itself does not hold.
+    assert exported["card"] == without_ticks("card", got["artifacts"]["card"]["payload"])
     assert exported["reasons"] == score1["reasons"]
     assert d.stop() == 0
     assert invariants.check(d.db_path) == []
@@ -136,7 +138,8 @@ def test_a_persons_todos_are_on_the_card_shown_and_exported_until_discarded(
     assert out.returncode == 0, out.stderr
     got = d.call("get", {"id": item_id})
     assert got["artifacts"]["todos"]["created_by"] == "user"
-    assert got["artifacts"]["card"]["payload"]["todos"] == mine
+    # `get` shows each todo with its tick; none is ticked.
+    assert got["artifacts"]["card"]["payload"]["todos"] == [t | {"done": False} for t in mine]
     assert invariants.shown_problems(got) == []
 
     shown = run_cli(d, "show", item_id)
@@ -153,7 +156,7 @@ def test_a_persons_todos_are_on_the_card_shown_and_exported_until_discarded(
     again = _settled(d, item_id, count=2)
     assert again["item"]["status"] == "READY"
     assert again["artifacts"]["todos"]["created_by"] == "user"
-    assert again["artifacts"]["card"]["payload"]["todos"] == mine
+    assert again["artifacts"]["card"]["payload"]["todos"] == [t | {"done": False} for t in mine]
     assert again["artifacts"]["card"]["meta"]["run_id"] == again["item"]["ready_run_id"]
 
     # --discard: the system's todos are shown again, on the card and in the export.

@@ -25,8 +25,7 @@ from tests.test_todos_e2e import TEXT, start, tick
 PAGE = (
     "<html><head><title>Checkpoints in WAL mode</title></head><body><article>"
     + "<p>A checkpoint moves pages from the write-ahead log back into the database file,"
-    " and readers keep reading while it runs.</p>" * 12
-    + "</article></body></html>"
+    " and readers keep reading while it runs.</p>" * 12 + "</article></body></html>"
 )
 URL = "https://example.org/wal/checkpoints?x=1"
 
@@ -78,7 +77,7 @@ def test_ics_parses_back_with_stable_uids_and_the_ticks(
         got = d.call("get", {"id": t["item_id"]})
         card = got["artifacts"]["card"]["payload"]
         assert got["item"]["intent"] in desc and card["one_liner"] in desc
-        assert int(v["PRIORITY"]) == {"P0": 1, "P1": 3, "P2": 5, "P3": 9}[card["priority"]]
+        assert v.decoded("PRIORITY") == {"P0": 1, "P1": 3, "P2": 5, "P3": 9}[card["priority"]]
         if t["done"]:
             assert str(v["STATUS"]) == "COMPLETED"
             completed = v.decoded("COMPLETED")
@@ -98,7 +97,7 @@ def test_ics_parses_back_with_stable_uids_and_the_ticks(
     assert len(moved) == 2
     newly = next(v for v in moved if str(v["UID"]) == todo_uid(ids[1], todos_of(d, ids[1])[1]))
     assert newly.decoded("LAST-MODIFIED") >= before[str(newly["UID"])]
-    assert int(newly["SEQUENCE"]) >= int(by_uid[str(newly["UID"])]["SEQUENCE"])
+    assert newly.decoded("SEQUENCE") >= by_uid[str(newly["UID"])].decoded("SEQUENCE")
 
 
 def todos_of(d: DaemonProc, item_id: str) -> list[str]:
@@ -236,5 +235,15 @@ def test_the_status_filter_stdout_and_bad_input(
     missing = tmp_path / "no" / "such" / "dir" / "x.ics"
     gone = run_cli(d, "todos", "export", "--format", "ics", "--out", str(missing))
     assert gone.returncode == 1 and "cannot write" in gone.stderr and not missing.exists()
+    said = run_cli(
+        d, "todos", "export", "--format", "ics", "--out", str(tmp_path / "t.ics"), "--json"
+    )
+    assert said.returncode == 0, said.stderr
+    assert json.loads(said.stdout) == {
+        "path": str(tmp_path / "t.ics"),
+        "format": "ics",
+        "todos": len(all_todos(d, ids)),
+        "items": 2,
+    }
     usage = run_cli(d, "todos", "export", "--format", "csv")
     assert usage.returncode == 64

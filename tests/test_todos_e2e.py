@@ -5,12 +5,13 @@ and ``stats`` say of them."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from readdod.control.client import RpcError
+from readdod.control.client import Client, RpcError
 from readdod.control.protocol import INVALID_PARAMS
 from readdod.todos import keys
 from tests.daemon_proc import DaemonProc, run_cli
@@ -74,7 +75,12 @@ def test_the_todo_method_ticks_by_position_and_refuses_with_stable_codes(
     assert [t["index"] for t in got["todos"]] == list(range(1, n + 1))
     assert [t["key"] for t in got["todos"]] == keys([t["title"] for t in shown])
 
-    res = tick(d, item_id, 2)
+    with Client(d.sock, timeout_s=30) as watcher:
+        watcher.call("watch", {"id": item_id})
+        res = tick(d, item_id, 2)
+        event = json.loads(watcher.read_raw())["params"]
+    assert (event["event"], event["item_id"]) == ("todo.done", item_id)
+    assert event["data"]["index"] == 2 and event["data"]["key"] == res["todos"][1]["key"]
     assert res["item"]["id"] == item_id and res["item"]["status"] == "READY"
     assert ticks(res) == [n == 2 for n in range(1, n + 1)]
     assert res["artifacts"]["card"]["payload"]["todos"][1]["done"] is True
@@ -144,6 +150,17 @@ def test_ticks_outlive_a_regenerated_card_and_show_in_show_markdown_and_stats(
     now = d.call("get", {"id": item_id})
     assert ticks(now)[:3] == [True, False, False]
 
+    # In $EDITOR the todos are as stored, without ticks; the edit keeps the ticks of
+    # the words it keeps.
+    editor = (
+        f'{sys.executable} -c "import json,sys; p=sys.argv[1]; t=open(p).read();'
+        " sys.exit(3) if 'done' in t else None; d=json.loads(t);"
+        " d['items'][1]['title']='A second todo of mine'; json.dump(d, open(p, 'w'))\""
+    )
+    out = run_cli(d, "edit", item_id, "todos", env={"EDITOR": editor, "VISUAL": ""})
+    assert out.returncode == 0, out.stderr
+    assert ticks(d.call("get", {"id": item_id}))[:3] == [True, False, False]
+
     show = run_cli(d, "show", item_id)
     assert show.returncode == 0
     assert "   1. [x] " in show.stdout and "   3. [ ] Something else entirely" in show.stdout
@@ -165,4 +182,10 @@ def test_ticks_outlive_a_regenerated_card_and_show_in_show_markdown_and_stats(
         "- [ ] "
     ]
     assert json.loads(run_cli(d, "show", item_id, "--json").stdout)["todos"][1]["done"] is True
+    # Kept in the database: a restarted daemon shows the same ticks.
+    kept = ticks(d.call("get", {"id": item_id}))
+    assert d.stop() == 0
+    d.start()
+    assert ticks(d.call("get", {"id": item_id})) == kept
+    assert d.call("stats")["todos"] == {"done": 3, "items": 2}
     assert d.stop() == 0

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from readdod import config
+from readdod import config, todos
 from readdod.cli import render, todo_verbs
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, HEALTH_EXIT
 from readdod.cli.inputs import read_capture_source, read_source, shown
@@ -186,7 +186,9 @@ def cmd_edit(args: argparse.Namespace, client: Client) -> int:
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
         with tempfile.TemporaryDirectory(prefix="readdod-edit-") as tmp:
             path = Path(tmp) / f"{args.id}.{args.type}.json"
-            original = json.dumps(current["payload"], indent=2, ensure_ascii=False) + "\n"
+            # As stored: without the ticks `get` adds to each todo (`todo done` sets those).
+            payload = todos.without_ticks(args.type, current["payload"])
+            original = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
             path.write_text(original, encoding="utf-8")
             if subprocess.run([*shlex.split(editor), str(path)], check=False).returncode != 0:
                 raise ReaddodError(f"{editor} exited with an error; nothing was saved")

@@ -81,8 +81,12 @@ def cmd_todos_export(args: argparse.Namespace, client: Client) -> int:
         except OSError as exc:
             raise ReaddodError(f"cannot write {args.out}: {exc.strerror or exc}") from exc
         items = len({t.item_id for t in todos})
-        print(
-            f"wrote {len(todos)} todos of {items} items to {path} ({args.format})",
-            file=sys.stderr,
-        )
+        if args.json:
+            summary = {"path": str(path), "format": args.format, "todos": len(todos)}
+            print(render.json_text(summary | {"items": items}))
+        else:
+            print(
+                f"wrote {len(todos)} todos of {items} items to {path} ({args.format})",
+                file=sys.stderr,
+            )
     return EXIT_OK

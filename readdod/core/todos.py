@@ -44,7 +44,10 @@ def ticked_counts(tx: UnitOfWork) -> TodoCounts:
         row = tx.item(item_id)
         if row is None:
             continue
-        listed = ticks.shown_list(shown_view(tx.shown_artifacts(item_id, shown_run(row)))) or []
+        rows = tx.shown_artifacts(item_id, shown_run(row))
+        # Only what decides the todos shown: the card and the todos it is composed from.
+        parts: dict[str, ArtifactRow] = {k: rows[k] for k in ("card", "todos") if k in rows}
+        listed = ticks.shown_list(shown_view(parts)) or []
         marks = tx.todo_marks(item_id)
         n = sum(key in marks for key in ticks.keys([str(t.get("title", "")) for t in listed]))
         done += n
@@ -91,13 +94,11 @@ class TodoTicks:
                 tx.insert_event(now, item_id, None, "todo", None, None, Trigger.USER, dumps(detail))
                 work.touch(row, updated_at=now)
                 row = work.row(item_id)
-                work.note(
-                    "todo.done" if done else "todo.undone",
-                    item_id=item_id,
-                    index=index,
-                    key=key,
-                    title=str(listed[index - 1].get("title", "")),
-                )
+                title = str(listed[index - 1].get("title", ""))
+                if done:
+                    work.note("todo.done", item_id=item_id, index=index, key=key, title=title)
+                else:
+                    work.note("todo.undone", item_id=item_id, index=index, key=key, title=title)
             marks = tx.todo_marks(item_id)
             return {"item": item_view(row), **ticked(tx.shown_artifacts(item_id, run_id), marks)}
 

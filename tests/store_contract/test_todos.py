@@ -46,7 +46,7 @@ async def test_items_with_ticks_are_listed_by_id(store: Store) -> None:
         lambda tx: (tx.mark_todo("b", "k", 1), tx.mark_todo("a", "k", 1), tx.mark_todo("a", "j", 1))
     )
     assert await store.read(lambda tx: tx.items_with_todo_marks()) == ["a", "b"]
-    await store.write(lambda tx: (tx.unmark_todo("b", "k")))
+    await store.write(lambda tx: tx.unmark_todo("b", "k"))
     assert await store.read(lambda tx: tx.items_with_todo_marks()) == ["a"]
 
 
