@@ -33,7 +33,11 @@ def todo_done(todo: dict[str, Any]) -> bool:
 
 
 def todos_of(got: dict[str, Any]) -> list[dict[str, Any]]:
-    """The todos the item shows: the card's (composed from the shown todos), else the todos'."""
+    """The todos the item shows, in the order ``todo`` numbers them: ``get``'s own list,
+    else the card's (composed from the shown todos), else the todos artifact's."""
+    listed = got.get("todos")
+    if isinstance(listed, list):
+        return sorted(listed, key=lambda t: int(t.get("index", 0)))
     arts = got.get("artifacts") or {}
     card = (arts.get("card") or {}).get("payload") or {}
     if card.get("todos"):
