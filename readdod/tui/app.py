@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import App
@@ -24,19 +24,10 @@ from readdod.control.protocol import METHOD_NOT_FOUND
 from readdod.errors import ReaddodError
 from readdod.tui import editor, operations
 from readdod.tui.capture import CaptureScreen
+from readdod.tui.card import CardScreen
 from readdod.tui.help import HelpScreen
 from readdod.tui.inbox import InboxScreen
 from readdod.tui.link import Link, Watch
-
-
-class Follower(Protocol):
-    """A screen that wants ``watch`` events and news of the connection."""
-
-    def take_events(self, events: list[dict[str, Any]]) -> None: ...
-
-    def reread(self) -> None: ...
-
-    def show_state(self) -> None: ...
 
 
 class EventsArrived(Message):
@@ -133,8 +124,9 @@ class ReaddodTui(App[None]):
                 screen.reread()
             screen.show_state()
 
-    def _followers(self) -> list[Follower]:
-        return [s for s in self.screen_stack if hasattr(s, "take_events")]  # type: ignore[misc]
+    def _followers(self) -> list[InboxScreen | CardScreen]:
+        """The screens that show what the daemon holds (they take events, and read again)."""
+        return [s for s in self.screen_stack if isinstance(s, InboxScreen | CardScreen)]
 
     # --- calls -----------------------------------------------------------------
 
