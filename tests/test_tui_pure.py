@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from readdod.cli.exits import EXIT_ERROR
 from readdod.states import FAILED, TRANSITIONS, Status, Trigger
 from readdod.tui import filters, keys, operations, rows
 from readdod.tui.capture import FormError, capture_params
@@ -163,3 +169,17 @@ def test_capture_form() -> None:
         capture_params("https://example.org", "  ", "")
     with pytest.raises(FormError, match="URL or"):
         capture_params("", "why", "")
+
+
+def test_without_textual_the_verb_says_what_to_install(tmp_path: Path) -> None:
+    probe = (
+        "import sys; sys.modules['textual'] = None\n"
+        "from readdod.cli import main\n"
+        f"sys.exit(main(['tui', '--socket', {str(tmp_path / 'none.sock')!r}]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("READDOD_")}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, env=env
+    )
+    assert out.returncode == EXIT_ERROR, out
+    assert "pip install 'readdod[tui]'" in out.stderr and "textual" in out.stderr

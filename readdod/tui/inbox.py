@@ -122,11 +122,14 @@ class InboxScreen(Screen[None]):
             params["cursor"] = cursors[-1]
         try:
             page = self.host.link.call("list", params)
-            active = [i["id"] for i in page["items"] if rows.is_active(i)]
-            got = self.host.link.calls([("get", {"id": i}) for i in active]) if active else []
         except ReaddodError as exc:
             self.app.call_from_thread(self._page_failed, exc)
             return
+        active = [i["id"] for i in page["items"] if rows.is_active(i)]
+        try:
+            got = self.host.link.calls([("get", {"id": i}) for i in active]) if active else []
+        except ReaddodError:
+            got = []  # the page still shows; the progress bars fill in from events
         progress = {g["item"]["id"]: from_get(g) for g in got}
         self.app.call_from_thread(self._show_page, gen, page, progress)
 
