@@ -17,7 +17,7 @@ from pathlib import Path
 #: A ULID as readdod makes ids: masked in snapshots, which must not depend on them.
 _ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 #: The AGE column, the last of an inbox row.
-_AGE = re.compile(r"(?<= )\d+[smhdy]$")
+_AGE = re.compile(r"(?<= )(<1m|\d+[mhdy])$")
 
 
 def tmux() -> str:

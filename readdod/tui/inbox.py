@@ -30,7 +30,7 @@ from readdod.tui.progress import Progress, from_get
 REDRAW_S = 0.1
 #: How often rows marked stale are fetched again, and ages redrawn.
 FLUSH_S = 0.25
-AGES_S = 30.0
+AGES_S = 10.0
 
 
 def _op_bindings() -> list[BindingType]:

@@ -16,10 +16,10 @@ from readdod.tui.progress import TOTAL_STEPS, Progress, bar
 #: The inbox's columns: (key, heading, width); a width of 0 takes what is left.
 COLUMNS: Final = (
     ("status", "STATUS", 8),
-    ("progress", "PROGRESS", 13),
+    ("progress", "PROGRESS", 14),
     ("priority", "P", 2),
     ("score", "FIT", 3),
-    ("intent", "INTENT", 13),
+    ("intent", "INTENT", 12),
     ("title", "TITLE", 0),
     ("age", "AGE", 4),
 )
@@ -57,22 +57,25 @@ def parse_ms(stamp: str) -> int:
 
 
 def age(created_at: str, now_ms: int) -> str:
-    """How long ago, in the largest whole unit: ``45s``, ``12m``, ``5h``, ``3d``, ``2y``."""
+    """How long ago, in the largest whole unit: ``<1m``, ``12m``, ``5h``, ``3d``, ``2y``.
+
+    No seconds: rows drawn a few seconds apart would disagree about the same moment.
+    """
     secs = max(0, (now_ms - parse_ms(created_at)) // 1000)
     for unit, size in (("y", 365 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
         if secs >= size:
             return f"{secs // size}{unit}"
-    return f"{secs}s"
+    return "<1m"
 
 
 def progress_text(item: dict[str, Any], prog: Progress | None) -> str:
-    """``▰▰▱▱▱ 2/5`` plus ``7/12`` chunks of the running step, for an active item."""
+    """``▰▰▱▱▱ 2/5`` (a cell a step) plus ``7/12`` chunks of the running step, if it has them."""
     if not is_active(item):
         return ""
     if retrying(item):
         return "retry " + str((item.get("failure") or {}).get("auto_retries", 0) + 1)
     prog = prog or Progress()
-    text = f"{bar(prog.fraction(), 4)} {prog.done}/{TOTAL_STEPS}"
+    text = f"{bar(prog.fraction(), TOTAL_STEPS)} {prog.done}/{TOTAL_STEPS}"
     if prog.chunks is not None:
         text += f" {prog.chunks[0]}/{prog.chunks[1]}"
     return text
