@@ -31,6 +31,12 @@ def state_line(host: Host, where: str) -> str:
     elif host.connection == "connecting":
         conn = "○ connecting…"
     else:
-        conn = f"○ reconnecting… ({host.why})" if host.why else "○ reconnecting…"
+        conn = f"○ reconnecting… ({_gist(host.why)})" if host.why else "○ reconnecting…"
     paused = "  ⏸ daemon paused (P resumes)" if host.paused else ""
     return f"readdod · {where} · {conn}{paused}"
+
+
+def _gist(why: str) -> str:
+    """The first clause of a reason: the top line has room for little more."""
+    cut = min((i for i in (why.find(" ("), why.find(": "), why.find(". ")) if i > 0), default=-1)
+    return why[:cut] if cut > 0 else why
