@@ -294,3 +294,33 @@ async def test_active_items_show_progress_and_can_be_cancelled(
         await until(pilot, lambda: screen.shown[item_id][0] == "archived", "the row to say so")
         assert screen.shown[item_id][1] == ""
         await until(pilot, lambda: "u" in shown_keys(app), "unarchive on offer")
+
+
+async def test_the_list_is_read_a_page_at_a_time(daemon: DaemonProc) -> None:
+    ids = seed(daemon)
+    newest_first = [ids["blocked"], ids["SQLite WAL mode"], ids["Sourdough starter"]]
+    app = ReaddodTui(daemon.sock, page_size=3)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = inbox(app)
+        await until(pilot, lambda: list(screen.items) == newest_first, "the first page")
+        assert screen.query_one(DataTable).row_count == 3 and "page 1+" in top(app)
+        await pilot.press("right_square_bracket")
+        await until(pilot, lambda: list(screen.items) == [ids["Spaced repetition"]], "page 2")
+        assert screen.query_one(DataTable).row_count == 1 and "page 2 " in top(app)
+        await pilot.press("right_square_bracket")  # no page after the last: nothing asked
+        await pilot.pause()
+        assert screen.generation == screen.shown_generation and len(screen.cursors) == 2
+        await pilot.press("left_square_bracket")
+        await until(pilot, lambda: list(screen.items) == newest_first, "page 1 again")
+
+
+async def test_an_editor_needs_a_terminal_and_says_so(daemon: DaemonProc) -> None:
+    ids = seed(daemon)
+    app = ReaddodTui(daemon.sock)
+    async with app.run_test(size=SIZE) as pilot:  # headless: nothing to hand an editor
+        await until(pilot, lambda: ids["Spaced repetition"] in inbox(app).items, "the item")
+        select(app, ids["Spaced repetition"])
+        await pilot.press("E")
+        await until(pilot, lambda: said(app, "cannot hand itself to an editor"), "the reason")
+        card = daemon.call("get", {"id": ids["Spaced repetition"]})["artifacts"]["card"]
+        assert card["created_by"] == "system" and card["version"] == 1
