@@ -2,9 +2,10 @@
 
 The list is paged by the daemon's cursor (newest first, :attr:`Host.page_size`
 rows a page): the table never holds more than one page, however many items
-there are. Events about items on the page update their rows at once (status,
-progress); what an event does not carry (a new score, a title) is fetched for
-those items only, a few times a second at most.
+there are. Events about items on the page change their rows in place (status,
+progress), redrawn at most every :data:`REDRAW_S`, so a burst of events costs
+one redraw; what an event does not carry (a new score, a title) is read with
+``get`` for those rows only, a few times a second at most.
 """
 
 from __future__ import annotations
