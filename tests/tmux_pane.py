@@ -52,7 +52,16 @@ class Pane:
         return probe.returncode == 0
 
     def screen(self) -> str:
-        return self._run("capture-pane", "-p", "-t", "t")
+        """What the pane shows now; empty once the program (and so the session) has ended."""
+        out = subprocess.run(
+            [tmux(), "-S", str(self.sock), "capture-pane", "-p", "-t", "t"],
+            capture_output=True, text=True, env=self.env, timeout=30, check=False,
+        )  # fmt: skip
+        if out.returncode != 0:
+            if self.alive():
+                raise AssertionError(f"tmux capture-pane failed: {out.stderr}")
+            return ""
+        return out.stdout
 
     def keys(self, *keys: str) -> None:
         self._run("send-keys", "-t", "t", *keys)
@@ -65,7 +74,7 @@ class Pane:
         deadline = time.monotonic() + timeout
         delay = 0.05
         while True:
-            shown = self.screen() if self.alive() else ""
+            shown = self.screen()
             if check(shown):
                 return shown
             if time.monotonic() > deadline:
