@@ -91,9 +91,14 @@ def test_the_real_tui_in_a_terminal(tmp_path: Path, daemons: list[DaemonProc]) -
         card = pane.settled(lambda s: "Todos" in s and "e export" in s, "the card")
         assert_snapshot("card", card)
         pane.keys("2")
-        pane.wait_for(lambda s: "2. [x]" in s, "todo 2 ticked")
-        todos = d.call("get", {"id": ids["SQLite WAL mode"]})["artifacts"]["card"]["payload"]
-        assert [t["done"] for t in todos["todos"]][:2] == [False, True]
+
+        def ticks() -> list[bool]:
+            card = d.call("get", {"id": ids["SQLite WAL mode"]})["artifacts"]["card"]
+            return [bool(t["done"]) for t in card["payload"]["todos"]]
+
+        wait_until(lambda: ticks()[:2] == [False, True], "todo 2 ticked")
+        pane.keys("End")  # the todos are below the fold at 80x24
+        pane.wait_for(lambda s: "2. [x]" in s, "todo 2 shown ticked")
         pane.keys("E")  # the editor runs, changes the one-liner, exits
 
         def whose() -> str:
@@ -101,6 +106,7 @@ def test_the_real_tui_in_a_terminal(tmp_path: Path, daemons: list[DaemonProc]) -
             return str(got["artifacts"]["card"]["created_by"])
 
         wait_until(lambda: whose() == "user", "the edited card")
+        pane.keys("Home")
         pane.wait_for(lambda s: "My own words on this." in s and "yours" in s, "your version")
         back_home("Key points")
 
