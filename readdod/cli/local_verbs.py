@@ -164,6 +164,24 @@ def _extract_url(args: argparse.Namespace, url: str) -> Any:
     return anyio.run(run, backend="asyncio")
 
 
+def cmd_tui(args: argparse.Namespace) -> int:
+    """The live terminal view; it talks to the daemon over the socket like any client."""
+    from readdod.cli.socket_verbs import socket_path
+
+    path = socket_path(args)
+    try:
+        from readdod.tui.app import run
+    except ImportError as exc:
+        print(
+            f"readdod: the TUI needs Textual ({exc.name} is not installed);"
+            " install the extra: pip install 'readdod[tui]'",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    run(path)
+    return EXIT_OK
+
+
 #: Every verb that runs in this process, by the name typed on the command line.
 LOCAL_VERBS: dict[str, LocalVerb] = {
     "serve": cmd_serve,
@@ -174,4 +192,5 @@ LOCAL_VERBS: dict[str, LocalVerb] = {
     "extract": cmd_extract,
     "import": source_verbs.cmd_import,
     **BROWSER_VERBS,
+    "tui": cmd_tui,
 }

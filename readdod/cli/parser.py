@@ -177,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     f = feed.add_parser("rm", parents=[common], help="stop following a feed (its items stay)")
     f.add_argument("feed", metavar="ID|URL")
 
+    sub.add_parser("tui", parents=[common], help="a live view to triage and act (keys: ? in it)")
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     _todo_verbs(sub, common)
