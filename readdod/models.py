@@ -244,6 +244,8 @@ class ArtifactMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
     model: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: Of the prompt tokens, those the server took from its prompt cache (where it says).
+    cached_tokens: int | None = None
     latency_ms: int | None = None
     attempts: int = 1
     created_at: str | None = None
