@@ -244,6 +244,9 @@ class Transport:
                 if not await self.limiter.acquire(tokens, on_wait=on_wait, give_up=give_up):
                     raise StepStopped((stop_reason() if stop_reason else None) or "stop")
                 async with self.slots:
+                    # Read once the slot is ours: a request queued behind the one that
+                    # found the format goes out in it.
+                    mode = self.mode(model)
                     tally.requests += 1
                     started = time.perf_counter()
                     answer: Answer | None = None
