@@ -12,7 +12,8 @@ get their own::
 
     fake:<what>[x<N>][@<step>][#<tag>]
 
-``what`` is ``429`` (with ``Retry-After``), ``500``, ``503``, ``hang`` (no
+``what`` is ``400`` (a request error that is not about the format), ``429``
+(with ``Retry-After``), ``500``, ``503``, ``hang`` (no
 answer until the client gives up: its disconnect is counted in
 :attr:`FakeOpenAI.disconnects`), ``garbage`` (an HTTP body that is not
 JSON), ``badjson`` (a message that is not JSON), ``invalid``
@@ -70,7 +71,7 @@ from pathlib import Path
 from typing import Any
 
 DIRECTIVE = re.compile(
-    r"fake:(429|500|503|hang|badjson|invalid|refuse|garbage|reset|length|ctrl|bigint|echo)"
+    r"fake:(400|429|500|503|hang|badjson|invalid|refuse|garbage|reset|length|ctrl|bigint|echo)"
     r"(?:x(\d+))?(?:@([a-z_]+))?(?:#(\w+))?"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -585,6 +586,8 @@ class FakeOpenAI:
                 {"error": {"message": "slow down", "type": "rate_limit", "code": "rate_limit"}},
                 {"retry-after": self.retry_after},
             )
+        if what == "400":
+            return 400, {"error": {"message": "temperature must be at most 2"}}, {}
         if what in ("500", "503"):
             return int(what), {"error": {"message": "the model crashed"}}, {}
         if what == "hang":

@@ -35,7 +35,7 @@ import pytest
 
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 
-MAX_TOKENS = {"summary": 200, "summary_chunk": 160, "score": 160, "todos": 200, "card_text": 80}
+MAX_TOKENS = {"summary": 160, "summary_chunk": 160, "score": 120, "todos": 160, "card_text": 60}
 #: Content reasons a FAILED_AI may have: what the model wrote, not how the server behaved.
 CONTENT_CODES = {"AI_SCHEMA_INVALID", "AI_PARSE_ERROR", "AI_REFUSED"}
 TEXTS = [
@@ -246,12 +246,11 @@ def test_items_go_through_a_real_llama_cpp_python_server(
         )
         daemons.append(d)
         d.start()
-        ids = [
-            d.call("capture", {"text": text, "intent": intent})["item"]["id"]
-            for intent, text in TEXTS
-        ]
         outcomes: dict[str, tuple[str, str | None, str | None]] = {}
-        for item in ids:
+        # One item at a time, so each run's steps follow each other and the server's
+        # prompt cache can serve the article they share.
+        for intent, text in TEXTS:
+            item = d.call("capture", {"text": text, "intent": intent})["item"]["id"]
             d.wait_log(functools.partial(_finished, item), timeout=600)
             got = d.call("get", {"id": item})["item"]
             failure = got.get("failure") or {}
@@ -287,8 +286,9 @@ def test_items_go_through_a_real_llama_cpp_python_server(
     for r in requests:
         assert r.body.get("max_tokens") in MAX_TOKENS.values(), r.body.get("max_tokens")
         assert r.body.get("stream") is True
-    # The article is the prompt's shared prefix: the server's cache serves it again.
-    assert any(reused > 100 for reused, _ in hits), hits
+    # The system text and the article are the prompts' shared prefix: the server's cache
+    # serves them again to the later steps of a run.
+    assert max(reused for reused, _ in hits) > 150, hits
     # Every item ends READY, or FAILED_AI for what the model wrote.
     for status, code, message in outcomes.values():
         assert status == "READY" or (status == "FAILED_AI" and code in CONTENT_CODES), (

@@ -84,16 +84,32 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise ConfigError(f"--engine {args.engine}: {exc}") from exc
     pages = runner.load_golden(Path(args.golden) if args.golden else None)
 
-    async def run() -> runner.Report:
+    deadline = args.deadline
+    if not deadline > 0:
+        print("readdod eval: --deadline must be a positive number of seconds", file=sys.stderr)
+        return EXIT_USAGE
+
+    async def run() -> runner.Report | None:
         engine = make_engine(ai)
         try:
-            return await runner.evaluate(engine, pages)
+            with anyio.move_on_after(deadline):
+                return await runner.evaluate(engine, pages)
+            return None
         finally:
-            await runner.close_engine(engine)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                await runner.close_engine(engine)
 
     # The engine's warnings (a circuit opening, ...) go to stderr: stdout is the report.
     with rlog.redirected("warning", sys.stderr, fmt="console"):
         report = anyio.run(run, backend="asyncio")
+    if report is None:
+        print(
+            f"readdod eval: gave up after {deadline:g} s (--deadline): the engine did not"
+            " finish the golden set; check that its model server answers (readdod health),"
+            " or give more time with --deadline",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     if args.json:
         print(render.json_text(msgspec.to_builtins(report) | {"passed": report.passed}))
     else:

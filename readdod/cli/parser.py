@@ -46,6 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--engine", help="override ai.engine from the config (e.g. local, openai)")
     p.add_argument("--golden", metavar="DIR", help="a golden set other than the bundled one")
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=1800.0,
+        metavar="S",
+        help="give up after S seconds, e.g. on a slow or stuck model server (default: 1800)",
+    )
 
     p = sub.add_parser(
         "extract", parents=[common], help="print a page's article (no daemon, nothing stored)"

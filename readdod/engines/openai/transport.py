@@ -25,7 +25,7 @@ import urllib.parse
 from typing import Any, cast
 
 import anyio
-import httpx
+import openai
 from openai import AsyncOpenAI
 from openai.types import CompletionUsage
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
@@ -377,7 +377,14 @@ class Transport:
         try:
             async for chunk in stream:
                 answer.add(chunk)
-        except httpx.HTTPError as exc:
+        except openai.APITimeoutError:
+            raise  # a slow server, not a broken answer: timed as any request
+        except openai.APIConnectionError as exc:
+            raise StreamBroken(f"the answer broke off: {exc.__cause__ or exc!r}") from exc
+        except openai.APIError:
+            raise  # an error event in the stream: the server's answer
+        except Exception as exc:
+            # The connection broke mid-stream (the HTTP library's own error type).
             raise StreamBroken(f"the answer broke off: {exc!r}") from exc
         finally:
             # Closing the connection is what tells the server to stop generating.
