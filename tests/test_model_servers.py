@@ -23,7 +23,7 @@ from readdod.engines import openai as oa
 from readdod.engines.base import EngineInput
 from readdod.engines.openai import formats
 from readdod.errors import AIError, ErrorCode
-from readdod.models import Score, Summary
+from readdod.models import Summary
 from tests.fake_openai import LLAMA_CPP_PYTHON_REFUSAL, FakeOpenAI
 
 pytestmark = pytest.mark.anyio
@@ -228,7 +228,7 @@ async def test_loose_answers_are_read_and_unbounded_numbers_are_clamped() -> Non
             await eng.aclose()
         assert len(fake.completions()) == 3  # no repair was needed
         assert "Line one.\nLine two: " in loose.payload.tl_dr
-        assert isinstance(wild.payload, Score) and wild.payload.match_score == 100
+        assert wild.payload.match_score == 100
         # readdod computes the reading time: it is not asked for, and the model's is ignored.
         asked = fake.completions()[0]["body"]["response_format"]["json_schema"]["schema"]
         assert "reading_time_min" not in asked["properties"]
@@ -321,3 +321,31 @@ def test_eval_gives_up_at_its_deadline(capsys: pytest.CaptureFixture[str], tmp_p
     assert code == cli.EXIT_ERROR
     assert "gave up after 1 s (--deadline)" in capsys.readouterr().err
     assert took < 20
+
+
+def test_token_counts_come_from_usage_or_llama_cpp_timings() -> None:
+    from openai.types.chat import ChatCompletionChunk
+
+    from readdod.engines.openai.transport import Answer
+
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    answer = Answer()
+    for event in [
+        {**base, "choices": [{"index": 0, "delta": {"content": '{"a": '}}]},
+        {**base, "choices": [{"index": 0, "delta": {"content": "1}"}, "finish_reason": "stop"}]},
+        # llama.cpp's llama-server: evaluated and cached prompt tokens in its timings.
+        {**base, "choices": [], "timings": {"prompt_n": 40, "cache_n": 600, "predicted_n": 9}},
+    ]:
+        answer.add(ChatCompletionChunk.model_validate(event))
+    assert (answer.content, answer.finish_reason) == ('{"a": 1}', "stop")
+    assert (answer.prompt_tokens, answer.cached_tokens) == (640, 600)
+
+    openai_style = Answer()
+    usage = {
+        "prompt_tokens": 2000,
+        "completion_tokens": 50,
+        "total_tokens": 2050,
+        "prompt_tokens_details": {"cached_tokens": 1792},
+    }
+    openai_style.add(ChatCompletionChunk.model_validate({**base, "choices": [], "usage": usage}))
+    assert (openai_style.prompt_tokens, openai_style.cached_tokens) == (2000, 1792)
