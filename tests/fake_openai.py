@@ -95,10 +95,10 @@ _SECTION = re.compile(r"^(?:Text|Notes|Part \d+ of \d+|Key points):\s*$", re.M)
 
 def _sentences(prompt: str) -> list[str]:
     """Sentences of the material the prompt is about (its last section), without repeats."""
+    # readdod's prompts: the article (or notes) first, then "---" and the step's task.
+    prompt = prompt.split("\n---\n", 1)[0]
     heads = list(_SECTION.finditer(prompt))
     text = prompt[heads[-1].end() :] if heads else prompt
-    ends = [at for at in (text.find("\n---\n"), text.find("\nAnswer with")) if at >= 0]
-    text = text[: min(ends)] if ends else text
     out: dict[str, None] = {}
     for part in re.split(r"(?<=[.!?])\s+|\n+", text):
         part = part.strip(" -\t")
