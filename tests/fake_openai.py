@@ -33,7 +33,8 @@ the schema back (``echo_without_schema``), its context (``context_tokens``:
 a longer request is refused with ``context_length_exceeded``, or, with
 ``stream_errors``, a streamed one breaks off after its 200 as
 llama-cpp-python's does), and ``max_tokens`` (an answer longer than it is cut
-off with ``finish_reason: length``). Requests with ``stream: true`` are
+off with ``finish_reason: length``), and the request parameters it refuses
+(``refuses``, with OpenAI's 400 that names them). Requests with ``stream: true`` are
 answered as server-sent events, with ``usage`` (including
 ``prompt_tokens_details.cached_tokens``: the prefix shared with the request
 before, as a prompt cache would find it) when ``stream_options`` asks. ``xN`` limits it to
@@ -244,6 +245,7 @@ class FakeOpenAI:
         echo_without_schema: bool = False,
         context_tokens: int | None = None,
         stream_errors: bool = False,
+        refuses: tuple[str, ...] = (),
     ) -> None:
         self.port = port
         self.retry_after = retry_after
@@ -260,6 +262,8 @@ class FakeOpenAI:
         self.context_tokens = context_tokens
         #: Fail a streamed request after its 200 (llama-cpp-python on a context overflow).
         self.stream_errors = stream_errors
+        #: Request parameters refused with a 400 that names them, as OpenAI does.
+        self.refuses = refuses
         #: The prompt of the request before, for the prompt cache's count.
         self._last_prompt = ""
         self.requests: list[dict[str, Any]] = []
@@ -551,6 +555,22 @@ class FakeOpenAI:
         _, user, intent = _prompt_parts(messages)
         whole = "\n".join(str(m.get("content")) for m in messages)
         step, schema, given = _schema_of(body, whole)
+        for param in self.refuses:
+            if param in body:
+                hint = " Use 'max_completion_tokens' instead." if param == "max_tokens" else ""
+                return (
+                    400,
+                    {
+                        "error": {
+                            "message": f"Unsupported parameter: '{param}' is not supported"
+                            f" with this model.{hint}",
+                            "type": "invalid_request_error",
+                            "param": param,
+                            "code": "unsupported_parameter",
+                        }
+                    },
+                    {},
+                )
         fmt = _format_of(body)
         if fmt not in self.accepts and not (
             fmt == "json_object_schema" and "json_object" in self.accepts

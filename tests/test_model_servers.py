@@ -349,3 +349,23 @@ def test_token_counts_come_from_usage_or_llama_cpp_timings() -> None:
     }
     openai_style.add(ChatCompletionChunk.model_validate({**base, "choices": [], "usage": usage}))
     assert (openai_style.prompt_tokens, openai_style.cached_tokens) == (2000, 1792)
+
+
+async def test_a_refused_parameter_is_replaced_from_then_on() -> None:
+    with FakeOpenAI(refuses=("max_tokens", "stream_options")) as fake:
+        eng = _engine(fake, circuit_failures=1)
+        try:
+            inp = EngineInput(text=TEXT, intent="learn WAL")
+            out = await eng.summarize(inp)
+            await eng.score(inp, out.payload)
+        finally:
+            await eng.aclose()
+        sent = [r["body"] for r in fake.completions()]
+        assert [("max_tokens" in b, "stream_options" in b) for b in sent] == [
+            (True, True),
+            (False, True),
+            (False, False),
+            (False, False),
+        ]
+        assert sent[-1]["max_completion_tokens"] == 700 and sent[-1]["stream"] is True
+        assert eng.circuit_state() == "closed"
