@@ -351,6 +351,8 @@ class Run(msgspec.Struct, kw_only=True):
     models: list[str] = []
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: Of the prompt tokens, those the model server took from its prompt cache.
+    cached_tokens: int = 0
     #: Every failed attempt of this run, oldest first.
     failures: list[AttemptFailure] = []
 

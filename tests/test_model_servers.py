@@ -301,7 +301,17 @@ def test_error_messages_are_told_apart() -> None:
     )
     assert formats.context_overflow(overflow) and not formats.names_format(overflow)
     assert formats.context_size(overflow) == 4096
-    assert formats.context_overflow("the request exceeds the available context size")
+    llama_server = {
+        "error": {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 5000,
+            "n_ctx": 4096,
+        }
+    }
+    assert formats.context_overflow(formats.error_text(llama_server))
+    assert formats.context_size(str(llama_server)) == 4096
     assert formats.error_text({"error": {"message": "a\n  b"}}) == "a b"
     assert formats.error_text({"detail": "gone"}) == "gone"
 

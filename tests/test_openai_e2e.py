@@ -110,6 +110,11 @@ def test_items_become_ready_with_provenance_and_the_key_stays_secret(
     assert arts["card"]["meta"]["model"] == "fake-tiny"
     assert summary["payload"]["tl_dr"] in ARTICLE
     assert arts["card"]["payload"]["todos"] == arts["todos"]["payload"]["items"]
+    # The steps after the summary share its prompt's prefix, which the server's cache serves.
+    assert arts["score"]["meta"]["cached_tokens"] > 0
+    run = current_run(got)
+    assert run["cached_tokens"] == sum(a["meta"].get("cached_tokens", 0) for a in arts.values())
+    assert run["prompt_tokens"] > run["cached_tokens"] > 0
 
     sent = fake.completions()
     assert {r["body"]["model"] for r in sent} == {"fake-small", "fake-tiny"}

@@ -121,7 +121,8 @@ def classify(
     if isinstance(exc, openai.APIStatusError):
         text, about = _about_request(exc)
         if about == "context":
-            size = formats.context_size(text)
+            # llama-server gives its context as a field of the error: n_ctx.
+            size = formats.context_size(text) or formats.context_size(str(exc.body))
             fits = f"at most {size}, the server's context" if size else "what the server has"
             return ContextExceeded(
                 f"the text does not fit the context of the model at {where}{quote(exc)};"
