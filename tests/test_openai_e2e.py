@@ -156,6 +156,9 @@ def test_every_kind_of_server_trouble_ends_in_the_right_state(
     failed = d.call("get", {"id": ids["fake:hang@score#c"]})
     assert failed["item"]["failure"]["failed_step"] == "score"
     assert "ai.timeout_s" in failed["item"]["failure"]["message"]
+    # The server's own words are in the failure, not only its status.
+    crashed = d.call("get", {"id": ids["fake:500@summary#h"]})["item"]["failure"]
+    assert 'failed (HTTP 500): "the model crashed"' in crashed["message"]
     # The repaired item's summary records the repair; 429s waited what Retry-After said.
     repaired = d.call("get", {"id": ids["fake:invalidx1@summary#f"]})["artifacts"]["summary"]
     assert repaired["meta"]["template_version"] == "summary.v2+repair.v1"
