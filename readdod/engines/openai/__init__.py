@@ -3,10 +3,11 @@
 ``ai.base_url`` points it at OpenAI, Ollama, vLLM, llama.cpp's server or LM
 Studio. Each step renders a versioned prompt template (``templates/``,
 chosen by ``ai.profile``), asks for JSON matching the payload's generated
-JSON Schema (``response_format`` ``json_schema`` where the server supports
-it, ``json_object`` plus validation where not), and judges the answer with
-:mod:`readdod.rubric`. An invalid answer gets one repair request that tells
-the model what was wrong; a second invalid answer fails the step.
+JSON Schema in the most structured ``response_format`` the server takes
+(:mod:`.formats`), and judges the answer with :mod:`readdod.rubric`. An
+invalid answer gets one repair request that tells the model what was wrong
+(an answer cut at ``max_tokens`` is asked again, shorter, instead); a second
+invalid answer fails the step.
 
 Resilience, from the inside out:
 
