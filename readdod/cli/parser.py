@@ -45,7 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", parents=[common], help="run the golden set through the configured engine"
     )
     p.add_argument("--engine", help="override ai.engine from the config (e.g. local, openai)")
-    p.add_argument("--golden", metavar="DIR", help="a golden set other than the bundled one")
     p.add_argument(
         "--deadline",
         type=float,
@@ -53,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="give up after S seconds, e.g. on a slow or stuck model server (default: 1800)",
     )
+    p.add_argument("--golden", metavar="DIR", help="a golden set other than the bundled one")
 
     p = sub.add_parser(
         "extract", parents=[common], help="print a page's article (no daemon, nothing stored)"
