@@ -54,6 +54,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+import anyio
+
 from readdod import schemas
 from readdod.clock import Clock
 from readdod.config import AIConfig
@@ -80,7 +82,7 @@ from readdod.engines.openai.steps import (
 )
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import Template, load_template
-from readdod.engines.openai.transport import Transport, display_url
+from readdod.engines.openai.transport import CLOSE_S, Transport, display_url
 from readdod.errors import ConfigError
 from readdod.logging import add_secret, get_logger
 from readdod.models import Card, Score, Summary, Todos
@@ -186,7 +188,10 @@ class OpenAIEngine:
         return self.transport.circuit.state.value
 
     async def aclose(self) -> None:
-        await self.transport.aclose()
+        """Close the client's connections; shielded and bounded, so a cancelled caller
+        (a deadline, a shutdown) still closes them."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_S):
+            await self.transport.aclose()
         log.info("ai.closed", base_url=self.server)
 
     def model_for(self, step: str) -> str:
