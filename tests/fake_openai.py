@@ -379,6 +379,7 @@ class FakeOpenAI:
                     self.send_response(200)
                     self.send_header("content-type", "text/event-stream")
                     self.send_header("transfer-encoding", "chunked")
+                    self.send_header("connection", "close")  # so no client reuses it
                     self.end_headers()
                     for event in events:
                         self._chunk(f"data: {json.dumps(event)}\n\n".encode())
