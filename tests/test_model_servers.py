@@ -10,6 +10,7 @@ its 200), played by the fake server on 127.0.0.1.
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -379,3 +380,25 @@ async def test_a_refused_parameter_is_replaced_from_then_on() -> None:
         ]
         assert sent[-1]["max_completion_tokens"] == 700 and sent[-1]["stream"] is True
         assert eng.circuit_state() == "closed"
+
+
+def test_clamping_follows_the_schema() -> None:
+    from readdod import schemas
+    from readdod.engines.openai.answers import clamp
+
+    schema = schemas.json_schema("score")
+    raw = {
+        "match_score": "85",
+        "priority": "P1",
+        "reasons": [f"reason {n}" for n in range(14)],
+        "recommendation": "read",
+    }
+    got = clamp(raw, schema)
+    assert got["match_score"] == 85 and isinstance(got["match_score"], int)
+    assert len(got["reasons"]) == schema["properties"]["reasons"]["maxItems"]
+    assert clamp({"match_score": -3.6}, schema)["match_score"] == 0
+    assert clamp({"match_score": "many"}, schema)["match_score"] == "many"  # left to the check
+    assert math.isnan(clamp({"match_score": "NaN"}, schema)["match_score"])
+    long = "word " * 200
+    cut = clamp({"tl_dr": long}, schemas.json_schema("summary"))["tl_dr"]
+    assert len(cut) <= 280 and cut.endswith("word")

@@ -15,6 +15,7 @@ clamped (:func:`clamp`) rather than failing the step.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
@@ -100,7 +101,8 @@ def model_schema(schema: dict[str, Any], computed: Iterable[str]) -> dict[str, A
 
 def clamp(value: Any, schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
     """``value`` brought within the bounds ``schema`` states that a grammar may not keep:
-    numbers into their range, lists and strings cut to their longest length."""
+    numbers (also when written as strings) into their range, lists and strings cut to
+    their longest length."""
     defs = schema.get("$defs", {}) if defs is None else defs
     if "$ref" in schema:
         schema = defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
@@ -116,11 +118,18 @@ def clamp(value: Any, schema: dict[str, Any], defs: dict[str, Any] | None = None
         hi = schema.get("maxItems")
         items = value[:hi] if isinstance(hi, int) else value
         return [clamp(v, schema.get("items", {}), defs) for v in items]
+    if kind in ("integer", "number") and isinstance(value, str):
+        try:
+            value = float(value.strip())  # "85": a number written as a string
+        except ValueError:
+            return value
     if (
         kind in ("integer", "number")
         and isinstance(value, int | float)
         and not isinstance(value, bool)
     ):
+        if not math.isfinite(value):
+            return value  # NaN or Infinity: left for the check to refuse
         lo, hi = schema.get("minimum"), schema.get("maximum")
         if isinstance(lo, int | float) and value < lo:
             value = lo
