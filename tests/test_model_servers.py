@@ -402,3 +402,16 @@ def test_clamping_follows_the_schema() -> None:
     long = "word " * 200
     cut = clamp({"tl_dr": long}, schemas.json_schema("summary"))["tl_dr"]
     assert len(cut) <= 280 and cut.endswith("word")
+
+
+async def test_a_parameter_refused_again_after_the_change_fails_with_the_servers_words() -> None:
+    with FakeOpenAI(refuses=("max_tokens", "max_completion_tokens")) as fake:
+        eng = _engine(fake)
+        try:
+            with pytest.raises(AIError) as exc:
+                await eng.summarize(EngineInput(text=TEXT, intent="learn WAL"))
+        finally:
+            await eng.aclose()
+        assert len(fake.completions()) == 2
+        assert exc.value.code is ErrorCode.AI_PROVIDER_ERROR and not exc.value.retryable
+        assert "'max_completion_tokens' is not supported" in exc.value.message

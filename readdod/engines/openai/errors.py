@@ -131,7 +131,8 @@ def classify(
                 str(exc.body)[:1000] if exc.body is not None else None,
             ), "context"
         if about == "adapt":
-            return None, "adapt"
+            # The error stands if readdod has nothing left to change.
+            return map_status(exc, where, cfg.api_key_env), "adapt"
         if about == "fallback":
             if cfg.structured_output == "auto" and formats.next_format(mode) is not None:
                 return None, "fallback"
