@@ -232,7 +232,7 @@ def test_items_go_through_a_real_llama_cpp_python_server(
                 "base_url": f"http://127.0.0.1:{proxy.port}/v1",
                 "model": "smollm2-135m",
                 "concurrency": 1,
-                "timeout_s": 120.0,
+                "timeout_s": 300.0,  # generous: CI runs other tests beside it on 2 cores
                 "attempts": 2,
                 "retry_initial_s": 0.1,
                 "retry_max_s": 0.2,
