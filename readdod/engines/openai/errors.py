@@ -126,7 +126,7 @@ def classify(
             fits = f"at most {size}, the server's context" if size else "what the server has"
             return ContextExceeded(
                 f"the text does not fit the context of the model at {where}{quote(exc)};"
-                f" readdod splits it smaller; set ai.context_tokens to {fits}",
+                f" readdod splits texts to fit ai.context_tokens: set it to {fits}",
                 size,
                 str(exc.body)[:1000] if exc.body is not None else None,
             ), "context"
