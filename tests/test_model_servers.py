@@ -415,3 +415,16 @@ async def test_a_parameter_refused_again_after_the_change_fails_with_the_servers
         assert len(fake.completions()) == 2
         assert exc.value.code is ErrorCode.AI_PROVIDER_ERROR and not exc.value.retryable
         assert "'max_completion_tokens' is not supported" in exc.value.message
+
+
+async def test_an_unreadable_memory_is_learned_again_and_rewritten(tmp_path: Path) -> None:
+    (tmp_path / "model-servers.json").write_text("{not json", encoding="utf-8")
+    with FakeOpenAI(structured_output=False) as fake:
+        eng = _engine(fake, tmp_path)
+        try:
+            await eng.summarize(EngineInput(text=TEXT, intent="learn WAL"))
+        finally:
+            await eng.aclose()
+        assert _formats(fake) == ["json_schema", "json_object_schema"]
+        learned = json.loads((tmp_path / "model-servers.json").read_text())
+        assert learned == {f"{fake.base_url} m": {"format": "json_object_schema"}}
