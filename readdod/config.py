@@ -82,6 +82,20 @@ class FetchConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     retry_max_s: Seconds = 30.0
 
 
+AnswerLimit = Annotated[int, msgspec.Meta(ge=16, le=100_000)]
+
+
+class AnswerTokens(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """``[ai.max_tokens]``: the longest answer of each step, so no answer runs to the end
+    of the server's context."""
+
+    summary: AnswerLimit = 900
+    summary_chunk: AnswerLimit = 700
+    score: AnswerLimit = 700
+    todos: AnswerLimit = 900
+    card_text: AnswerLimit = 250
+
+
 class AIConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     engine: Literal["local", "fixed", "openai"] = "local"
     fixed_delay_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 0
@@ -94,7 +108,11 @@ class AIConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     model_card: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     profile: Literal["default", "research"] = "default"
-    structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
+    #: ``auto`` learns what the server accepts (json_schema, then json_object with the
+    #: schema, then json_object, then the schema in the prompt only) and remembers it.
+    structured_output: Literal[
+        "auto", "json_schema", "json_object_schema", "json_object", "prompt"
+    ] = "auto"
     temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] = 0.2
     timeout_s: Seconds = 120.0
     attempts: Annotated[int, msgspec.Meta(ge=1, le=20)] = 4
@@ -106,6 +124,8 @@ class AIConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     circuit_failures: Annotated[int, msgspec.Meta(ge=0, le=20)] = 3
     circuit_probe_s: Seconds = 15.0
     context_tokens: Annotated[int, msgspec.Meta(ge=1_024)] = 8_192
+    #: The most tokens each step's answer may take (``max_tokens`` of its requests).
+    max_tokens: AnswerTokens = msgspec.field(default_factory=lambda: AnswerTokens())
 
 
 class RetryRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

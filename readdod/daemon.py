@@ -178,7 +178,7 @@ async def serve(
                 )
                 async with (
                     make_client(cfg.fetch) as http,
-                    contextlib.aclosing(make_engine(cfg.ai)) as engine,
+                    contextlib.aclosing(make_engine(cfg.ai, data)) as engine,
                 ):
                     pipeline = Pipeline(engine, http, cfg.fetch)
                     supervisor = Supervisor(

@@ -261,6 +261,8 @@ class ArtifactMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
     model: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: Of the prompt tokens, those the server took from its prompt cache (where it says).
+    cached_tokens: int | None = None
     latency_ms: int | None = None
     attempts: int = 1
     created_at: str | None = None
@@ -366,6 +368,8 @@ class Run(msgspec.Struct, kw_only=True):
     models: list[str] = []
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: Of the prompt tokens, those the model server took from its prompt cache.
+    cached_tokens: int = 0
     #: Every failed attempt of this run, oldest first.
     failures: list[AttemptFailure] = []
 

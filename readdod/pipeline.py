@@ -145,6 +145,7 @@ class Pipeline:
             model=out.model,
             prompt_tokens=out.prompt_tokens,
             completion_tokens=out.completion_tokens,
+            cached_tokens=out.cached_tokens,
             latency_ms=out.latency_ms,
             attempts=out.attempts,
         )

@@ -187,6 +187,7 @@ def ledger(
                 models=sorted({m.model for m in metas if m.model}),
                 prompt_tokens=sum(m.prompt_tokens or 0 for m in metas),
                 completion_tokens=sum(m.completion_tokens or 0 for m in metas),
+                cached_tokens=sum(m.cached_tokens or 0 for m in metas),
                 failures=failures.get(r.run_id, []),
             )
         )

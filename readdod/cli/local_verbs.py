@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import msgspec
@@ -69,6 +69,16 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+T = TypeVar("T")
+
+
+async def _within(deadline_s: float, fn: Callable[[], Awaitable[T]]) -> T | None:
+    """``fn()``'s result, or None once ``deadline_s`` seconds have passed without it."""
+    with anyio.move_on_after(deadline_s):
+        return await fn()
+    return None
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from readdod import logging as rlog
     from readdod.engines import make_engine
@@ -107,7 +117,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     # The engine's warnings (a circuit opening, ...) go to stderr: stdout is the report.
     with rlog.redirected("warning", sys.stderr, fmt="console"):
-        report = anyio.run(run, backend="asyncio")
+        report = anyio.run(_within, args.deadline, run, backend="asyncio")
+    if report is None:
+        print(
+            f"readdod eval: gave up after {args.deadline:g} s (--deadline): the engine did not"
+            " finish the golden set; check that its model server answers, or give it more"
+            " time with --deadline",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     if args.json:
         print(render.json_text(msgspec.to_builtins(report) | {"passed": report.passed}))
     else:

@@ -23,6 +23,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+def _seconds(text: str) -> float:
+    """A positive number of seconds, as an option's value."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="readdod", description="Turn what you read into what you do.")
     parser.add_argument("--version", action="version", version=f"readdod {__version__}")
@@ -46,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", parents=[common], help="run the golden set through the configured engine"
     )
     p.add_argument("--engine", help="override ai.engine from the config (e.g. local, openai)")
+    p.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=1800.0,
+        metavar="S",
+        help="give up after S seconds, e.g. on a slow or stuck model server (default: 1800)",
+    )
     p.add_argument("--golden", metavar="DIR", help="a golden set other than the bundled one")
     p.add_argument(
         "--quality",

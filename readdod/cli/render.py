@@ -211,6 +211,8 @@ def _ledger_lines(
             extra.append("model " + ",".join(r["models"]))
         if r.get("prompt_tokens") or r.get("completion_tokens"):
             extra.append(f"tokens {r.get('prompt_tokens', 0)}+{r.get('completion_tokens', 0)}")
+            if r.get("cached_tokens"):
+                extra[-1] += f" ({r['cached_tokens']} cached)"
         if r.get("retries"):
             extra.append(f"step retries {r['retries']}")
         mark = "*" if r["run_id"] == shown_run else " "

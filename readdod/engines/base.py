@@ -114,6 +114,8 @@ class EngineOutput(msgspec.Struct, Generic[P], kw_only=True):
     model: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: Prompt tokens the server answered from its prompt cache, where it says.
+    cached_tokens: int | None = None
     latency_ms: int | None = None
     attempts: int = 1
 
