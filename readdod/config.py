@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from readdod import listen as address
 from readdod.errors import ConfigError
 from readdod.export import naming
 from readdod.logging import scrub_text
@@ -157,6 +158,22 @@ class LogConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only
     format: Literal["json", "console"] = "json"
 
 
+class MetricsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """OpenMetrics over HTTP; the ``metrics`` socket method needs no config."""
+
+    #: ``host:port`` to serve ``GET /metrics`` on; unset, no HTTP endpoint.
+    listen: str | None = None
+    #: Let ``listen`` be an address other machines can reach.
+    allow_remote: bool = False
+
+    def __post_init__(self) -> None:
+        if self.listen is not None:
+            try:
+                address.check(self.listen, allow_remote=self.allow_remote)
+            except ValueError as exc:
+                raise ValueError(f"listen {exc}") from None
+
+
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     daemon: DaemonConfig = DaemonConfig()
     control: ControlConfig = ControlConfig()
@@ -166,6 +183,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     export: ExportConfig = ExportConfig()
     retention: RetentionConfig = RetentionConfig()
     log: LogConfig = LogConfig()
+    metrics: MetricsConfig = MetricsConfig()
 
 
 def config_path(explicit: str | None) -> Path | None:

@@ -17,12 +17,13 @@ import stat
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 import anyio
-from anyio.abc import TaskStatus
+from anyio.abc import SocketListener, TaskStatus
 
 from readdod import __version__, collector, config, systemd
+from readdod import listen as metrics_address
 from readdod import logging as rlog
 from readdod.clock import Clock, SystemClock
 from readdod.config import Config
@@ -38,6 +39,9 @@ from readdod.loops import retention
 from readdod.loops.auto_export import AutoExporter
 from readdod.loops.heartbeat import Heartbeat
 from readdod.loops.retry import RetryScheduler
+from readdod.metrics import http as metrics_http
+from readdod.metrics.exposition import DaemonCollector, Metrics
+from readdod.metrics.meter import Meter
 from readdod.pipeline import Pipeline
 from readdod.store import Store
 from readdod.supervisor import Supervisor, worker_id
@@ -143,6 +147,7 @@ async def serve(
     sock_path = config.socket_path(cfg)
     owner = worker_id()
     started = time.monotonic()
+    scrape: list[SocketListener] | None = None
     try:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             fds = systemd.listen_fds()
@@ -150,6 +155,7 @@ async def serve(
             if activated is None:
                 prepare_socket_dir(sock_path.parent, cfg.control.group)
                 _claim_socket_path(sock_path)
+            scrape = await _metrics_listener(cfg)
             async with Store.open(db, synchronous=cfg.daemon.synchronous) as store:
                 core = Core(
                     store,
@@ -166,6 +172,8 @@ async def serve(
                     ),
                     retention=cfg.retention,
                 )
+                meter = Meter()
+                core.units.observe(meter.observe)
                 t0 = time.perf_counter()
                 # This daemon holds the instance lock: every lease it finds is a dead one.
                 requeued, failed = await core.leases.recover(every_lease=True)
@@ -194,21 +202,46 @@ async def serve(
                         paused=await core.reads.is_paused(),
                     )
                     core.attach(supervisor)
-                    server = ControlServer(core, supervisor, cfg, engine=engine)
+                    metrics = Metrics(
+                        DaemonCollector(meter, supervisor, engine), core.reads.queue_gauges
+                    )
+                    server = ControlServer(core, supervisor, cfg, engine=engine, metrics=metrics)
+                    extra = _Extras(meter, metrics, scrape)
                     if activated is not None:
                         # systemd owns the socket file (readdod.socket): use it, leave it.
                         listener = await anyio.abc.SocketListener.from_socket(activated)
-                        await _run(core, server, supervisor, listener, signals, task_status)
+                        await _run(core, server, supervisor, listener, signals, task_status, extra)
                     else:
                         listener = await anyio.create_unix_listener(sock_path)
                         try:
                             secure_socket_file(sock_path, cfg.control.group)
-                            await _run(core, server, supervisor, listener, signals, task_status)
+                            await _run(
+                                core, server, supervisor, listener, signals, task_status, extra
+                            )
                         finally:
                             sock_path.unlink(missing_ok=True)
         log.info("daemon.stopped", uptime_s=round(time.monotonic() - started, 3))
     finally:
+        for bound in scrape or ():
+            with anyio.CancelScope(shield=True):
+                await bound.aclose()
         lock.close()
+
+
+async def _metrics_listener(cfg: Config) -> list[SocketListener] | None:
+    """The metrics endpoint's listener, bound before anything starts (None: not asked for)."""
+    if cfg.metrics.listen is None:
+        return None
+    addr = metrics_address.check(cfg.metrics.listen, allow_remote=cfg.metrics.allow_remote)
+    return await metrics_http.listen(addr)
+
+
+class _Extras(NamedTuple):
+    """What ``_run`` starts beside the core loops: the meter and the metrics endpoint."""
+
+    meter: Meter
+    metrics: Metrics
+    scrape: list[SocketListener] | None
 
 
 async def _status_line(core: Core, supervisor: Supervisor) -> str:
@@ -227,6 +260,7 @@ async def _run(
     listener: anyio.abc.SocketListener,
     signals: AsyncIterator[signal.Signals],
     task_status: TaskStatus[None],
+    extra: _Extras,
 ) -> None:
     done = anyio.Event()
 
@@ -257,7 +291,7 @@ async def _run(
     cfg = server.cfg
     # The background loops, built before anything can make an item READY or failed;
     # each ends with the daemon (the group is cancelled once the supervisor is done).
-    heartbeat = Heartbeat(core.leases, supervisor)
+    heartbeat = Heartbeat(core.leases, supervisor, extra.meter)
     retries = RetryScheduler(core.commands, core.clock)
     exporter = AutoExporter(core) if cfg.daemon.auto_export else None
     async with anyio.create_task_group() as tg:
@@ -265,6 +299,8 @@ async def _run(
         await tg.start(supervise)
         await tg.start(heartbeat.run)
         await tg.start(retries.run)
+        if extra.scrape is not None:
+            await tg.start(metrics_http.serve, extra.metrics, extra.scrape)
         if exporter is not None:
             tg.start_soon(exporter.run)
         tg.start_soon(retention.run_periodically, core.maintenance, cfg.retention)

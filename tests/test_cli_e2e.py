@@ -84,6 +84,7 @@ CLIENT_VERBS: list[list[str]] = [
     ["health"],
     ["stats"],
     ["prune", "--dry-run"],
+    ["metrics"],
 ]
 
 

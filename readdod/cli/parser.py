@@ -141,6 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", nargs="?", help="only this item")
     sub.add_parser("health", parents=[common], help="ok/degraded/unhealthy (exit 0/1/2)")
     sub.add_parser("stats", parents=[common], help="counts, step durations, tokens, store counters")
+    p = sub.add_parser("metrics", parents=[common], help="this daemon's metrics (OpenMetrics)")
+    p.add_argument(
+        "--format",
+        choices=["openmetrics", "prometheus"],
+        default="openmetrics",
+        help="OpenMetrics 1.0 text (default) or the older Prometheus text format",
+    )
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     return parser

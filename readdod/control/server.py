@@ -14,7 +14,7 @@ import errno
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 import msgspec
@@ -25,7 +25,7 @@ from readdod.config import Config
 from readdod.control import protocol as p
 from readdod.control.security import PeerPolicy, peer_credentials
 from readdod.core import Core
-from readdod.errors import ErrorCode, RequestError, ValidationFailed
+from readdod.errors import ErrorCode, InternalError, RequestError, ValidationFailed
 from readdod.events import Subscription
 from readdod.health import thresholds_from
 from readdod.logging import get_logger
@@ -61,6 +61,10 @@ def _refusal(status: int, code: ErrorCode, message: str) -> bytes:
 
 class CircuitSource(Protocol):
     def circuit_state(self) -> str: ...
+
+
+class MetricsSource(Protocol):
+    async def render(self, fmt: Literal["openmetrics", "prometheus"]) -> tuple[str, bytes]: ...
 
 
 class WorkerState(Protocol):
@@ -109,11 +113,13 @@ class ControlServer:
         cfg: Config | None = None,
         *,
         engine: CircuitSource | None = None,
+        metrics: MetricsSource | None = None,
     ) -> None:
         self.core = core
         self.workers = workers
         self.cfg = cfg or Config()
         self.engine = engine
+        self.metrics = metrics
         self.policy = PeerPolicy(os.getuid(), self.cfg.control.allowed_uids)
         self.connections = 0
         self.started = time.monotonic()
@@ -139,6 +145,7 @@ class ControlServer:
             "health": (p.Empty, self._health),
             "stats": (p.Empty, self._stats),
             "prune": (p.PruneParams, self._prune),
+            "metrics": (p.MetricsParams, self._metrics),
         }
 
     # --- transport ---------------------------------------------------------
@@ -499,3 +506,9 @@ class ControlServer:
 
     async def _prune(self, params: p.PruneParams) -> Any:
         return await self.core.maintenance.prune(self.cfg.retention, dry_run=params.dry_run)
+
+    async def _metrics(self, params: p.MetricsParams) -> dict[str, Any]:
+        if self.metrics is None:
+            raise InternalError("this server was built without metrics")
+        ctype, body = await self.metrics.render(params.format)
+        return {"content_type": ctype, "text": body.decode()}

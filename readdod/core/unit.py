@@ -193,6 +193,7 @@ class Units:
         self._enqueued: list[Callable[[], None]] = []
         self._scheduled: list[Callable[[], None]] = []
         self._ready: list[Callable[[str], None]] = []
+        self._observers: list[Callable[[str, dict[str, Any]], None]] = []
 
     def on_enqueue(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after any commit that made an item QUEUED."""
@@ -205,6 +206,10 @@ class Units:
     def on_ready(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(item_id)`` after a run's commit made an item READY."""
         self._ready.append(callback)
+
+    def observe(self, callback: Callable[[str, dict[str, Any]], None]) -> None:
+        """Call ``callback(event, fields)`` for every note of every commit (the metrics)."""
+        self._observers.append(callback)
 
     async def read(self, fn: Callable[[UnitOfWork], T]) -> T:
         return await self.store.read(fn)
@@ -231,6 +236,8 @@ class Units:
         for note in notes:
             log.info(note.event, **note.fields)
             self.bus.publish(note.event, **note.fields)
+            for observer in self._observers:
+                observer(note.event, note.fields)
             to = note.fields.get("to")
             enqueued = enqueued or to == S.QUEUED or note.event == "daemon.resumed"
             scheduled = scheduled or note.event == "retry.scheduled"

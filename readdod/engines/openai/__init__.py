@@ -45,7 +45,7 @@ from pathlib import Path
 from readdod import schemas
 from readdod.clock import Clock
 from readdod.config import AIConfig
-from readdod.engines.base import EngineInput, EngineOutput, current_hooks
+from readdod.engines.base import EngineInput, EngineOutput, ModelUsage, current_hooks
 from readdod.engines.openai.answers import CardText, ChunkNotes, struct_schema
 from readdod.engines.openai.asking import Asker
 from readdod.engines.openai.budget import (
@@ -142,6 +142,9 @@ class OpenAIEngine:
 
     def circuit_state(self) -> str:
         return self.transport.circuit.state.value
+
+    def model_usage(self) -> ModelUsage:
+        return self.transport.usage
 
     async def aclose(self) -> None:
         await self.transport.aclose()

@@ -24,7 +24,7 @@ from openai.types.chat.completion_create_params import ResponseFormat
 from readdod import retrying
 from readdod.clock import Clock
 from readdod.config import AIConfig
-from readdod.engines.base import StepHooks, StepStopped
+from readdod.engines.base import ModelUsage, StepHooks, StepStopped
 from readdod.engines.circuit import CircuitBreaker, State
 from readdod.engines.openai.answers import bare_schema
 from readdod.engines.openai.budget import ANSWER_TOKENS, estimate_tokens
@@ -74,6 +74,7 @@ class Transport:
         )
         self.limiter = RateLimiter(cfg.rpm, cfg.tpm)
         self.slots = anyio.CapacityLimiter(cfg.concurrency)
+        self.usage = ModelUsage()
         #: The response format asked for; ``auto`` falls back to ``json_object`` once.
         self.mode = "json_object" if cfg.structured_output == "json_object" else "json_schema"
 
@@ -99,6 +100,8 @@ class Transport:
         if resp.usage is not None:
             tally.prompt_tokens += resp.usage.prompt_tokens or 0
             tally.completion_tokens += resp.usage.completion_tokens or 0
+            self.usage.prompt_tokens += resp.usage.prompt_tokens or 0
+            self.usage.completion_tokens += resp.usage.completion_tokens or 0
         if not resp.choices:
             return ""
         choice = resp.choices[0]
@@ -163,6 +166,7 @@ class Transport:
                     raise StepStopped((stop_reason() if stop_reason else None) or "stop")
                 async with self.slots:
                     tally.requests += 1
+                    self.usage.requests += 1
                     started = time.perf_counter()
                     try:
                         resp = await self._send(model, messages, kind, schema)
@@ -177,6 +181,8 @@ class Transport:
                     self.mode = "json_object"
                     self.circuit.succeeded()
                     continue
+                code = error.error_code if error is not None else ErrorCode.INTERNAL_ERROR
+                self.usage.errors[code] = self.usage.errors.get(code, 0) + 1
                 if verdict == "down":
                     self.circuit.failed()
                 elif verdict == "answered":
