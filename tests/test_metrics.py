@@ -239,7 +239,8 @@ def test_a_bad_listen_address_is_refused_naming_the_key(
 
 
 def test_remote_and_loopback_addresses_that_are_allowed() -> None:
-    assert config.parse('[metrics]\nlisten = "0.0.0.0:9464"\nallow_remote = true\n').metrics
+    remote = config.parse('[metrics]\nlisten = "0.0.0.0:9464"\nallow_remote = true\n')
+    assert remote.metrics.listen == "0.0.0.0:9464"
     for ok in ("127.0.0.1:9464", "[::1]:9464", "localhost:9464", "127.8.9.10:1"):
         assert address.check(ok, allow_remote=False).port in (9464, 1)
 
