@@ -35,7 +35,8 @@ import anyio.lowlevel
 import msgspec
 
 from readdod.errors import InternalError, ShuttingDown, ValidationFailed
-from readdod.store.api import Store, UnitOfWork
+from readdod.store.api import NOTICE_MAX_BYTES, Store, UnitOfWork
+from readdod.store.channel import LocalChannel
 from readdod.store.rows import (
     CHUNK_COLUMNS,
     ITEM_COLUMNS,
@@ -44,6 +45,7 @@ from readdod.store.rows import (
     AttemptRow,
     BackupResult,
     ChunkRow,
+    DaemonRow,
     EventRow,
     ExportRow,
     ItemRow,
@@ -145,6 +147,7 @@ class _Tables:
         self.requests: dict[str, _Request] = {}
         self.settings: dict[str, str] = {}
         self.exports: dict[str, ExportRow] = {}
+        self.daemons: dict[str, DaemonRow] = {}
         #: The last event's seq; never taken back, as SQLite's AUTOINCREMENT.
         self.last_seq = 0
 
@@ -163,6 +166,7 @@ class _Snapshot(msgspec.Struct):
     settings: dict[str, str]
     exports: list[ExportRow]
     last_seq: int
+    daemons: list[DaemonRow] = []
 
 
 def _encode(t: _Tables) -> bytes:
@@ -179,6 +183,7 @@ def _encode(t: _Tables) -> bytes:
             settings=t.settings,
             exports=list(t.exports.values()),
             last_seq=t.last_seq,
+            daemons=list(t.daemons.values()),
         )
     )
 
@@ -199,6 +204,7 @@ def _decode(data: bytes) -> _Tables:
     t.settings = snap.settings
     t.exports = {e.export_key: e for e in snap.exports}
     t.last_seq = snap.last_seq
+    t.daemons = {d.daemon_id: d for d in snap.daemons}
     return t
 
 
@@ -1053,6 +1059,46 @@ class MemoryUnitOfWork:
         self._query()
         self._put(self._t.settings, key, value)
 
+    # --- the daemon registry -------------------------------------------------------
+
+    def register_daemon(self, row: DaemonRow) -> None:
+        self._query()
+        self._put(self._t.daemons, row.daemon_id, msgspec.structs.replace(row))
+
+    def beat_daemon(self, daemon_id: str, at: int, *, in_flight: int, paused: bool) -> bool:
+        self._query()
+        row = self._t.daemons.get(daemon_id)
+        if row is None:
+            return False
+        self._put(
+            self._t.daemons,
+            daemon_id,
+            msgspec.structs.replace(row, heartbeat_at=at, in_flight=in_flight, paused=paused),
+        )
+        return True
+
+    def remove_daemon(self, daemon_id: str) -> bool:
+        self._query()
+        if daemon_id not in self._t.daemons:
+            return False
+        self._drop(self._t.daemons, daemon_id)
+        return True
+
+    def daemons(self) -> list[DaemonRow]:
+        self._query()
+        return sorted(self._t.daemons.values(), key=lambda d: (d.started_at, d.daemon_id))
+
+    def forget_daemons(self, silent_before: int, *, keep: str) -> list[str]:
+        self._query()
+        gone = sorted(
+            d.daemon_id
+            for d in self._t.daemons.values()
+            if d.heartbeat_at < silent_before and d.daemon_id != keep
+        )
+        for daemon_id in gone:
+            self._drop(self._t.daemons, daemon_id)
+        return gone
+
     # --- exports -------------------------------------------------------------------
 
     def export(self, export_key: str) -> ExportRow | None:
@@ -1240,6 +1286,8 @@ class _Shared:
     def __init__(self, tables: _Tables) -> None:
         self.tables = tables
         self.users = 0
+        #: Notices between the stores open on this database.
+        self.channel = LocalChannel()
 
 
 #: The databases open in this process, by path.
@@ -1259,9 +1307,10 @@ def _backup_target(dest: str | Path) -> Path:
 class MemoryStore:
     """The tables of one path, opened with :meth:`open` for as long as a block runs."""
 
-    def __init__(self, path: Path, tables: _Tables) -> None:
+    def __init__(self, path: Path, tables: _Tables, channel: LocalChannel | None = None) -> None:
         self.path = path
         self._t = tables
+        self._channel = channel or LocalChannel()
         self._closed = False
         self._transactions = 0
         self._units = 0
@@ -1280,7 +1329,7 @@ class MemoryStore:
             tables = _decode(path.read_bytes()) if path.is_file() else _Tables()
             shared = _OPEN[key] = _Shared(tables)
         shared.users += 1
-        store = cls(path, shared.tables)
+        store = cls(path, shared.tables, shared.channel)
         try:
             yield store
         finally:
@@ -1332,6 +1381,16 @@ class MemoryStore:
             reads=self._reads,
             read_statements=self._read_statements,
         )
+
+    async def notify(self, payload: str) -> None:
+        self._check_open()
+        if len(payload.encode()) > NOTICE_MAX_BYTES:
+            raise ValueError(f"a notice is at most {NOTICE_MAX_BYTES} bytes")
+        self._channel.send(payload)
+        await anyio.lowlevel.checkpoint()
+
+    def listen(self) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        return self._channel.listen()
 
     async def reclaim(self) -> None:
         """Nothing to give back: what pruning removed is already freed."""

@@ -19,6 +19,7 @@ from readdod.store.rows import (
     ARTIFACT_COLUMNS,
     ATTEMPT_COLUMNS,
     CHUNK_COLUMNS,
+    DAEMON_COLUMNS,
     EVENT_COLUMNS,
     EXPORT_COLUMNS,
     ITEM_COLUMNS,
@@ -36,6 +37,7 @@ _TABLES = {
     "attempt": ATTEMPT_COLUMNS,
     "chunk": CHUNK_COLUMNS,
     "export": EXPORT_COLUMNS,
+    "daemon": DAEMON_COLUMNS,
 }
 
 
@@ -56,6 +58,7 @@ SQL_FILES = (
     "artifacts.sql",
     "records.sql",
     "reports.sql",
+    "daemons.sql",
 )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from readdod.store.sqlite.artifacts import SqliteArtifactQueries
+from readdod.store.sqlite.daemons import SqliteDaemonQueries
 from readdod.store.sqlite.items import SEARCH_WORDS_MAX, SqliteItemQueries, search_query
 from readdod.store.sqlite.leases import SqliteLeaseQueries
 from readdod.store.sqlite.records import SqliteRecordQueries
@@ -29,6 +30,7 @@ from readdod.store.sqlite.runs import SqliteRunQueries
 if TYPE_CHECKING:
     from readdod.store.api import (
         ArtifactQueries,
+        DaemonQueries,
         ItemQueries,
         LeaseQueries,
         RecordQueries,
@@ -44,6 +46,7 @@ class SqliteUnitOfWork(
     SqliteArtifactQueries,
     SqliteRecordQueries,
     SqliteReportQueries,
+    SqliteDaemonQueries,
 ):
     """Named operations over one connection, inside the store's transaction.
 
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
     _ARTIFACTS: type[ArtifactQueries] = SqliteArtifactQueries
     _RECORDS: type[RecordQueries] = SqliteRecordQueries
     _REPORTS: type[ReportQueries] = SqliteReportQueries
+    _DAEMONS: type[DaemonQueries] = SqliteDaemonQueries
 
 #: The name callers have used for the unit of work.
 Tx = SqliteUnitOfWork
