@@ -30,6 +30,7 @@ from readdod.config import Config
 from readdod.control.security import prepare_socket_dir, secure_socket_file
 from readdod.control.server import ControlServer
 from readdod.core import Core
+from readdod.core.fleet import Fleet
 from readdod.engines import make_engine
 from readdod.errors import ConfigError, InstanceLocked
 from readdod.export.writer import Exporter
@@ -38,6 +39,7 @@ from readdod.logging import get_logger
 from readdod.loops import retention
 from readdod.loops.auto_export import AutoExporter
 from readdod.loops.heartbeat import Heartbeat
+from readdod.loops.presence import Presence
 from readdod.loops.retry import RetryScheduler
 from readdod.metrics import http as metrics_http
 from readdod.metrics.exposition import DaemonCollector, Metrics
@@ -173,7 +175,7 @@ async def serve(
                     retention=cfg.retention,
                 )
                 meter = Meter()
-                core.units.observe(meter.observe)
+                core.units.observe(meter.committed)
                 t0 = time.perf_counter()
                 # This daemon holds the instance lock: every lease it finds is a dead one.
                 requeued, failed = await core.leases.recover(every_lease=True)
@@ -205,8 +207,14 @@ async def serve(
                     metrics = Metrics(
                         DaemonCollector(meter, supervisor, engine), core.reads.queue_gauges
                     )
-                    server = ControlServer(core, supervisor, cfg, engine=engine, metrics=metrics)
-                    extra = _Extras(meter, metrics, scrape)
+                    fleet = Fleet(core.units, owner, supervisor.lease_ttl_ms // 3)
+                    # SQLite: this daemon holds the instance lock, so any other daemon
+                    # in the registry is a dead one, and no notice need leave the process.
+                    await fleet.join(alone=True, paused=supervisor.paused)
+                    server = ControlServer(
+                        core, supervisor, cfg, engine=engine, metrics=metrics, fleet=fleet
+                    )
+                    extra = _Extras(meter, metrics, scrape, Presence(fleet, supervisor))
                     if activated is not None:
                         # systemd owns the socket file (readdod.socket): use it, leave it.
                         listener = await anyio.abc.SocketListener.from_socket(activated)
@@ -237,11 +245,13 @@ async def _metrics_listener(cfg: Config) -> list[SocketListener] | None:
 
 
 class _Extras(NamedTuple):
-    """What ``_run`` starts beside the core loops: the meter and the metrics endpoint."""
+    """What ``_run`` starts beside the core loops: the meter, the metrics endpoint, the
+    daemon's presence in the fleet's registry."""
 
     meter: Meter
     metrics: Metrics
     scrape: list[SocketListener] | None
+    presence: Presence
 
 
 async def _status_line(core: Core, supervisor: Supervisor) -> str:
@@ -299,6 +309,7 @@ async def _run(
         await tg.start(supervise)
         await tg.start(heartbeat.run)
         await tg.start(retries.run)
+        tg.start_soon(extra.presence.run)
         if extra.scrape is not None:
             await tg.start(metrics_http.serve, extra.metrics, extra.scrape)
         if exporter is not None:

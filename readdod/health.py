@@ -13,6 +13,7 @@ import msgspec
 
 from readdod.collector import Collector
 from readdod.config import DaemonConfig
+from readdod.roster import FleetMember
 from readdod.store.rows import StoreCounters
 
 Level = Literal["ok", "degraded", "unhealthy"]
@@ -71,6 +72,9 @@ class Report(msgspec.Struct, kw_only=True):
     reasons: list[str]
     checks: dict[str, Check]
     metrics: Metrics
+    #: The daemon that answered, and every daemon that shares its store.
+    daemon: str | None = None
+    fleet: list[FleetMember] = []
 
 
 def _upward(
@@ -212,6 +216,9 @@ class Stats(msgspec.Struct, kw_only=True):
     store: StoreCounters | None = None
     #: The garbage collector's settings and collections so far.
     collector: Collector | None = None
+    #: The daemon that answered, and every daemon that shares its store.
+    daemon: str | None = None
+    fleet: list[FleetMember] = []
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -30,6 +30,7 @@ from readdod.events import Subscription
 from readdod.health import thresholds_from
 from readdod.logging import get_logger
 from readdod.models import CaptureRequest, ExportResult
+from readdod.roster import FleetMember
 
 log = get_logger("readdod.control")
 _enc = msgspec.json.Encoder()
@@ -65,6 +66,12 @@ class CircuitSource(Protocol):
 
 class MetricsSource(Protocol):
     async def render(self, fmt: Literal["openmetrics", "prometheus"]) -> tuple[str, bytes]: ...
+
+
+class FleetSource(Protocol):
+    daemon_id: str
+
+    async def members(self) -> list[FleetMember]: ...
 
 
 class WorkerState(Protocol):
@@ -114,12 +121,14 @@ class ControlServer:
         *,
         engine: CircuitSource | None = None,
         metrics: MetricsSource | None = None,
+        fleet: FleetSource | None = None,
     ) -> None:
         self.core = core
         self.workers = workers
         self.cfg = cfg or Config()
         self.engine = engine
         self.metrics = metrics
+        self.fleet = fleet
         self.policy = PeerPolicy(os.getuid(), self.cfg.control.allowed_uids)
         self.connections = 0
         self.started = time.monotonic()
@@ -497,12 +506,18 @@ class ControlServer:
 
     async def _health(self, _: p.Empty) -> Any:
         circuit = self.engine.circuit_state() if self.engine is not None else "closed"
-        return await self.core.reads.health(
+        report = await self.core.reads.health(
             thresholds_from(self.cfg.daemon), circuit=circuit, paused=self.workers.paused
         )
+        if self.fleet is not None:
+            report.daemon, report.fleet = self.fleet.daemon_id, await self.fleet.members()
+        return report
 
     async def _stats(self, _: p.Empty) -> Any:
-        return await self.core.reads.stats()
+        stats = await self.core.reads.stats()
+        if self.fleet is not None:
+            stats.daemon, stats.fleet = self.fleet.daemon_id, await self.fleet.members()
+        return stats
 
     async def _prune(self, params: p.PruneParams) -> Any:
         return await self.core.maintenance.prune(self.cfg.retention, dry_run=params.dry_run)

@@ -193,7 +193,7 @@ class Units:
         self._enqueued: list[Callable[[], None]] = []
         self._scheduled: list[Callable[[], None]] = []
         self._ready: list[Callable[[str], None]] = []
-        self._observers: list[Callable[[str, dict[str, Any]], None]] = []
+        self._observers: list[Callable[[Sequence[Note]], None]] = []
 
     def on_enqueue(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after any commit that made an item QUEUED."""
@@ -207,8 +207,9 @@ class Units:
         """Call ``callback(item_id)`` after a run's commit made an item READY."""
         self._ready.append(callback)
 
-    def observe(self, callback: Callable[[str, dict[str, Any]], None]) -> None:
-        """Call ``callback(event, fields)`` for every note of every commit (the metrics)."""
+    def observe(self, callback: Callable[[Sequence[Note]], None]) -> None:
+        """Call ``callback(notes)`` after every commit with what it noted (the metrics, the
+        other daemons)."""
         self._observers.append(callback)
 
     async def read(self, fn: Callable[[UnitOfWork], T]) -> T:
@@ -230,14 +231,14 @@ class Units:
         return result
 
     def _tell(self, notes: list[Note]) -> None:
+        for observer in self._observers:
+            observer(notes)
         enqueued = scheduled = False
         # Per item: did this commit end with a run having made it READY?
         ready: dict[str, bool] = {}
         for note in notes:
             log.info(note.event, **note.fields)
             self.bus.publish(note.event, **note.fields)
-            for observer in self._observers:
-                observer(note.event, note.fields)
             to = note.fields.get("to")
             enqueued = enqueued or to == S.QUEUED or note.event == "daemon.resumed"
             scheduled = scheduled or note.event == "retry.scheduled"

@@ -8,8 +8,8 @@ memory and start at zero with the process, as Prometheus counters do.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Protocol
 
 #: Upper bounds (seconds) of the step-duration buckets: fetches and local steps take
 #: milliseconds, a model's answer seconds to minutes.
@@ -30,6 +30,16 @@ STEP_BUCKETS_S: Final = (
     120.0,
     300.0,
 )
+
+
+class NoteLike(Protocol):
+    """A committed note (:class:`readdod.core.unit.Note`)."""
+
+    @property
+    def event(self) -> str: ...
+
+    @property
+    def fields(self) -> Mapping[str, Any]: ...
 
 
 class Histogram:
@@ -80,6 +90,11 @@ class Meter:
         if hist is None:
             hist = self.steps[step] = Histogram()
         hist.observe(max(0.0, seconds))
+
+    def committed(self, notes: Iterable[NoteLike]) -> None:
+        """Count what a commit noted (the core calls this after each commit)."""
+        for note in notes:
+            self.observe(note.event, note.fields)
 
     def observe(self, event: str, fields: Mapping[str, Any]) -> None:
         """Count what one committed note says (the core calls this after each commit)."""
