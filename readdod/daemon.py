@@ -35,6 +35,7 @@ from readdod.engines import make_engine
 from readdod.errors import ConfigError, InstanceLocked
 from readdod.export.writer import Exporter
 from readdod.extraction.fetch import make_client
+from readdod.fleet.relay import Relay
 from readdod.logging import get_logger
 from readdod.loops import retention
 from readdod.loops.auto_export import AutoExporter
@@ -46,6 +47,7 @@ from readdod.metrics.exposition import DaemonCollector, Metrics
 from readdod.metrics.meter import Meter
 from readdod.pipeline import Pipeline
 from readdod.store import Store
+from readdod.store import api as store_api
 from readdod.supervisor import Supervisor, worker_id
 
 log = get_logger("readdod.daemon")
@@ -71,6 +73,7 @@ def _register_secrets(cfg: Config) -> None:
     creds = os.environ.get("CREDENTIALS_DIRECTORY")
     if key_env:
         rlog.add_secret(os.environ.get(key_env))
+    rlog.add_secret(os.environ.get(cfg.store.password_env))
     if creds:
         try:
             for entry in Path(creds).iterdir():
@@ -78,6 +81,29 @@ def _register_secrets(cfg: Config) -> None:
                     rlog.add_secret(entry.read_text(errors="replace").strip())
         except OSError:
             pass
+
+
+@contextlib.asynccontextmanager
+async def open_store(cfg: Config, db: Path) -> AsyncIterator[store_api.Store]:
+    """The store ``[store]`` names: the SQLite file ``db``, or the shared PostgreSQL database
+    (its driver imported only then: it is an optional extra)."""
+    if cfg.store.backend == "postgresql":
+        try:
+            from readdod.store.postgresql import PostgresStore
+        except ImportError as exc:
+            raise ConfigError(
+                'store.backend = "postgresql" needs the PostgreSQL driver:'
+                " pip install 'readdod[postgresql]'"
+            ) from exc
+        password = config.read_secret(cfg.store.password_env)
+        async with PostgresStore.open(
+            cfg.store.dsn or "", password=password, pool_size=cfg.store.pool_size
+        ) as pg:
+            log.info("store.opened", backend="postgresql", dsn=pg.dsn)
+            yield pg
+        return
+    async with Store.open(db, synchronous=cfg.daemon.synchronous) as sqlite:
+        yield sqlite
 
 
 def acquire_instance_lock(db: Path) -> IO[bytes]:
@@ -158,7 +184,7 @@ async def serve(
                 prepare_socket_dir(sock_path.parent, cfg.control.group)
                 _claim_socket_path(sock_path)
             scrape = await _metrics_listener(cfg)
-            async with Store.open(db, synchronous=cfg.daemon.synchronous) as store:
+            async with open_store(cfg, db) as store:
                 core = Core(
                     store,
                     clock,
@@ -177,8 +203,11 @@ async def serve(
                 meter = Meter()
                 core.units.observe(meter.committed)
                 t0 = time.perf_counter()
-                # This daemon holds the instance lock: every lease it finds is a dead one.
-                requeued, failed = await core.leases.recover(every_lease=True)
+                # On SQLite this daemon holds the instance lock: every lease it finds is a
+                # dead one. On a shared database only expired leases are anyone's to take.
+                requeued, failed = await core.leases.recover(
+                    every_lease=cfg.store.backend == "sqlite"
+                )
                 log.info(
                     "recovery.done",
                     requeued=requeued,
@@ -210,11 +239,15 @@ async def serve(
                     fleet = Fleet(core.units, owner, supervisor.lease_ttl_ms // 3)
                     # SQLite: this daemon holds the instance lock, so any other daemon
                     # in the registry is a dead one, and no notice need leave the process.
-                    await fleet.join(alone=True, paused=supervisor.paused)
+                    alone = cfg.store.backend == "sqlite"
+                    await fleet.join(alone=alone, paused=supervisor.paused)
+                    relay = None if alone else Relay(fleet, core.bus, supervisor)
+                    if relay is not None:
+                        core.units.observe(relay.committed)
                     server = ControlServer(
                         core, supervisor, cfg, engine=engine, metrics=metrics, fleet=fleet
                     )
-                    extra = _Extras(meter, metrics, scrape, Presence(fleet, supervisor))
+                    extra = _Extras(meter, metrics, scrape, Presence(fleet, supervisor), relay)
                     if activated is not None:
                         # systemd owns the socket file (readdod.socket): use it, leave it.
                         listener = await anyio.abc.SocketListener.from_socket(activated)
@@ -252,6 +285,7 @@ class _Extras(NamedTuple):
     metrics: Metrics
     scrape: list[SocketListener] | None
     presence: Presence
+    relay: Relay | None
 
 
 async def _status_line(core: Core, supervisor: Supervisor) -> str:
@@ -310,6 +344,8 @@ async def _run(
         await tg.start(heartbeat.run)
         await tg.start(retries.run)
         tg.start_soon(extra.presence.run)
+        if extra.relay is not None:
+            await tg.start(extra.relay.run)
         if extra.scrape is not None:
             await tg.start(metrics_http.serve, extra.metrics, extra.scrape)
         if exporter is not None:

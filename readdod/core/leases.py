@@ -44,6 +44,7 @@ def lease_new(work: Work, row: ItemRow, workers: Workers, now: int) -> ItemRow |
         status=S.PROCESSING,
         lease_owner=workers.owner,
         lease_expires_at=now + workers.lease_ttl_ms,
+        lease_token=row.lease_token + 1,
     )
 
 
@@ -59,7 +60,7 @@ def claimed(
 ) -> Claimed:
     """What an actor is handed for a claimed item."""
     return Claimed(
-        lease=Lease(row.id, owner, run_id),
+        lease=Lease(row.id, owner, run_id, row.lease_token),
         item=row,
         run_mode=mode,
         refetch=refetch,

@@ -33,6 +33,8 @@ class ItemRow(msgspec.Struct, kw_only=True):
     auto_retries: int = 0
     #: The run whose artifacts the item shows (set when a run makes it READY).
     ready_run_id: str | None = None
+    #: The fencing token of the item's latest claim: one more at every claim, never less.
+    lease_token: int = 0
 
 
 class RunRow(msgspec.Struct, kw_only=True):

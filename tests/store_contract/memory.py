@@ -293,12 +293,15 @@ class MemoryUnitOfWork:
             raise _violated("UNIQUE")
         self._put(of_item, (art.artifact_type, art.version), art)
 
-    def _leased(self, row: ItemRow | None, owner: str, run_id: str) -> bool:
+    def _leased(
+        self, row: ItemRow | None, owner: str, run_id: str, token: int | None = None
+    ) -> bool:
         return (
             row is not None
             and row.status == "PROCESSING"
             and row.lease_owner == owner
             and row.current_run_id == run_id
+            and (token is None or row.lease_token == token)
         )
 
     # --- items ---------------------------------------------------------------------
@@ -461,6 +464,7 @@ class MemoryUnitOfWork:
                     "lease_owner": owner,
                     "lease_expires_at": lease_until,
                     "updated_at": now,
+                    "lease_token": row.lease_token + 1,
                 },
             )
             claimed.append(_copy(self._t.items[row.id]))
@@ -484,15 +488,19 @@ class MemoryUnitOfWork:
             if r.status == "PROCESSING" and r.lease_owner == owner
         ]
 
-    def holds_lease(self, item_id: str, owner: str, run_id: str) -> bool:
+    def holds_lease(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None
+    ) -> bool:
         self._query()
-        return self._leased(self._t.items.get(item_id), owner, run_id)
+        return self._leased(self._t.items.get(item_id), owner, run_id, token)
 
-    def update_fenced(self, item_id: str, owner: str, run_id: str, **fields: Any) -> bool:
+    def update_fenced(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None, **fields: Any
+    ) -> bool:
         self._query()
         changes = _settable(fields, _ITEM_SETTABLE)
         row = self._t.items.get(item_id)
-        if row is None or not self._leased(row, owner, run_id):
+        if row is None or not self._leased(row, owner, run_id, token):
             return False
         self._set_item(row, changes)
         return True
@@ -787,11 +795,12 @@ class MemoryUnitOfWork:
         return version
 
     def step_slot(
-        self, item_id: str, artifact_type: str, owner: str, run_id: str
+        self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
         self._query()
         row = self._t.items.get(item_id)
-        orphans = row.orphan_count if row is not None and self._leased(row, owner, run_id) else None
+        leased = row is not None and self._leased(row, owner, run_id, token)
+        orphans = row.orphan_count if row is not None and leased else None
         of_type = [a for a in self._artifacts(item_id) if a.artifact_type == artifact_type]
         mine = [a.version for a in of_type if a.created_by == "system" and a.run_id == run_id]
         return (

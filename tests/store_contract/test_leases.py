@@ -228,3 +228,42 @@ async def test_a_lost_lease_is_requeued_with_its_run_resumed_by_a_new_attempt(
     ]
     assert state[4] == ("RESUME", "queued", "01STAMP")
     assert await store.write(requeue) == (0, [])
+
+
+async def test_every_claim_issues_a_greater_token_and_a_stale_one_fences_nothing(
+    store: Store,
+) -> None:
+    """The same owner, the same run, claimed again after its lease ran out: only the
+    token tells the new claim's writes from a late write of the earlier one."""
+    await rows.insert(store, rows.item("a", current_run_id="ra"), rows.run("ra", "a"))
+    first = await store.write(lambda tx: tx.claim("w1", 1, 100, 10))
+
+    def expire(tx: UnitOfWork) -> int:
+        return tx.requeue_lost(
+            200,
+            below=10,
+            now=150,
+            reason="lease_expired",
+            error_code="WORKER_LOST",
+            attempt_stamp="01STAMP",
+            sample=1,
+        )[0]
+
+    assert await store.write(expire) == 1
+    second = await store.write(lambda tx: tx.claim("w1", 1, 1000, 160))
+    old, new = first[0].lease_token, second[0].lease_token
+    assert new > old >= 1
+
+    def fenced(tx: UnitOfWork, token: int, title: str) -> tuple[object, ...]:
+        return (
+            tx.holds_lease("a", "w1", "ra", token=token),
+            tx.step_slot("a", "summary", "w1", "ra", token=token)[0],
+            tx.update_fenced("a", "w1", "ra", token=token, title=title),
+        )
+
+    assert await store.write(lambda tx: fenced(tx, old, "late")) == (False, None, False)
+    assert await store.write(lambda tx: fenced(tx, new, "fresh")) == (True, 1, True)
+    row = await store.read(lambda tx: tx.item("a"))
+    assert row is not None and (row.title, row.lease_token) == ("fresh", new)
+    # Without a token the fence is owner and run, as before.
+    assert await store.read(lambda tx: tx.holds_lease("a", "w1", "ra"))

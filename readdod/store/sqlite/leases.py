@@ -50,17 +50,22 @@ class SqliteLeaseQueries(SqliteUnitBase):
         """The PROCESSING items whose lease ``owner`` holds."""
         return [item_row(r) for r in self.execute(Q["held_by"], (owner,)).fetchall()]
 
-    def holds_lease(self, item_id: str, owner: str, run_id: str) -> bool:
-        row = self._execute_now(Q["holds_lease"], (item_id, owner, run_id)).fetchone()
+    def holds_lease(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None
+    ) -> bool:
+        row = self._execute_now(Q["holds_lease"], (item_id, owner, run_id, token)).fetchone()
         return row is not None
 
-    def update_fenced(self, item_id: str, owner: str, run_id: str, **fields: Any) -> bool:
-        """Update an item only while ``owner`` holds its lease for ``run_id``."""
+    def update_fenced(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None, **fields: Any
+    ) -> bool:
+        """Update an item only while ``owner`` holds its lease for ``run_id`` (the claim
+        that issued ``token``)."""
         sets, values = assignments(fields, ITEM_SETTABLE)
         cur = self._execute_now(
-            f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
-            " AND lease_owner = ? AND current_run_id = ?",
-            [*values, item_id, owner, run_id],
+            f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING' AND lease_owner = ?"
+            " AND current_run_id = ? AND lease_token = coalesce(?, lease_token)",
+            [*values, item_id, owner, run_id, token],
         )
         return cur.rowcount == 1
 
