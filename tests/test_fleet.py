@@ -35,6 +35,8 @@ class Pair:
         self.a, self.b, self.sup, self.engine = a, b, sup, engine
         self.fleet_a = Fleet(a.units, "A", 100)
         self.fleet_b = Fleet(b.units, "B", 100)
+        self.relay_a = Relay(self.fleet_a, a.bus, _NoWorkers())
+        self.relay_b = Relay(self.fleet_b, b.bus, sup)
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
@@ -45,13 +47,11 @@ async def pair(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         a, b = Core(store_a, SystemClock()), Core(store_b, SystemClock())
         sup = supervisor(b, engine, http)
         pair = Pair(a, b, sup, engine)
-        relay_a = Relay(pair.fleet_a, a.bus, _NoWorkers())
-        relay_b = Relay(pair.fleet_b, b.bus, sup)
-        a.units.observe(relay_a.committed)
-        b.units.observe(relay_b.committed)
+        a.units.observe(pair.relay_a.committed)
+        b.units.observe(pair.relay_b.committed)
         async with anyio.create_task_group() as tg:
-            await tg.start(relay_a.run)
-            await tg.start(relay_b.run)
+            await tg.start(pair.relay_a.run)
+            await tg.start(pair.relay_b.run)
             await tg.start(run_supervisor, b, sup)
             yield pair
             engine.gate.set()
@@ -105,6 +105,28 @@ async def test_watch_on_one_daemon_shows_the_events_of_another(pair: Pair) -> No
     # B's own claim of it is B's event (no daemon field), in the same stream.
     claimed = await _next(sub, "item.transition", item_id=item_id, to="PROCESSING")
     assert "daemon" not in claimed.data
+    sub.close()
+
+
+async def test_what_only_watchers_want_is_sent_only_while_another_daemon_has_one(
+    pair: Pair,
+) -> None:
+    await pair.a.commands.pause()  # nobody claims: A's items stay QUEUED
+    first = await _capture(pair.a)
+    await pair.relay_a.flush()
+    sent = pair.relay_a.notes_sent
+    assert sent > 0, "a QUEUED item is news for every daemon"
+    await pair.a.commands.archive(first)  # QUEUED -> ARCHIVED: no daemon acts on it
+    await pair.relay_a.flush()
+    assert pair.relay_a.notes_sent == sent, "with nobody watching, only notes acted on go out"
+
+    sub = pair.b.bus.subscribe()
+    with anyio.fail_after(10):
+        await pair.relay_a.heard_watching.wait()
+    second = await _capture(pair.a)
+    await pair.a.commands.archive(second)
+    archived = await _next(sub, "item.transition", item_id=second, to="ARCHIVED")
+    assert archived.data["daemon"] == "A"
     sub.close()
 
 
