@@ -27,6 +27,7 @@ from readdod.control.client import Client, RpcError
 from readdod.errors import DaemonUnavailable
 from tests import invariants, pg
 from tests.daemon_proc import DaemonProc
+from tests.test_metrics import samples
 
 TEXT = "Group commit batches many small transactions into one fsync.\n\nIt keeps writes durable."
 
@@ -116,6 +117,13 @@ def test_watch_pause_resume_and_health_span_the_fleet(
     shown = {(m["daemon_id"], m["this"], m["alive"]) for m in health["fleet"]}
     assert shown == {(id_a, True, True), (id_b, False, True)}
     assert {m["daemon_id"] for m in b.call("stats")["fleet"]} == {id_a, id_b}
+    # Each daemon's metrics carry its own id; the store's gauges are the same for all.
+    seen = {}
+    for d, own in ((a, id_a), (b, id_b)):
+        got, _, labelled = samples(d.call("metrics")["text"])
+        assert labelled == {own}
+        seen[own] = {k: v for k, v in got.items() if k[0] == "readdod_items"}
+    assert seen[id_a] == seen[id_b] and sum(seen[id_a].values()) == 1
     assert b.stop() == 0
     assert [m["daemon_id"] for m in a.call("health")["fleet"]] == [id_a]
 
