@@ -104,7 +104,8 @@ class PostgresArtifactQueries(PostgresUnitBase):
         self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
         row = self.one(
-            Q["step_slot"], (item_id, owner, run_id, token, run_id, item_id, artifact_type)
+            Q["step_slot_locked" if self.writing else "step_slot"],
+            (item_id, owner, run_id, token, run_id, item_id, artifact_type),
         )
         return row[0], int(row[1]), bool(row[2]), row[3]
 
@@ -142,10 +143,11 @@ class PostgresArtifactQueries(PostgresUnitBase):
     def discard_user_versions(self, item_id: str, artifact_type: str) -> int:
         """Set a person's versions of a type aside; returns how many were shown before."""
         cur = self.execute(Q["discard_user_versions"], (item_id, artifact_type))
-        if artifact_type == "extraction" and cur.rowcount:
+        count = self.changed(cur)
+        if artifact_type == "extraction" and count:
             shown = self.latest_artifact(item_id, "extraction")
             self._index_extraction(item_id, None if shown is None else shown.payload)
-        return int(cur.rowcount)
+        return count
 
     def shown_artifacts(self, item_id: str, run_id: str | None) -> dict[str, ArtifactRow]:
         rows = self.all(Q["shown_artifacts"], {"item": item_id, "run": run_id})

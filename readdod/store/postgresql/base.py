@@ -1,11 +1,13 @@
 """The plumbing every PostgreSQL query runs through: one connection inside the store's
 transaction, and the statements it ran, counted.
 
-Unlike the SQLite store, nothing is held back until commit: each statement
-goes to the server when it is run (PostgreSQL runs writers side by side, so
-there is no single writer whose turn to save). ``IN`` lists are arrays
-(``= ANY(%s)``), one statement shape whatever their length, so the server's
-prepared statements are reused.
+The connection is in pipeline mode: a statement whose answer nobody reads
+(an event appended, a run's step) goes out without waiting for the server,
+together with the next one; reading rows waits for them, and so does
+:meth:`PostgresUnitBase.changed` (a compare-and-set's row count). A unit of
+a few writes and one read costs about one round trip, not one a statement.
+``IN`` lists are arrays (``= ANY(%s)``), one statement shape whatever their
+length, so the server's prepared statements are reused.
 """
 
 from __future__ import annotations
@@ -46,8 +48,17 @@ def assignments(fields: dict[str, Any], allowed: frozenset[str]) -> tuple[str, l
 class PostgresUnitBase:
     """One connection inside the store's transaction, and the count of statements run."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        *,
+        writing: bool,
+        pipeline: psycopg.Pipeline | None = None,
+    ) -> None:
         self.conn = conn
+        self.pipeline = pipeline
+        #: Inside a writing unit: a lease check locks the item's row until the commit.
+        self.writing = writing
         #: Statement executions through this unit.
         self.statements = 0
 
@@ -55,6 +66,12 @@ class PostgresUnitBase:
         """Run one statement; placeholders are always read, so a literal ``%`` is ``%%``."""
         self.statements += 1
         return self.conn.execute(sql, params)
+
+    def changed(self, cur: psycopg.Cursor[Any]) -> int:
+        """The rows ``cur``'s statement changed, once the server has answered it."""
+        if self.pipeline is not None:
+            self.pipeline.sync()
+        return cur.rowcount
 
     def one(self, sql: str, params: Params = ()) -> Any:
         """The first row of ``sql``, or None."""
@@ -69,7 +86,7 @@ class PostgresUnitBase:
         sets, values = assignments(fields, ITEM_SETTABLE)
         if _SEARCHED.isdisjoint(fields):
             cur = self.execute(f"UPDATE items SET {sets} WHERE {where}", [*values, *args])
-            return cur.rowcount == 1
+            return self.changed(cur) == 1
         row = self.one(
             f"UPDATE items SET {sets} WHERE {where} RETURNING id, title, url, intent_text",
             [*values, *args],

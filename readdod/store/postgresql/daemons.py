@@ -15,10 +15,10 @@ class PostgresDaemonQueries(PostgresUnitBase):
 
     def beat_daemon(self, daemon_id: str, at: int, *, in_flight: int, paused: bool) -> bool:
         cur = self.execute(Q["beat_daemon"], (at, in_flight, paused, daemon_id))
-        return cur.rowcount > 0
+        return self.changed(cur) > 0
 
     def remove_daemon(self, daemon_id: str) -> bool:
-        return self.execute(Q["remove_daemon"], (daemon_id,)).rowcount > 0
+        return self.changed(self.execute(Q["remove_daemon"], (daemon_id,))) > 0
 
     def daemons(self) -> list[DaemonRow]:
         return [

@@ -47,7 +47,8 @@ class PostgresLeaseQueries(PostgresUnitBase):
     def holds_lease(
         self, item_id: str, owner: str, run_id: str, *, token: int | None = None
     ) -> bool:
-        return self.one(Q["holds_lease"], (item_id, owner, run_id, token)) is not None
+        sql = Q["holds_lease_locked" if self.writing else "holds_lease"]
+        return self.one(sql, (item_id, owner, run_id, token)) is not None
 
     def update_fenced(
         self, item_id: str, owner: str, run_id: str, *, token: int | None = None, **fields: Any

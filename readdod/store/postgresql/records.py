@@ -77,7 +77,7 @@ class PostgresRecordQueries(PostgresUnitBase):
     def insert_export(self, row: ExportRow) -> bool:
         """Record an export; False when its key is already there (a concurrent twin)."""
         cur = self.execute(Q["insert_export"], [getattr(row, c) for c in EXPORT_COLUMNS])
-        return cur.rowcount == 1
+        return self.changed(cur) == 1
 
     def export_files(self, item_id: str, fmt: str) -> list[str]:
         return [r[0] for r in self.all(Q["export_files"], (item_id, fmt))]

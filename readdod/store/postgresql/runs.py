@@ -61,7 +61,7 @@ class PostgresRunQueries(PostgresUnitBase):
         error_message: str | None = None,
     ) -> bool:
         cur = self.execute(Q["end_attempt"], (status, now, error_code, error_message, run_id))
-        return cur.rowcount > 0
+        return self.changed(cur) > 0
 
     def last_attempt(self, run_id: str) -> AttemptRow | None:
         row = self.one(Q["last_attempt"], (run_id,))

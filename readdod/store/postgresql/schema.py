@@ -60,18 +60,18 @@ def migrate(conn: psycopg.Connection[Any]) -> int:
     if version == SCHEMA_VERSION:
         return version  # nothing to do: a role without CREATE rights can run the daemon
     for number, sql in migrations():
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            conn.execute(_LEDGER)
-            if current_version(conn) >= number:
-                continue  # another daemon ran it while this one waited for the lock
-            try:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                conn.execute(_LEDGER)
+                if current_version(conn) >= number:
+                    continue  # another daemon ran it while this one waited for the lock
                 conn.execute(sql.encode())  # several statements: no parameters
-            except psycopg.errors.InsufficientPrivilege as exc:
-                raise ConfigError(
-                    f"the PostgreSQL role cannot create readdod's tables (migration {number}:"
-                    f" {exc.diag.message_primary}); start one daemon with the role that owns the"
-                    " database first (store.dsn), then this one"
-                ) from exc
-            conn.execute("INSERT INTO readdod_migrations (version) VALUES (%s)", (number,))
+                conn.execute("INSERT INTO readdod_migrations (version) VALUES (%s)", (number,))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise ConfigError(
+                f"the PostgreSQL role cannot create readdod's tables (migration {number}:"
+                f" {exc.diag.message_primary}); start one daemon with the role that owns the"
+                " database first (store.dsn), then this one"
+            ) from exc
     return current_version(conn)

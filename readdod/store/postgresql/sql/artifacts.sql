@@ -24,14 +24,26 @@ SELECT artifact_type, run_id, payload, created_by, version FROM artifacts
  WHERE item_id = %s AND artifact_type = ANY(%s) AND (created_by = 'system'
  AND run_id = %s OR created_by = 'user' AND discarded = 0 AND artifact_type = 'score');
 
--- name: step_slot
--- All a step's commit needs to know, in one statement (see the unit's step_slot).
-SELECT (SELECT orphan_count FROM items WHERE id = %s AND status = 'PROCESSING'
-        AND lease_owner = %s AND current_run_id = %s
-        AND lease_token = coalesce(%s, lease_token)),
+-- name: lease_of_step
+-- The orphan count of an item while a lease holds it (a fragment of step_slot).
+SELECT orphan_count FROM items WHERE id = %s AND status = 'PROCESSING'
+ AND lease_owner = %s AND current_run_id = %s AND lease_token = coalesce(%s, lease_token);
+
+-- name: versions_of_step
+-- The rest of step_slot, once the lease is known.
+SELECT (SELECT orphan_count FROM lease),
  coalesce(max(version), 0), coalesce(bool_or(created_by = 'user' AND discarded = 0), false),
  max(CASE WHEN run_id = %s AND created_by = 'system' THEN version END)
  FROM artifacts WHERE item_id = %s AND artifact_type = %s;
+
+-- name: step_slot
+-- All a step's commit needs to know, in one statement (see the unit's step_slot).
+WITH lease AS ({lease_of_step}) {versions_of_step};
+
+-- name: step_slot_locked
+-- step_slot in a writing unit: the lease's row stays locked until the unit
+-- commits, as in holds_lease_locked.
+WITH lease AS ({lease_of_step} FOR NO KEY UPDATE) {versions_of_step};
 
 -- name: user_extraction_shown
 -- Whether a person's extraction (not set aside) wins over any the system adds.

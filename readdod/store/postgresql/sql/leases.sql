@@ -5,6 +5,11 @@
 SELECT 1 FROM items WHERE id = %s AND status = 'PROCESSING'
  AND lease_owner = %s AND current_run_id = %s AND lease_token = coalesce(%s, lease_token);
 
+-- name: holds_lease_locked
+-- holds_lease in a writing unit: the row stays locked until the unit commits, so
+-- no claim or requeue takes the lease between this check and the writes it allows.
+{holds_lease} FOR NO KEY UPDATE;
+
 -- name: queue_due
 SELECT 1 FROM items WHERE status = 'QUEUED' AND next_attempt_at <= %s LIMIT 1;
 
