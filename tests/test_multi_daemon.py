@@ -118,6 +118,7 @@ def test_watch_pause_resume_and_health_span_the_fleet(
     assert shown == {(id_a, True, True), (id_b, False, True)}
     assert {m["daemon_id"] for m in b.call("stats")["fleet"]} == {id_a, id_b}
     # Each daemon's metrics carry its own id; the store's gauges are the same for all.
+    _wait(lambda: a.call("get", {"id": item})["item"]["status"] == "READY", 60, "READY")
     seen = {}
     for d, own in ((a, id_a), (b, id_b)):
         got, _, labelled = samples(d.call("metrics")["text"])
@@ -275,3 +276,47 @@ def test_three_daemons_2000_items_kill_9_and_a_freeze_past_the_lease(
     assert versions == [], "no step finished twice: one system artifact per item and step"
     assert chaos.kills >= 2
     assert late, "the frozen daemon's actors tried to write after the takeover and were refused"
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[pg.Cluster]:
+    """A cluster of the test's own, to restart without disturbing other tests."""
+    cluster = pg.Cluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_after_a_database_restart_the_daemons_listen_again_and_wake_each_other(
+    own_cluster: pg.Cluster, tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    """The LISTEN connection dies with the server; once it is back, a capture on a full
+    daemon is claimed by the other within seconds, though its claim timer is a minute."""
+    dsn = own_cluster.new_database()
+    (b,) = fleet(tmp_path, daemons, "b", dsn, claim_interval_s=60)
+    (tmp_path / "a").mkdir()
+    a = DaemonProc(  # one slot, held by an item whose step takes ten minutes
+        tmp_path / "a",
+        ai={"engine": "fixed", "fixed_delay_ms": 600_000},
+        daemon={"skip_below": 0, "concurrency": 1, "claim_interval_s": 60},
+        store={"backend": "postgresql", "dsn": dsn},
+    )
+    daemons.append(a)
+    a.start()
+    b.start()
+    held = a.call("capture", {"text": TEXT, "intent": "hold the slot"})["item"]
+    assert held["status"] == "PROCESSING"
+    own_cluster.restart()
+    b.wait_log(lambda e: e["event"] == "fleet.listen_failed", timeout=60)
+    b.wait_log(lambda e: e["event"] == "fleet.relistened", timeout=60)
+    item = a.call("capture", {"text": TEXT, "intent": "be picked up"})["item"]
+    assert item["status"] == "QUEUED"
+    b.wait_log(
+        lambda e: (
+            e["event"] == "item.transition"
+            and e.get("item_id") == item["id"]
+            and e.get("to") == "READY"
+        ),
+        timeout=20,
+    )

@@ -35,7 +35,7 @@ from anyio.abc import TaskStatus
 from readdod.clock import Clock, SystemClock
 from readdod.core.fleet import Fleet
 from readdod.core.unit import Note
-from readdod.errors import ReaddodError
+from readdod.errors import ErrorCode, ReaddodError
 from readdod.events import EventSink
 from readdod.fleet.notices import Notice, pack, unpack
 from readdod.logging import get_logger
@@ -189,20 +189,32 @@ class Relay:
             self._drained.set()
 
     async def _listen(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        started = False
+        started = failed = False
         while True:
             try:
                 async with self.fleet.listen() as heard:
                     if not started:
                         started = True
                         task_status.started()
+                    if failed:
+                        failed = False
+                        log.info("fleet.relistened")
+                        # Notices sent meanwhile are lost: claim whatever was queued.
+                        self.workers.wake()
                     async for payload in heard:
                         notice = unpack(payload)
                         if notice is not None and notice.origin != self.fleet.daemon_id:
                             self.heard += 1
                             self.apply(notice)
             except ReaddodError as exc:
+                failed = True
                 log.warning("fleet.listen_failed", error_code=exc.error_code, error=exc.message)
+            except Exception as exc:
+                # Whatever the channel did, the daemon goes on: it listens again.
+                failed = True
+                log.warning(
+                    "fleet.listen_failed", error_code=ErrorCode.INTERNAL_ERROR, error=repr(exc)
+                )
             if not started:
                 started = True
                 task_status.started()
