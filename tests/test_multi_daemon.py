@@ -11,6 +11,7 @@ database, with the fleet's own promises on top.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import signal
@@ -174,8 +175,8 @@ class Chaos:
                 raise AssertionError(f"no daemon took capture {i}")
 
     def killer(self, victims: list[DaemonProc]) -> None:
-        """Every 2-4 s: kill -9 one daemon and start it again."""
-        while not self.stopping.wait(self.rng.uniform(2, 4)):
+        """Every 1.5-3 s: kill -9 one daemon and start it again."""
+        while not self.stopping.wait(self.rng.uniform(1.5, 3)):
             d = self.rng.choice(victims)
             with self.lock:
                 d.kill9()
@@ -187,12 +188,57 @@ def _held_by(d: DaemonProc, owner: str) -> list[str]:
     return [r[0] for r in d.query("SELECT id FROM items WHERE lease_owner = ?", (owner,))]
 
 
-def _wait(what: Callable[[], bool], timeout: float, why: str) -> None:
+def _wait(
+    what: Callable[[], bool],
+    timeout: float,
+    why: str,
+    diagnose: Callable[[], object] = lambda: "",
+) -> None:
     deadline = time.monotonic() + timeout
     while not what():
         if time.monotonic() > deadline:
-            raise AssertionError(f"waited {timeout} s for {why}")
+            raise AssertionError(f"waited {timeout} s for {why}; {diagnose()}")
         time.sleep(0.05)  # polling the database for a state, not to let time pass
+
+
+def _first(
+    conditions: dict[str, Callable[[], bool]],
+    timeout: float,
+    diagnose: Callable[[], object] = lambda: "",
+) -> str:
+    """The name of the first condition that holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for name, holds in conditions.items():
+            if holds():
+                return name
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout} s for any of {list(conditions)}; {diagnose()}")
+        time.sleep(0.05)  # polling the database for a state, not to let time pass
+
+
+def _given_up(d: DaemonProc, owner: str, items: list[str]) -> bool:
+    """None of ``items`` is leased to ``owner`` any more."""
+    return not set(items) & set(_held_by(d, owner))
+
+
+def _open_transactions(d: DaemonProc, *, older_than_s: float) -> int:
+    """readdod sessions whose transaction has been open longer than ``older_than_s``."""
+    rows = d.query(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name = 'readdod' AND xact_start < now() - make_interval(secs => ?)",
+        (older_than_s,),
+    )
+    return int(rows[0][0])
+
+
+def _sessions(d: DaemonProc) -> list[tuple[Any, ...]]:
+    """The database's readdod sessions: what each waits for, and since when."""
+    return d.query(
+        "SELECT pid, application_name, state, wait_event, now() - xact_start,"
+        " left(query, 80) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name LIKE 'readdod%%'"
+    )
 
 
 @pytest.mark.slow
@@ -220,19 +266,34 @@ def test_three_daemons_2000_items_kill_9_and_a_freeze_past_the_lease(
     capturing.start()
 
     # Freeze daemon a while it holds items; wait until another daemon has taken them.
+    # A freeze that lands inside one of its transactions keeps that transaction's rows
+    # locked until it runs again (PostgreSQL ends no session that waits, pipelined, for
+    # its client): that is not the failure under test, so it is let go and frozen again.
     owner = frozen.call("ping")["worker_id"]
-    _wait(lambda: len(_held_by(frozen, owner)) >= 3, 60, "the daemon to freeze to hold items")
     assert frozen.proc is not None
-    frozen.proc.send_signal(signal.SIGSTOP)
-    chaos.frozen = frozen
-    taken = _held_by(frozen, owner)
+    inside_a_transaction = 0
+    for _ in range(20):
+        _wait(lambda: len(_held_by(frozen, owner)) >= 3, 60, "the daemon to freeze to hold items")
+        frozen.proc.send_signal(signal.SIGSTOP)
+        chaos.frozen = frozen
+        taken = _held_by(frozen, owner)
+        outcome = _first(
+            {
+                "taken": functools.partial(_given_up, victims[0], owner, taken),
+                "locked": lambda: _open_transactions(victims[0], older_than_s=ttl) > 0,
+            },
+            10 * ttl + 30,
+            lambda: f"sessions: {_sessions(victims[0])}",
+        )
+        if outcome == "taken":
+            break
+        inside_a_transaction += 1
+        frozen.proc.send_signal(signal.SIGCONT)
+        chaos.frozen = None
+    else:
+        raise AssertionError("every freeze landed inside a transaction")
     killer = threading.Thread(target=chaos.killer, args=(victims,))
     killer.start()
-    _wait(
-        lambda: not set(taken) & set(_held_by(victims[0], owner)),
-        10 * ttl + 30,
-        "the frozen daemon's items to be taken by the others",
-    )
     frozen.proc.send_signal(signal.SIGCONT)
     chaos.frozen = None
     frozen_for = time.monotonic() - started
@@ -242,9 +303,10 @@ def test_three_daemons_2000_items_kill_9_and_a_freeze_past_the_lease(
     _wait(
         lambda: (
             victims[0].query("SELECT count(*) FROM items WHERE status = 'READY'")[0][0] >= items
+            and chaos.kills >= 3
         ),
         240,
-        f"{items} items READY",
+        f"{items} items READY and three kills",
     )
     chaos.stopping.set()
     killer.join(timeout=60)
@@ -266,7 +328,8 @@ def test_three_daemons_2000_items_kill_9_and_a_freeze_past_the_lease(
     record_property(
         "figures",
         f"{items} items on 3 daemons: {chaos.kills} kill -9, 1 freeze of"
-        f" {len(taken)} leased items ({frozen_for:.1f} s in), {len(violations)} violations,"
+        f" {len(taken)} leased items ({frozen_for:.1f} s in; {inside_a_transaction} earlier"
+        f" freezes landed inside a transaction), {len(violations)} violations,"
         f" {len(late)} late writes refused, {wall:.1f} s",
     )
     assert len(acknowledged) == items
@@ -274,7 +337,7 @@ def test_three_daemons_2000_items_kill_9_and_a_freeze_past_the_lease(
     assert statuses == {"READY": items}, "every acknowledged capture READY, none PROCESSING"
     assert [i for i, n in ready_moves.items() if n != 1] == [], "each item made READY once"
     assert versions == [], "no step finished twice: one system artifact per item and step"
-    assert chaos.kills >= 2
+    assert chaos.kills >= 3
     assert late, "the frozen daemon's actors tried to write after the takeover and were refused"
 
 
