@@ -220,3 +220,15 @@ def test_health_and_stats_of_a_real_daemon_report_the_fleet_and_forget_a_killed_
     assert d.stop() == 0
     with d.db() as db:  # a clean stop leaves the registry empty
         assert db.execute("SELECT count(*) FROM daemons").fetchone() == (0,)
+
+
+async def test_a_forgotten_daemon_comes_back_at_its_next_beat_with_its_start_kept(
+    pair: Pair,
+) -> None:
+    await pair.fleet_b.join(alone=False, paused=False)
+    started = (await pair.fleet_b.members())[0].started_at
+    await pair.fleet_a.join(alone=True, paused=False)  # forgets B
+    assert [m.daemon_id for m in await pair.fleet_a.members()] == ["A"]
+    await pair.fleet_b.beat(in_flight=2, paused=False)
+    back = {m.daemon_id: m for m in await pair.fleet_a.members()}
+    assert back["B"].started_at == started and back["B"].in_flight == 2

@@ -31,6 +31,19 @@ class Fleet:
         self.daemon_id = daemon_id
         self.beat_ms = beat_ms
         self.notice_max_bytes = NOTICE_MAX_BYTES
+        self.started_at = self.clock.now_ms()
+
+    def _row(self, now: int, *, paused: bool, in_flight: int = 0) -> DaemonRow:
+        return DaemonRow(
+            daemon_id=self.daemon_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            version=__version__,
+            started_at=self.started_at,
+            heartbeat_at=now,
+            paused=paused,
+            in_flight=in_flight,
+        )
 
     async def join(self, *, alone: bool, paused: bool) -> list[str]:
         """Register this daemon and forget the daemons gone for good; their ids.
@@ -38,16 +51,8 @@ class Fleet:
         ``alone``: this daemon holds the store by itself (SQLite's instance
         lock), so every other row is a dead daemon's.
         """
-        now = self.clock.now_ms()
-        row = DaemonRow(
-            daemon_id=self.daemon_id,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            version=__version__,
-            started_at=now,
-            heartbeat_at=now,
-            paused=paused,
-        )
+        now = self.started_at = self.clock.now_ms()
+        row = self._row(now, paused=paused)
         silent_before = now + 1 if alone else now - FORGET_BEATS * self.beat_ms
 
         def unit(tx: UnitOfWork) -> list[str]:
@@ -63,18 +68,8 @@ class Fleet:
 
         def unit(tx: UnitOfWork) -> None:
             if not tx.beat_daemon(self.daemon_id, now, in_flight=in_flight, paused=paused):
-                tx.register_daemon(
-                    DaemonRow(
-                        daemon_id=self.daemon_id,
-                        host=socket.gethostname(),
-                        pid=os.getpid(),
-                        version=__version__,
-                        started_at=now,
-                        heartbeat_at=now,
-                        paused=paused,
-                        in_flight=in_flight,
-                    )
-                )
+                # Forgotten (silent too long, a frozen VM): back in, with the same start.
+                tx.register_daemon(self._row(now, paused=paused, in_flight=in_flight))
             tx.forget_daemons(now - FORGET_BEATS * self.beat_ms, keep=self.daemon_id)
 
         await self.units.store.write(unit)
