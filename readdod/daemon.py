@@ -244,6 +244,7 @@ async def serve(
                     relay = None if alone else Relay(fleet, core.bus, supervisor)
                     if relay is not None:
                         core.units.observe(relay.committed)
+                        metrics.collector.relay = relay
                     server = ControlServer(
                         core, supervisor, cfg, engine=engine, metrics=metrics, fleet=fleet
                     )

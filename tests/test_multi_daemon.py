@@ -126,6 +126,11 @@ def test_watch_pause_resume_and_health_span_the_fleet(
         assert labelled == {own}
         seen[own] = {k: v for k, v in got.items() if k[0] == "readdod_items"}
     assert seen[id_a] == seen[id_b] and sum(seen[id_a].values()) == 1
+    notices_a, _, _ = samples(a.call("metrics")["text"])
+    notices_b, _, _ = samples(b.call("metrics")["text"])
+    key = "readdod_fleet_notices_total"
+    assert notices_a[(key, (("direction", "sent"),))] > 0
+    assert notices_b[(key, (("direction", "heard"),))] > 0
     assert b.stop() == 0
     assert [m["daemon_id"] for m in a.call("health")["fleet"]] == [id_a]
 

@@ -65,6 +65,14 @@ class EngineState(Protocol):
     def model_usage(self) -> ModelUsage: ...
 
 
+class NoticeCounts(Protocol):
+    """The fleet's relay (only on a store several daemons share)."""
+
+    sent: int
+    heard: int
+    dropped: int
+
+
 class DaemonCollector(Collector):
     """The metric families of one daemon, built anew at every scrape."""
 
@@ -76,6 +84,8 @@ class DaemonCollector(Collector):
         self.pid = os.getpid()
         #: The store's gauges, set by :meth:`Metrics.render` right before collecting.
         self.sample = QueueSample({}, None)
+        #: Set by the daemon when it shares its store with others.
+        self.relay: NoticeCounts | None = None
 
     def collect(self) -> Iterable[Metric]:
         d = self.workers.owner
@@ -166,6 +176,17 @@ class DaemonCollector(Collector):
         for state in CIRCUIT_STATES:
             circuit.add_metric([d, state], int(state == now))
         yield circuit
+
+        if self.relay is not None:
+            notices = CounterMetricFamily(
+                "readdod_fleet_notices",
+                "Notices to and from the other daemons of the fleet; dropped: commits whose"
+                " notes were never sent (the outbox was full).",
+                labels=["daemon", "direction"],
+            )
+            for direction in ("sent", "heard", "dropped"):
+                notices.add_metric([d, direction], getattr(self.relay, direction))
+            yield notices
 
 
 def _gauge(name: str, doc: str, daemon: str, value: float) -> GaugeMetricFamily:
