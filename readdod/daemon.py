@@ -11,6 +11,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import secrets
 import signal
 import socket
 import stat
@@ -106,6 +107,23 @@ async def open_store(cfg: Config, db: Path) -> AsyncIterator[store_api.Store]:
         yield sqlite
 
 
+def daemon_instance(data: Path) -> str:
+    """The daemon's lasting name: its host and an id kept in its data directory.
+
+    Every lease owner id starts with it; a daemon restarted on the same data
+    directory (whose lock it holds) knows those leases are its dead self's.
+    """
+    path = data / "daemon-id"
+    try:
+        found = path.read_text("ascii").strip()
+    except FileNotFoundError:
+        found = ""
+    if not found:
+        found = secrets.token_hex(4)
+        path.write_text(found + "\n", "ascii")
+    return f"{socket.gethostname()}/{found}"
+
+
 def acquire_instance_lock(db: Path) -> IO[bytes]:
     """Hold ``<db>.lock`` for the life of the process: one daemon per database."""
     lock_path = db.with_name(db.name + ".lock")
@@ -173,7 +191,8 @@ async def serve(
     db = data / "readdod.db"
     lock = acquire_instance_lock(db)
     sock_path = config.socket_path(cfg)
-    owner = worker_id()
+    instance = daemon_instance(data)
+    owner = worker_id(instance)
     started = time.monotonic()
     scrape: list[SocketListener] | None = None
     try:
@@ -205,8 +224,9 @@ async def serve(
                 t0 = time.perf_counter()
                 # On SQLite this daemon holds the instance lock: every lease it finds is a
                 # dead one. On a shared database only expired leases are anyone's to take.
+                # Its own earlier life's leases it takes back at once, expired or not.
                 requeued, failed = await core.leases.recover(
-                    every_lease=cfg.store.backend == "sqlite"
+                    every_lease=cfg.store.backend == "sqlite", mine=f"{instance}:"
                 )
                 log.info(
                     "recovery.done",

@@ -62,7 +62,13 @@ class Cluster:
         self._as: list[str] = []
         self.user = pwd.getpwuid(os.getuid()).pw_name
         if os.getuid() == 0:
-            account = pwd.getpwnam(SYSTEM_USER)  # KeyError: the postgresql package is missing
+            try:
+                account = pwd.getpwnam(SYSTEM_USER)
+            except KeyError:
+                raise PostgresMissing(
+                    f"PostgreSQL will not run as root, and there is no {SYSTEM_USER!r} user to run"
+                    " it as; run .ci/setup-postgresql (it installs Debian's postgresql)"
+                ) from None
             os.chown(self.root, account.pw_uid, account.pw_gid)
             self._as = ["runuser", "-u", SYSTEM_USER, "--"]
             self.user = SYSTEM_USER

@@ -5,17 +5,20 @@ write, backups through pg_dump, and a server that goes away and comes back."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
 import psycopg
 import pytest
+from structlog.testing import capture_logs
 
-from readdod.errors import BackupUnsupported, ConfigError
+from readdod.errors import BackupUnsupported, ConfigError, ValidationFailed
 from readdod.store.api import UnitOfWork
-from readdod.store.postgresql import SCHEMA_VERSION, PostgresStore
-from readdod.store.postgresql.backup import find_pg_dump
+from readdod.store.postgresql import PostgresStore
+from readdod.store.postgresql.backup import dump_database, find_pg_dump
+from readdod.store.postgresql.schema import migrations
 from tests import pg
 from tests.daemon_proc import DaemonProc
 from tests.store_contract import rows
@@ -39,7 +42,43 @@ async def test_stores_opened_at_once_on_a_new_database_migrate_it_once(
     with psycopg.connect(dsn) as conn:
         versions = conn.execute("SELECT version FROM readdod_migrations").fetchall()
     assert opened == [0, 0, 0, 0]
-    assert versions == [(n,) for n in range(1, SCHEMA_VERSION + 1)]
+    assert sorted(v for (v,) in versions) == [n for n, _ in migrations()]
+
+
+async def test_a_daemon_started_before_its_database_exists_says_why_it_waits(
+    pg_cluster: pg.Cluster,
+) -> None:
+    name = f"late_{pg_cluster.new_database().rsplit('dbname=', 1)[1]}"
+    opened: list[int] = []
+
+    async def open_and_count() -> None:
+        async with PostgresStore.open(pg_cluster.dsn(name), connect_timeout_s=0.2) as store:
+            opened.append(await store.read(lambda tx: tx.count_status("QUEUED")))
+
+    with capture_logs() as logs:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(open_and_count)
+            with anyio.fail_after(30):
+                while not any(e["event"] == "store.unavailable" for e in logs):
+                    await anyio.sleep(0.01)
+            assert opened == []
+            await anyio.to_thread.run_sync(pg_cluster.execute, f'CREATE DATABASE "{name}"')
+    down = next(e for e in logs if e["event"] == "store.unavailable")
+    assert f'database "{name}" does not exist' in down["error"]
+    assert opened == [0] and any(e["event"] == "store.available" for e in logs)
+
+
+async def test_a_database_migrated_by_a_newer_readdod_is_refused_not_touched(
+    pg_cluster: pg.Cluster,
+) -> None:
+    dsn = pg_cluster.new_database()
+    async with PostgresStore.open(dsn):
+        pass
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO readdod_migrations (version) VALUES (999)")
+    with pytest.raises(ConfigError, match=r"migrations \[999\].*upgrade readdod"):
+        async with PostgresStore.open(dsn):
+            pass
 
 
 async def test_two_daemons_claiming_at_once_never_take_the_same_item(
@@ -66,6 +105,43 @@ async def test_two_daemons_claiming_at_once_never_take_the_same_item(
     assert sorted(everything) == [f"i{n:03}" for n in range(300)]  # each one exactly once
     assert held == (len(taken["a"]), len(taken["b"]))
     assert taken["a"] and taken["b"]
+
+
+async def test_a_race_on_a_unique_key_is_run_again_and_finds_the_winner(
+    pg_cluster: pg.Cluster,
+) -> None:
+    """Two daemons take the same capture at once: both look, neither finds it, both
+    insert. The loser's unit fails on the unique key, runs again, finds the winner's
+    item and answers with it, as it would behind one writer."""
+    dsn = pg_cluster.new_database()
+    both_looked = threading.Barrier(2, timeout=30)
+
+    def capture(item_id: str) -> Callable[[UnitOfWork], str]:
+        runs: list[int] = []
+
+        def unit(tx: UnitOfWork) -> str:
+            runs.append(len(runs) + 1)
+            found = tx.item_by_capture_id("same-capture")
+            if len(runs) == 1:
+                both_looked.wait()  # units run in the store's threads: wait for the other
+            if found is not None:
+                return found.id
+            tx.insert_item(rows.item(item_id, capture_id="same-capture"))
+            return item_id
+
+        return unit
+
+    answers: dict[str, str] = {}
+    async with PostgresStore.open(dsn) as a, PostgresStore.open(dsn) as b:
+
+        async def take(store: PostgresStore, item_id: str) -> None:
+            answers[item_id] = await store.write(capture(item_id))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(take, a, "from-a")
+            tg.start_soon(take, b, "from-b")
+        kept = await a.read(lambda tx: [r.id for r in tx.list_items(None, None, 10, None)])
+    assert len(kept) == 1 and answers == {"from-a": kept[0], "from-b": kept[0]}
 
 
 async def test_a_role_that_may_only_read_and_write_runs_a_migrated_database(
@@ -98,11 +174,19 @@ async def test_backup_is_a_pg_dump_that_pg_restore_reads_or_an_error_naming_the_
     pg_cluster: pg.Cluster, tmp_path: Path
 ) -> None:
     dsn = pg_cluster.new_database()
+    precious = tmp_path / "precious.txt"
+    precious.write_text("not a backup")
     async with PostgresStore.open(dsn) as store:
         await rows.insert(store, rows.item("kept-item"))
         result = await store.backup(tmp_path / "copy.dump")
-        with pytest.raises(BackupUnsupported) as refused:
+        again = await store.backup(tmp_path / "copy.dump")  # an earlier archive is refreshed
+        into_dir = await store.backup(f"{tmp_path}/")
+        with pytest.raises(ValidationFailed, match="not a pg_dump archive"):
+            await store.backup(precious)
+        with pytest.raises(ValidationFailed, match="not a directory"):
             await store.backup(tmp_path / "no-such-dir" / "copy.dump")
+    with pytest.raises(BackupUnsupported) as refused:  # pg_dump itself fails
+        await dump_database(pg_cluster.dsn("no_such_database"), None, tmp_path / "x.dump")
     pg_dump = find_pg_dump()
     assert pg_dump is not None
     listed = subprocess.run(
@@ -112,9 +196,13 @@ async def test_backup_is_a_pg_dump_that_pg_restore_reads_or_an_error_naming_the_
         check=True,
     ).stdout
     assert "TABLE DATA public items" in listed and result.bytes > 0
+    assert again.path == result.path and Path(result.path).stat().st_mode & 0o777 == 0o600
+    assert Path(into_dir.path).parent == tmp_path and into_dir.path.endswith(".dump")
+    assert precious.read_text() == "not a backup"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     assert refused.value.error_code == "BACKUP_UNSUPPORTED"
     assert "pg_dump --format=custom" in refused.value.message
-    assert "no-such-dir/copy.dump" in refused.value.message
+    assert "no_such_database" in refused.value.message and not (tmp_path / "x.dump").exists()
 
 
 @pytest.fixture
@@ -183,3 +271,19 @@ def test_a_daemon_rides_out_a_database_restart_without_failing_an_item(
     failed = [e for e in d.logs if e["event"] == "item.transition" and "FAILED" in e["to"]]
     assert statuses == {"READY": len(ids)} and failed == []
     assert d.stop() == 0
+
+
+def test_a_daemon_whose_role_cannot_migrate_stops_with_exit_2_saying_what_to_do(
+    pg_cluster: pg.Cluster, tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    owner_dsn = pg_cluster.new_database()
+    role = f"app_{owner_dsn.rsplit('dbname=', 1)[1]}"
+    pg_cluster.execute(f"CREATE ROLE {role} LOGIN")
+    app_dsn = owner_dsn.replace(f"user={pg_cluster.user}", f"user={role}")
+    d = DaemonProc(tmp_path, store={"backend": "postgresql", "dsn": app_dsn})
+    daemons.append(d)
+    d.start(wait=False)
+    assert d.proc is not None
+    assert d.proc.wait(timeout=60) == 2
+    d.close()
+    assert b"role that owns the database" in d.stderr

@@ -162,6 +162,7 @@ class Work:
         error_code: str,
         attempt_stamp: str,
         sample: int,
+        owned_by: str | None = None,
     ) -> tuple[int, list[tuple[str, str | None, int]]]:
         """PROCESSING → QUEUED for every lost lease of an item lost fewer than ``below``
         times (set-based: a restart after a crash with 100,000 items in flight)."""
@@ -174,6 +175,7 @@ class Work:
             error_code=error_code,
             attempt_stamp=attempt_stamp,
             sample=sample,
+            owned_by=owned_by,
         )
 
     def claim(self, owner: str, limit: int, lease_until: int, now: int) -> list[ItemRow]:

@@ -505,21 +505,27 @@ class MemoryUnitOfWork:
         self._set_item(row, changes)
         return True
 
-    def _lost(self, expired_before: int | None) -> list[ItemRow]:
-        """PROCESSING items whose lease ran out before ``expired_before``, by id. A lease
-        with no deadline never runs out, as ``NULL < x`` is never true in SQL."""
-        lost = [
-            r
-            for r in self._t.items.values()
-            if r.status == "PROCESSING"
-            and r.lease_expires_at is not None
-            and (expired_before is None or r.lease_expires_at < expired_before)
-        ]
-        return sorted(lost, key=lambda r: r.id)
+    def _lost(self, expired_before: int | None, owned_by: str | None = None) -> list[ItemRow]:
+        """PROCESSING items whose lease ran out before ``expired_before``, or held by an
+        owner whose id starts with ``owned_by``, by id. A lease with no deadline never
+        runs out, as ``NULL < x`` is never true in SQL."""
 
-    def lost_leases(self, expired_before: int | None, *, at_least: int = 0) -> list[ItemRow]:
+        def lost(r: ItemRow) -> bool:
+            expired = r.lease_expires_at is not None and (
+                expired_before is None or r.lease_expires_at < expired_before
+            )
+            mine = owned_by is not None and (r.lease_owner or "").startswith(owned_by)
+            return r.status == "PROCESSING" and (expired or mine)
+
+        lost_rows = [r for r in self._t.items.values() if lost(r)]
+        return sorted(lost_rows, key=lambda r: r.id)
+
+    def lost_leases(
+        self, expired_before: int | None, *, at_least: int = 0, owned_by: str | None = None
+    ) -> list[ItemRow]:
         self._query()
-        return [_copy(r) for r in self._lost(expired_before) if r.orphan_count >= at_least]
+        lost = self._lost(expired_before, owned_by)
+        return [_copy(r) for r in lost if r.orphan_count >= at_least]
 
     def requeue_lost(
         self,
@@ -531,9 +537,10 @@ class MemoryUnitOfWork:
         error_code: str,
         attempt_stamp: str,
         sample: int,
+        owned_by: str | None = None,
     ) -> tuple[int, list[tuple[str, str | None, int]]]:
         self._query()
-        lost = [r for r in self._lost(expired_before) if r.orphan_count + 1 < below]
+        lost = [r for r in self._lost(expired_before, owned_by) if r.orphan_count + 1 < below]
         message = f"the worker running this attempt was lost ({reason})"
         for row in lost:
             count = row.orphan_count + 1

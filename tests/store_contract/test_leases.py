@@ -267,3 +267,37 @@ async def test_every_claim_issues_a_greater_token_and_a_stale_one_fences_nothing
     assert row is not None and (row.title, row.lease_token) == ("fresh", new)
     # Without a token the fence is owner and run, as before.
     assert await store.read(lambda tx: tx.holds_lease("a", "w1", "ra"))
+
+
+async def test_a_restarted_daemon_takes_back_its_dead_selfs_leases_and_no_one_elses(
+    store: Store,
+) -> None:
+    await rows.insert(
+        store,
+        *(rows.item(i, current_run_id=f"r{i}", created_at=n) for n, i in enumerate("abc")),
+        *(rows.run(f"r{i}", i) for i in "abc"),
+    )
+    await store.write(lambda tx: tx.claim("host/d1:100:aa", 1, 5000, 10))  # a: its dead self
+    await store.write(lambda tx: tx.claim("host/d10:200:bb", 1, 5000, 10))  # b: a live daemon
+    await store.write(lambda tx: tx.claim("host/d2:300:cc", 1, 50, 10))  # c: expired
+
+    def lost(tx: UnitOfWork) -> object:
+        return [r.id for r in tx.lost_leases(100, owned_by="host/d1:")]
+
+    assert await store.read(lost) == ["a", "c"]
+
+    def requeue(tx: UnitOfWork) -> object:
+        return tx.requeue_lost(
+            100,
+            below=10,
+            now=100,
+            reason="orphan_recovery",
+            error_code="WORKER_LOST",
+            attempt_stamp="01STAMP",
+            sample=5,
+            owned_by="host/d1:",
+        )
+
+    assert await store.write(requeue) == (2, [("a", "ra", 1), ("c", "rc", 1)])
+    b = await store.read(lambda tx: tx.item("b"))
+    assert b is not None and (b.status, b.lease_owner) == ("PROCESSING", "host/d10:200:bb")

@@ -48,10 +48,13 @@ class LeaseQueries(Protocol):
         once it does not."""
         ...
 
-    def lost_leases(self, expired_before: int | None, *, at_least: int = 0) -> list[ItemRow]:
+    def lost_leases(
+        self, expired_before: int | None, *, at_least: int = 0, owned_by: str | None = None
+    ) -> list[ItemRow]:
         """PROCESSING items whose lease ran out before ``expired_before`` (None: every
-        lease with an expiry, for a daemon that holds the store alone), lost ``at_least``
-        times in a row before, by id."""
+        lease with an expiry, for a daemon that holds the store alone), or whose owner's
+        id starts with ``owned_by`` (an earlier life of a restarted daemon, dead for sure),
+        lost ``at_least`` times in a row before, by id."""
         ...
 
     def requeue_lost(
@@ -64,6 +67,7 @@ class LeaseQueries(Protocol):
         error_code: str,
         attempt_stamp: str,
         sample: int,
+        owned_by: str | None = None,
     ) -> tuple[int, list[tuple[str, str | None, int]]]:
         """PROCESSING → QUEUED for every lost lease (as :meth:`lost_leases` finds them) of
         an item lost fewer than ``below`` times counting this one, in a few statements

@@ -40,11 +40,15 @@ def extracted_text(payload: str) -> str | None:
 class PostgresArtifactQueries(PostgresUnitBase):
     """The artifacts and chunks of :class:`~readdod.store.api.ArtifactQueries`, on PostgreSQL."""
 
-    def _index_extraction(self, item_id: str, payload: str | None) -> None:
-        self.execute(
-            Q["set_search_body"],
-            (search.body_vector(None if payload is None else extracted_text(payload)), item_id),
-        )
+    def _index_extraction(self, item_id: str, payload: str | None, *, by_user: bool) -> None:
+        """The extraction ``payload`` becomes the item's searchable body: a person's (or
+        the one shown after theirs was set aside) always, the system's unless a
+        person's is shown."""
+        body = search.body_vector(None if payload is None else extracted_text(payload))
+        if by_user:
+            self.execute(Q["set_search_body"], (body, item_id))
+        else:
+            self.execute(Q["index_system_extraction"], (body, item_id, item_id))
 
     def insert_artifact(
         self,
@@ -71,10 +75,8 @@ class PostgresArtifactQueries(PostgresUnitBase):
                 artifact_type,
             ),
         )
-        if artifact_type == "extraction" and (
-            created_by == "user" or self.one(Q["user_extraction_shown"], (item_id,)) is None
-        ):
-            self._index_extraction(item_id, payload)
+        if artifact_type == "extraction":
+            self._index_extraction(item_id, payload, by_user=created_by == "user")
         return int(row[0])
 
     def artifacts_of_run(self, item_id: str, run_id: str) -> dict[str, ArtifactRow]:
@@ -122,11 +124,8 @@ class PostgresArtifactQueries(PostgresUnitBase):
         self.execute(
             Q["add_artifact"], (item_id, artifact_type, version, run_id, payload, meta, now)
         )
-        if (
-            artifact_type == "extraction"
-            and self.one(Q["user_extraction_shown"], (item_id,)) is None
-        ):
-            self._index_extraction(item_id, payload)
+        if artifact_type == "extraction":
+            self._index_extraction(item_id, payload, by_user=False)
 
     def latest_artifact(self, item_id: str, artifact_type: str) -> ArtifactRow | None:
         row = self.one(Q["latest_artifact"], (item_id, artifact_type))
@@ -146,7 +145,8 @@ class PostgresArtifactQueries(PostgresUnitBase):
         count = self.changed(cur)
         if artifact_type == "extraction" and count:
             shown = self.latest_artifact(item_id, "extraction")
-            self._index_extraction(item_id, None if shown is None else shown.payload)
+            payload = None if shown is None else shown.payload
+            self._index_extraction(item_id, payload, by_user=True)
         return count
 
     def shown_artifacts(self, item_id: str, run_id: str | None) -> dict[str, ArtifactRow]:

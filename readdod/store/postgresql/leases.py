@@ -64,8 +64,13 @@ class PostgresLeaseQueries(PostgresUnitBase):
 
     # --- lost leases ----------------------------------------------------------
 
-    def lost_leases(self, expired_before: int | None, *, at_least: int = 0) -> list[ItemRow]:
-        rows = self.all(Q["lost_leases"], {"before": _before(expired_before), "at_least": at_least})
+    def lost_leases(
+        self, expired_before: int | None, *, at_least: int = 0, owned_by: str | None = None
+    ) -> list[ItemRow]:
+        rows = self.all(
+            Q["lost_leases"],
+            {"before": _before(expired_before), "at_least": at_least, "mine": owned_by},
+        )
         return [item_row(r) for r in rows]
 
     def requeue_lost(
@@ -78,6 +83,7 @@ class PostgresLeaseQueries(PostgresUnitBase):
         error_code: str,
         attempt_stamp: str,
         sample: int,
+        owned_by: str | None = None,
     ) -> tuple[int, list[tuple[str, str | None, int]]]:
         """PROCESSING → QUEUED, at once, for every lost lease of an item lost fewer than
         ``below`` times counting this one (see the Protocol).
@@ -85,7 +91,10 @@ class PostgresLeaseQueries(PostgresUnitBase):
         The lost rows are locked first (``SKIP LOCKED``): two daemons recovering
         at once split them, and neither requeues an item twice.
         """
-        locked = self.all(Q["lock_lost_below"], {"before": _before(expired_before), "below": below})
+        locked = self.all(
+            Q["lock_lost_below"],
+            {"before": _before(expired_before), "below": below, "mine": owned_by},
+        )
         if not locked:
             return 0, []
         args: dict[str, Any] = {

@@ -1,7 +1,7 @@
 """The PostgreSQL schema: numbered migrations of its own, run once by whichever daemon
 comes first.
 
-A database records the migrations it ran in ``readdod_migrations``. Daemons
+A database records the migrations it ran in ``readdod_migrations``, by number. Daemons
 starting at the same moment take a transaction-level advisory lock first,
 so one migrates and the others find the work done. Each migration runs in
 its own transaction (PostgreSQL's DDL is transactional): a failed one
@@ -39,32 +39,41 @@ _LEDGER = """CREATE TABLE IF NOT EXISTS readdod_migrations (
 )"""
 
 
-def current_version(conn: psycopg.Connection[Any]) -> int:
-    """The last migration the database ran (0 for an empty one)."""
+def applied(conn: psycopg.Connection[Any]) -> set[int]:
+    """The migrations the database ran (none for an empty one)."""
     row = conn.execute("SELECT to_regclass('readdod_migrations') IS NOT NULL").fetchone()
     if not row or not row[0]:
-        return 0
-    found = conn.execute("SELECT coalesce(max(version), 0) FROM readdod_migrations").fetchone()
-    return int(found[0]) if found else 0
+        return set()
+    return {int(r[0]) for r in conn.execute("SELECT version FROM readdod_migrations")}
 
 
 def migrate(conn: psycopg.Connection[Any]) -> int:
-    """Run the migrations the database has not run; its version. ``conn`` is in
-    autocommit mode; each migration is a transaction of its own."""
-    version = current_version(conn)
-    if version > SCHEMA_VERSION:
+    """Run the migrations the database has not run, in order; its version. ``conn`` is in
+    autocommit mode; each migration is a transaction of its own.
+
+    A migration is run when the ledger lacks its number, not when the number is
+    above the last one run: numbers given out on parallel lines of work merge
+    in any order without one being skipped.
+    """
+    known = {number for number, _ in migrations()}
+    done = applied(conn)
+    unknown = done - known
+    if unknown:
         raise ConfigError(
-            f"the PostgreSQL database has readdod schema version {version}, newer than this"
-            f" readdod knows ({SCHEMA_VERSION}); upgrade readdod on this machine first"
+            f"the PostgreSQL database has readdod migrations {sorted(unknown)}, which this"
+            f" readdod does not know (it knows up to {SCHEMA_VERSION}); upgrade readdod on"
+            " this machine first"
         )
-    if version == SCHEMA_VERSION:
-        return version  # nothing to do: a role without CREATE rights can run the daemon
+    if known <= done:
+        return SCHEMA_VERSION  # nothing to do: a role without CREATE rights can run the daemon
     for number, sql in migrations():
+        if number in done:
+            continue
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                 conn.execute(_LEDGER)
-                if current_version(conn) >= number:
+                if number in applied(conn):
                     continue  # another daemon ran it while this one waited for the lock
                 conn.execute(sql.encode())  # several statements: no parameters
                 conn.execute("INSERT INTO readdod_migrations (version) VALUES (%s)", (number,))
@@ -74,4 +83,4 @@ def migrate(conn: psycopg.Connection[Any]) -> int:
                 f" {exc.diag.message_primary}); start one daemon with the role that owns the"
                 " database first (store.dsn), then this one"
             ) from exc
-    return current_version(conn)
+    return SCHEMA_VERSION

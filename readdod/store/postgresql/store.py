@@ -1,11 +1,11 @@
-"""PostgreSQL: units of work on a pool of connections, each in a transaction of its own.
+"""PostgreSQL: units of work group-committed on a pool of connections.
 
-The seam's units are synchronous functions of a unit of work, so a unit
-runs whole in a worker thread, on one connection the pool lends it, inside
-one transaction: ``READ COMMITTED`` for writes, the level job queues on
-PostgreSQL run at (procrastinate, River, Oban), ``REPEATABLE READ READ ONLY``
-for reads, one snapshot. At most as many units run at once as the pool has
-connections.
+The seam's units are synchronous functions of a unit of work, so units run
+in worker threads, on a connection the pool lends, inside a transaction:
+``READ COMMITTED`` for writes, the level job queues on PostgreSQL run at
+(procrastinate, River, Oban), ``REPEATABLE READ READ ONLY`` for reads, one
+snapshot per read. At most as many transactions run at once as the pool
+has connections.
 
 A unit's read-check-write is kept as safe as on SQLite's single writer while
 several daemons write at once by the statements themselves: every status
@@ -50,8 +50,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -217,10 +217,17 @@ class _Tries:
 class PostgresStore:
     """The database, opened with :meth:`open` for the life of a task group."""
 
-    def __init__(self, pool: psycopg_pool.ConnectionPool, dsn: str, password: str | None) -> None:
+    def __init__(
+        self,
+        pool: psycopg_pool.ConnectionPool,
+        dsn: str,
+        password: str | None,
+        kwargs: dict[str, Any],
+    ) -> None:
         self._pool = pool
         self._dsn = dsn
         self._password = password
+        self._kwargs = kwargs
         self._limiter = anyio.CapacityLimiter(pool.max_size)
         self._closed = False
         self._jobs: deque[_Job[Any]] = deque()
@@ -268,7 +275,7 @@ class PostgresStore:
             reconnect_timeout=24 * 3600.0,
             name="readdod",
         )
-        store = cls(pool, dsn, password)
+        store = cls(pool, dsn, password, kwargs)
         try:
             await anyio.to_thread.run_sync(pool.open)
             await store._call(store._migrate)
@@ -286,8 +293,29 @@ class PostgresStore:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(pool.close)
 
+    @contextmanager
+    def _lend(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection for one unit (in a worker thread).
+
+        When none comes, the pool says only that it waited: a connection of
+        our own then asks the server why, so that ``store.unavailable`` tells
+        the operator (a server down, a password refused, a database missing).
+        """
+        try:
+            conn = self._pool.getconn()
+        except psycopg_pool.PoolTimeout as exc:
+            try:
+                psycopg.connect(self._dsn, **self._kwargs, connect_timeout=5).close()
+            except psycopg.OperationalError as reason:
+                raise reason from exc
+            raise
+        try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
     def _migrate(self) -> int:
-        with self._pool.connection() as conn:
+        with self._lend() as conn:
             return migrate(conn)
 
     # --- running units -------------------------------------------------------------
@@ -346,7 +374,7 @@ class PostgresStore:
 
     def _unit(self, fn: Callable[[PostgresUnitOfWork], T], begin: str) -> tuple[T, int]:
         """In a worker thread: ``fn`` inside one transaction; (its result, statements)."""
-        with self._pool.connection() as conn, conn.pipeline() as pipe:
+        with self._lend() as conn, conn.pipeline() as pipe:
             conn.execute(begin)
             tx = PostgresUnitOfWork(conn, writing=begin is _WRITE, pipeline=pipe)
             try:
@@ -453,7 +481,7 @@ class PostgresStore:
         for job in batch:
             job.result = job.error = None
             job.requeue = False
-        with self._pool.connection() as conn, conn.pipeline() as pipe:
+        with self._lend() as conn, conn.pipeline() as pipe:
             conn.execute(_WRITE)
             tx = PostgresUnitOfWork(conn, writing=True, pipeline=pipe)
             for job in batch:
@@ -522,7 +550,7 @@ class PostgresStore:
         keeps the files' size; ``VACUUM FULL`` would lock them)."""
 
         def vacuum() -> None:
-            with self._pool.connection() as conn:
+            with self._lend() as conn:
                 conn.execute("VACUUM artifacts, events, runs, attempts, chunks")
 
         try:

@@ -71,11 +71,15 @@ class SqliteLeaseQueries(SqliteUnitBase):
 
     # --- lost leases ----------------------------------------------------------
 
-    def lost_leases(self, expired_before: int | None, *, at_least: int = 0) -> list[ItemRow]:
+    def lost_leases(
+        self, expired_before: int | None, *, at_least: int = 0, owned_by: str | None = None
+    ) -> list[ItemRow]:
         """PROCESSING items whose lease ran out before ``expired_before`` (None: every lease,
-        for a daemon that holds the store alone), lost ``at_least`` times before, by id."""
+        for a daemon that holds the store alone) or an earlier life of this daemon
+        (``owned_by``) held, lost ``at_least`` times before, by id."""
         rows = self.execute(
-            Q["lost_leases"], {"before": _before(expired_before), "at_least": at_least}
+            Q["lost_leases"],
+            {"before": _before(expired_before), "at_least": at_least, "mine": owned_by},
         ).fetchall()
         return [item_row(r) for r in rows]
 
@@ -89,6 +93,7 @@ class SqliteLeaseQueries(SqliteUnitBase):
         error_code: str,
         attempt_stamp: str,
         sample: int,
+        owned_by: str | None = None,
     ) -> tuple[int, list[tuple[str, str | None, int]]]:
         """PROCESSING → QUEUED, at once, for every lost lease (as :meth:`lost_leases` finds
         them) of an item lost fewer than ``below`` times counting this one.
@@ -108,6 +113,7 @@ class SqliteLeaseQueries(SqliteUnitBase):
             "code": error_code,
             "stamp": attempt_stamp,
             "sample": sample,
+            "mine": owned_by,
         }
         total = int(self.execute(Q["count_lost_below"], args).fetchone()[0])
         if not total:

@@ -39,8 +39,10 @@ SELECT {item_columns} FROM items WHERE status = 'PROCESSING' AND lease_owner = %
 
 -- name: lost
 -- A lease that is lost: its item is PROCESSING and the lease ran out before
--- %(before)s (every lease, for a daemon that holds the store alone).
-i.status = 'PROCESSING' AND i.lease_expires_at < %(before)s;
+-- %(before)s (every lease, for a daemon that holds the store alone), or its
+-- owner is an earlier life of this daemon (its id starts with %(mine)s).
+i.status = 'PROCESSING' AND (i.lease_expires_at < %(before)s
+ OR starts_with(i.lease_owner, %(mine)s::text));
 
 -- name: lost_leases
 -- Lost leases of items already lost %(at_least)s times in a row, by id.

@@ -25,8 +25,10 @@ SELECT {item_columns} FROM items WHERE status = 'PROCESSING' AND lease_owner = ?
 
 -- name: lost
 -- A lease that is lost: its item is PROCESSING and the lease ran out before
--- :before (every lease, for a daemon that holds the store alone).
-i.status = 'PROCESSING' AND i.lease_expires_at < :before;
+-- :before (every lease, for a daemon that holds the store alone), or its owner
+-- is an earlier life of this daemon (its id starts with :mine; NULL: none).
+i.status = 'PROCESSING' AND (i.lease_expires_at < :before
+ OR substr(i.lease_owner, 1, length(:mine)) = :mine);
 
 -- name: lost_leases
 -- Lost leases of items already lost :at_least times in a row, by id.
