@@ -37,6 +37,10 @@ PURE = (
     "readdod.extraction.charsets",
     "readdod.extraction.mediatypes",
     "readdod.extraction.refusals",
+    "readdod.listen",
+    "readdod.roster",
+    "readdod.fleet.notices",
+    "readdod.metrics.meter",
 )
 IO_LIBRARIES = ("sqlite3", "aiosqlite", "psycopg", "httpx", "httpcore", "anyio", "socket")
 DRIVERS = ("sqlite3", "aiosqlite", "psycopg")
