@@ -260,7 +260,9 @@ async def serve(
                     # SQLite: this daemon holds the instance lock, so any other daemon
                     # in the registry is a dead one, and no notice need leave the process.
                     alone = cfg.store.backend == "sqlite"
-                    await fleet.join(alone=alone, paused=supervisor.paused)
+                    await fleet.join(
+                        alone=alone, paused=supervisor.paused, earlier_lives=f"{instance}:"
+                    )
                     relay = None if alone else Relay(fleet, core.bus, supervisor)
                     if relay is not None:
                         core.units.observe(relay.committed)

@@ -131,6 +131,11 @@ def test_watch_pause_resume_and_health_span_the_fleet(
     key = "readdod_fleet_notices_total"
     assert notices_a[(key, (("direction", "sent"),))] > 0
     assert notices_b[(key, (("direction", "heard"),))] > 0
+    b.kill9()  # no clean stop: its row stays, not alive once silent ...
+    assert {m["daemon_id"] for m in a.call("health")["fleet"]} == {id_a, id_b}
+    b.start()  # ... until its next life, which knows its earlier one is dead
+    again = b.call("ping")["worker_id"]
+    assert {m["daemon_id"] for m in a.call("health")["fleet"]} == {id_a, again}
     assert b.stop() == 0
     assert [m["daemon_id"] for m in a.call("health")["fleet"]] == [id_a]
 

@@ -45,11 +45,15 @@ class Fleet:
             in_flight=in_flight,
         )
 
-    async def join(self, *, alone: bool, paused: bool) -> list[str]:
+    async def join(
+        self, *, alone: bool, paused: bool, earlier_lives: str | None = None
+    ) -> list[str]:
         """Register this daemon and forget the daemons gone for good; their ids.
 
         ``alone``: this daemon holds the store by itself (SQLite's instance
-        lock), so every other row is a dead daemon's.
+        lock), so every other row is a dead daemon's. ``earlier_lives``: the
+        id prefix of this daemon's earlier processes (its instance, whose
+        lock it holds), dead for sure whatever their last heartbeat.
         """
         now = self.started_at = self.clock.now_ms()
         row = self._row(now, paused=paused)
@@ -57,8 +61,13 @@ class Fleet:
 
         def unit(tx: UnitOfWork) -> list[str]:
             gone = tx.forget_daemons(silent_before, keep=self.daemon_id)
+            if earlier_lives:
+                for d in tx.daemons():
+                    if d.daemon_id.startswith(earlier_lives) and d.daemon_id != self.daemon_id:
+                        tx.remove_daemon(d.daemon_id)
+                        gone.append(d.daemon_id)
             tx.register_daemon(row)
-            return gone
+            return sorted(gone)
 
         return await self.units.store.write(unit)
 
