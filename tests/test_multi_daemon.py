@@ -170,6 +170,8 @@ class Chaos:
 
     def capture(self, n: int) -> None:
         for i in range(n):
+            if self.stopping.is_set():
+                return
             body = {"text": f"{TEXT}\n\nItem {i}.", "intent": "learn it", "capture_id": f"c{i}"}
             for attempt in range(200):
                 d = self.ds[(i + attempt) % len(self.ds)]
@@ -273,53 +275,60 @@ def test_three_daemons_2000_items_kill_9_and_a_freeze_past_the_lease(
     chaos = Chaos(ds, seed=21)
     frozen, victims = ds[0], ds[1:]
     capturing = threading.Thread(target=chaos.capture, args=(items,))
-    capturing.start()
+    killer = threading.Thread(target=chaos.killer, args=(victims,))
+    try:
+        capturing.start()
 
-    # Freeze daemon a while it holds items; wait until another daemon has taken them.
-    # A freeze that lands inside one of its transactions keeps that transaction's rows
-    # locked until it runs again (PostgreSQL ends no session that waits, pipelined, for
-    # its client): that is not the failure under test, so it is let go and frozen again.
-    owner = frozen.call("ping")["worker_id"]
-    assert frozen.proc is not None
-    inside_a_transaction = 0
-    for _ in range(20):
-        _wait(lambda: len(_held_by(frozen, owner)) >= 3, 60, "the daemon to freeze to hold items")
-        frozen.proc.send_signal(signal.SIGSTOP)
-        chaos.frozen = frozen
-        taken = _held_by(frozen, owner)
-        outcome = _first(
-            {
-                "taken": functools.partial(_given_up, victims[0], owner, taken),
-                "locked": lambda: _open_transactions(victims[0], older_than_s=ttl) > 0,
-            },
-            10 * ttl + 30,
-            lambda: f"sessions: {_sessions(victims[0])}",
-        )
-        if outcome == "taken":
-            break
-        inside_a_transaction += 1
+        # Freeze daemon a while it holds items; wait until another daemon has taken them.
+        # A freeze that lands inside one of its transactions keeps that transaction's rows
+        # locked until it runs again (PostgreSQL ends no session that waits, pipelined, for
+        # its client): that is not the failure under test, so it is let go and frozen again.
+        owner = frozen.call("ping")["worker_id"]
+        assert frozen.proc is not None
+        inside_a_transaction = 0
+        for _ in range(20):
+            _wait(
+                lambda: len(_held_by(frozen, owner)) >= 3, 60, "the daemon to freeze to hold items"
+            )
+            frozen.proc.send_signal(signal.SIGSTOP)
+            chaos.frozen = frozen
+            taken = _held_by(frozen, owner)
+            outcome = _first(
+                {
+                    "taken": functools.partial(_given_up, victims[0], owner, taken),
+                    "locked": lambda: _open_transactions(victims[0], older_than_s=ttl) > 0,
+                },
+                10 * ttl + 30,
+                lambda: f"sessions: {_sessions(victims[0])}",
+            )
+            if outcome == "taken":
+                break
+            inside_a_transaction += 1
+            frozen.proc.send_signal(signal.SIGCONT)
+            chaos.frozen = None
+        else:
+            raise AssertionError("every freeze landed inside a transaction")
+        killer.start()
         frozen.proc.send_signal(signal.SIGCONT)
         chaos.frozen = None
-    else:
-        raise AssertionError("every freeze landed inside a transaction")
-    killer = threading.Thread(target=chaos.killer, args=(victims,))
-    killer.start()
-    frozen.proc.send_signal(signal.SIGCONT)
-    chaos.frozen = None
-    frozen_for = time.monotonic() - started
+        frozen_for = time.monotonic() - started
 
-    capturing.join(timeout=300)
-    assert not capturing.is_alive()
-    _wait(
-        lambda: (
-            victims[0].query("SELECT count(*) FROM items WHERE status = 'READY'")[0][0] >= items
-            and chaos.kills >= 3
-        ),
-        240,
-        f"{items} items READY and three kills",
-    )
-    chaos.stopping.set()
-    killer.join(timeout=60)
+        capturing.join(timeout=300)
+        assert not capturing.is_alive()
+        _wait(
+            lambda: (
+                victims[0].query("SELECT count(*) FROM items WHERE status = 'READY'")[0][0] >= items
+                and chaos.kills >= 3
+            ),
+            240,
+            f"{items} items READY and three kills",
+        )
+    finally:
+        # Whatever happened, no thread starts a daemon after the test has let go of them.
+        chaos.stopping.set()
+        for thread in (capturing, killer):
+            if thread.is_alive():
+                thread.join(timeout=120)
     for d in ds:
         assert d.stop() == 0, d.stderr[-2000:]
     wall = time.monotonic() - started
