@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from readdod import listen as address
 from readdod.errors import ConfigError
 from readdod.export import naming
 from readdod.logging import scrub_text
@@ -192,6 +193,43 @@ class FeedsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     failures_degraded: Annotated[int, msgspec.Meta(ge=1)] = 3
 
 
+class MetricsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """OpenMetrics over HTTP; the ``metrics`` socket method needs no config."""
+
+    #: ``host:port`` to serve ``GET /metrics`` on; unset, no HTTP endpoint.
+    listen: str | None = None
+    #: Let ``listen`` be an address other machines can reach.
+    allow_remote: bool = False
+
+    def __post_init__(self) -> None:
+        if self.listen is not None:
+            try:
+                address.check(self.listen, allow_remote=self.allow_remote)
+            except ValueError as exc:
+                raise ValueError(f"listen {exc}") from None
+
+
+class StoreConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Where items live: a SQLite file in ``data_dir`` (one daemon), or a PostgreSQL
+    database several daemons share (``backend = "postgresql"`` and ``dsn``)."""
+
+    backend: Literal["sqlite", "postgresql"] = "sqlite"
+    #: A libpq connection string or URI (``host=db.example port=5432 dbname=readdod
+    #: user=readdod``); libpq's PG* variables and ~/.pgpass apply as usual.
+    dsn: str | None = None
+    #: The variable holding the password, else the systemd credential of that name.
+    password_env: str = "READDOD_DB_PASSWORD"
+    #: Connections this daemon keeps to PostgreSQL.
+    pool_size: Annotated[int, msgspec.Meta(ge=2, le=1_000)] = 8
+
+    def __post_init__(self) -> None:
+        if self.backend == "postgresql" and not self.dsn:
+            raise ValueError(
+                '"postgresql" needs store.dsn, the database to connect to'
+                ' (e.g. "host=db.example dbname=readdod user=readdod")'
+            )
+
+
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     daemon: DaemonConfig = DaemonConfig()
     control: ControlConfig = ControlConfig()
@@ -202,6 +240,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     retention: RetentionConfig = RetentionConfig()
     log: LogConfig = LogConfig()
     feeds: FeedsConfig = FeedsConfig()
+    metrics: MetricsConfig = MetricsConfig()
+    store: StoreConfig = StoreConfig()
 
 
 def config_path(explicit: str | None) -> Path | None:
@@ -285,6 +325,23 @@ def socket_path(cfg: Config | None, explicit: str | None = None) -> Path:
     if xdg:
         return Path(xdg) / "readdod" / "readdod.sock"
     return Path(f"/tmp/readdod-{os.getuid()}") / "readdod.sock"
+
+
+def read_secret(env_name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """A secret from ``$<env_name>``, else from ``$CREDENTIALS_DIRECTORY/<env_name>`` (a
+    systemd credential, ``LoadCredential=``); None when neither holds one."""
+    env = os.environ if environ is None else environ
+    value = env.get(env_name, "").strip()
+    if value:
+        return value
+    creds = env.get("CREDENTIALS_DIRECTORY")
+    if not creds:
+        return None
+    try:
+        value = (Path(creds) / env_name).read_text("utf-8").strip()
+    except OSError:
+        return None
+    return value or None
 
 
 def export_dir(cfg: Config) -> Path:

@@ -14,6 +14,7 @@
     │   ├── ShuttingDown                503 SHUTTING_DOWN
     │   ├── StoreBusy                   503 STORE_BUSY (another process holds the database)
     │   ├── StoreWriteFailed            503 STORE_WRITE_FAILED (disk full, file size limit)
+    │   ├── BackupUnsupported           501 BACKUP_UNSUPPORTED (use the database's own tool)
     │   ├── InternalError               500 INTERNAL_ERROR
     │   └── ExportFailed                500 EXPORT_RENDER_FAILED / EXPORT_WRITE_FAILED
     ├── StepError                     a pipeline step failed; becomes items.failure
@@ -75,6 +76,7 @@ class ErrorCode(enum.StrEnum):
     INSTANCE_LOCKED = "INSTANCE_LOCKED"
     STORE_BUSY = "STORE_BUSY"
     STORE_WRITE_FAILED = "STORE_WRITE_FAILED"
+    BACKUP_UNSUPPORTED = "BACKUP_UNSUPPORTED"
     DAEMON_UNAVAILABLE = "DAEMON_UNAVAILABLE"
 
 
@@ -135,6 +137,7 @@ RETRYABLE: Final[Mapping[ErrorCode, bool | None]] = {
     ErrorCode.INSTANCE_LOCKED: False,
     ErrorCode.STORE_BUSY: True,
     ErrorCode.STORE_WRITE_FAILED: True,
+    ErrorCode.BACKUP_UNSUPPORTED: False,
     ErrorCode.DAEMON_UNAVAILABLE: True,
 }
 
@@ -235,6 +238,13 @@ class StoreWriteFailed(RequestError):
 
     code = ErrorCode.STORE_WRITE_FAILED
     http_status = 503
+
+
+class BackupUnsupported(RequestError):
+    """The store cannot copy itself here; the message names the tool that can (pg_dump)."""
+
+    code = ErrorCode.BACKUP_UNSUPPORTED
+    http_status = 501
 
 
 class InternalError(RequestError):

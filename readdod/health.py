@@ -15,6 +15,7 @@ import msgspec
 from readdod.collector import Collector
 from readdod.config import DaemonConfig
 from readdod.models import Feed
+from readdod.roster import FleetMember
 from readdod.store.rows import StoreCounters
 
 Level = Literal["ok", "degraded", "unhealthy"]
@@ -73,6 +74,9 @@ class Report(msgspec.Struct, kw_only=True):
     reasons: list[str]
     checks: dict[str, Check]
     metrics: Metrics
+    #: The daemon that answered, and every daemon that shares its store.
+    daemon: str | None = None
+    fleet: list[FleetMember] = []
 
 
 def _upward(
@@ -222,6 +226,9 @@ class Stats(msgspec.Struct, kw_only=True):
     #: The garbage collector's settings and collections so far.
     collector: Collector | None = None
     todos: TodoCounts = msgspec.field(default_factory=TodoCounts)
+    #: The daemon that answered, and every daemon that shares its store.
+    daemon: str | None = None
+    fleet: list[FleetMember] = []
 
 
 def percentile(values: list[float], q: float) -> float:

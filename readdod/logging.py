@@ -52,6 +52,8 @@ _SECRET_PATTERNS = [
     (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+"), rf"\g<1> {REDACTED}"),
     # OpenAI-style keys
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
+    # a libpq connection string's password= (store.dsn), quoted or not
+    (re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s']+)", re.I), rf"\g<1>{REDACTED}"),
 ]
 _secrets: set[str] = set()
 _sink: LogSink | None = None
@@ -65,7 +67,7 @@ def add_secret(value: str | None) -> None:
 
 # What one of the patterns above needs somewhere in the text; most values have none
 # of it, and plain substring tests are far cheaper than the patterns (every line pays).
-_MAYBE_SECRET = re.compile(r"://|[?&]|sk-|authoriz|bearer|basic", re.I)
+_MAYBE_SECRET = re.compile(r"://|[?&]|sk-|authoriz|bearer|basic|password", re.I)
 
 
 def _maybe_secret(text: str) -> bool:

@@ -29,8 +29,10 @@ from readdod.pipeline import Pipeline
 log = get_logger("readdod.supervisor")
 
 
-def worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+def worker_id(instance: str | None = None) -> str:
+    """This process's lease owner id: ``instance`` (the daemon's lasting name, by default
+    the host's), the pid, and a random part that no other life of the daemon shares."""
+    return f"{instance or socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class Supervisor:

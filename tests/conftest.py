@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from readdod import logging as rlog
+from tests import pg
 from tests.daemon_proc import DaemonProc
 
 
@@ -23,6 +25,37 @@ class _Discard(io.StringIO):
 
     def write(self, text: str) -> int:
         return len(text)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _postgresql_cluster() -> Iterator[None]:
+    """The throwaway PostgreSQL cluster (tests/pg.py) is started by the first test that
+    asks for it, and stopped here, at the end of the session, if one did."""
+    try:
+        yield
+    finally:
+        pg.stop_shared()
+
+
+@pytest.fixture
+def pg_cluster() -> pg.Cluster:
+    """The session's PostgreSQL cluster; ``new_database()`` gives a test its own database."""
+    return pg.shared()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store a daemon under test runs on; a test asking for it runs on both."""
+    return str(request.param)
+
+
+@pytest.fixture
+def store_sections(backend: str) -> dict[str, dict[str, Any]]:
+    """Config sections that put a daemon's store on ``backend``: none for SQLite (the
+    default), a new database of the session's cluster for PostgreSQL."""
+    if backend == "sqlite":
+        return {}
+    return {"store": {"backend": "postgresql", "dsn": pg.shared().new_database()}}
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ on sleeps.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -69,6 +70,8 @@ class DaemonProc:
         self.data = root / "data"
         self.sock = root / "readdod.sock"
         self.config = write_config(root, sections)
+        #: The PostgreSQL database the daemon's store is on, if ``[store]`` names one.
+        self.dsn: str | None = sections.get("store", {}).get("dsn")
         self.proc: subprocess.Popen[bytes] | None = None
         self.logs: list[LogLine] = []
         self.stderr = b""
@@ -188,6 +191,17 @@ class DaemonProc:
     def db(self) -> sqlite3.Connection:
         """A read-only look at the daemon's database."""
         return sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` (``?`` marks its parameters) from the daemon's store, on
+        whichever backend it is: a test's look at the database that works on both."""
+        if self.dsn is None:
+            with contextlib.closing(self.db()) as conn:
+                return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+        import psycopg
+
+        with psycopg.connect(self.dsn) as pg:
+            return [tuple(r) for r in pg.execute(sql.replace("?", "%s"), params).fetchall()]
 
 
 def run_cli(

@@ -49,6 +49,10 @@ PURE = (
     "readdod.tui.rows",
     "readdod.tui.filters",
     "readdod.tui.keys",
+    "readdod.listen",
+    "readdod.roster",
+    "readdod.fleet.notices",
+    "readdod.metrics.meter",
 )
 IO_LIBRARIES = ("sqlite3", "aiosqlite", "psycopg", "httpx", "httpcore", "anyio", "socket")
 DRIVERS = ("sqlite3", "aiosqlite", "psycopg")

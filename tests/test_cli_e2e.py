@@ -87,6 +87,7 @@ CLIENT_VERBS: list[list[str]] = [
     ["feed", "ls"],
     ["todo", "done", "01NOPE", "1"],
     ["todos", "export", "--format", "ics"],
+    ["metrics"],
 ]
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,11 +16,12 @@ N_ITEMS = 400
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[DaemonProc]:
+def daemon(tmp_path: Path, store_sections: dict[str, dict[str, Any]]) -> Iterator[DaemonProc]:
     d = DaemonProc(
         tmp_path,
         daemon={"concurrency": 300, "batch_size": 100},
         ai={"engine": "fixed", "fixed_delay_ms": 100},
+        **store_sections,
     )
     yield d
     d.close()
@@ -34,18 +38,20 @@ def test_kill9_with_items_in_flight_loses_nothing(daemon: DaemonProc) -> None:
             for i in range(N_ITEMS)
         ]
         c.call("resume")
+    daemon.wait_status("PROCESSING", count=150)
     daemon.wait_status("READY", count=20)
     daemon.kill9()
 
-    with daemon.db() as db:
-        in_flight = db.execute("SELECT count(*) FROM items WHERE status='PROCESSING'").fetchone()[0]
-        ready_before = db.execute("SELECT count(*) FROM items WHERE status='READY'").fetchone()[0]
-        runs_before = dict(db.execute("SELECT item_id, run_id FROM runs"))
+    counts = dict(daemon.query("SELECT status, count(*) FROM items GROUP BY status"))
+    in_flight, ready_before = counts.get("PROCESSING", 0), counts.get("READY", 0)
+    runs_before = dict(daemon.query("SELECT item_id, run_id FROM runs"))
     assert in_flight >= 100, "the test must kill the daemon with many items in flight"
     assert ready_before < N_ITEMS
 
     daemon.start()
     recovered = daemon.wait_log(lambda e: e["event"] == "recovery.done")[0]
+    # Every lease is its dead self's: on SQLite every lease in the file, on a shared
+    # PostgreSQL database those whose owner id carries this daemon's instance name.
     assert recovered["requeued"] == in_flight and recovered["failed"] == 0
     daemon.wait_status("READY", count=N_ITEMS - ready_before, timeout=180)
     # Recovery happens before the first claim.
@@ -58,29 +64,25 @@ def test_kill9_with_items_in_flight_loses_nothing(daemon: DaemonProc) -> None:
     assert events.index("recovery.done") < first_claim
     assert daemon.stop() == 0
 
-    with daemon.db() as db:
-        rows = db.execute("SELECT id, status, current_run_id, lease_owner FROM items").fetchall()
-        assert sorted(r[0] for r in rows) == sorted(acknowledged)
-        assert {r[1] for r in rows} == {"READY"}
-        assert all(r[3] is None for r in rows)
-        # One run per item, the interrupted ones kept their run_id.
-        runs = dict(db.execute("SELECT item_id, run_id FROM runs"))
-        assert len(runs) == N_ITEMS
-        assert all(runs[i] == r for i, r in runs_before.items())
-        for item_id, _, run_id, _ in rows:
-            arts = db.execute(
-                "SELECT artifact_type, version, run_id, json_extract(meta, '$.run_id')"
-                " FROM artifacts WHERE item_id = ?",
-                (item_id,),
-            ).fetchall()
-            assert sorted(a[0] for a in arts) == ["card", "extraction", "score", "summary", "todos"]
-            # No finished step ran twice: every artifact is version 1 of the one run.
-            assert all(a[1] == 1 and a[2] == run_id == a[3] for a in arts), arts
-        orphan_events = db.execute(
-            "SELECT count(*) FROM events WHERE to_status='QUEUED'"
-            " AND json_extract(detail, '$.reason') = 'orphan_recovery'"
-        ).fetchone()[0]
-        assert orphan_events == in_flight
+    rows = daemon.query("SELECT id, status, current_run_id, lease_owner FROM items")
+    assert sorted(r[0] for r in rows) == sorted(acknowledged)
+    assert {r[1] for r in rows} == {"READY"}
+    assert all(r[3] is None for r in rows)
+    # One run per item, the interrupted ones kept their run_id.
+    runs = dict(daemon.query("SELECT item_id, run_id FROM runs"))
+    assert len(runs) == N_ITEMS
+    assert all(runs[i] == r for i, r in runs_before.items())
+    for item_id, _, run_id, _ in rows:
+        arts = daemon.query(
+            "SELECT artifact_type, version, run_id, meta FROM artifacts WHERE item_id = ?",
+            (item_id,),
+        )
+        assert sorted(a[0] for a in arts) == ["card", "extraction", "score", "summary", "todos"]
+        # No finished step ran twice: every artifact is version 1 of the one run.
+        assert all(a[1] == 1 and a[2] == run_id == json.loads(a[3])["run_id"] for a in arts), arts
+    requeues = daemon.query("SELECT detail FROM events WHERE to_status = 'QUEUED'")
+    reasons = Counter(json.loads(r[0]).get("reason") for r in requeues)
+    assert reasons["orphan_recovery"] == in_flight
 
 
 def test_a_page_that_kills_the_daemon_cannot_crash_loop_it(tmp_path: Path) -> None:

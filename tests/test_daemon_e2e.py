@@ -35,8 +35,10 @@ def _err(exc: pytest.ExceptionInfo[RpcError]) -> tuple[int, str, dict[str, Any]]
     return exc.value.rpc_code, exc.value.error_code, exc.value.data
 
 
-def test_new_user_flow_through_the_cli(tmp_path: Path, daemons: list[DaemonProc]) -> None:
-    d = _daemon(daemons, tmp_path).start()
+def test_new_user_flow_through_the_cli(
+    tmp_path: Path, daemons: list[DaemonProc], store_sections: dict[str, dict[str, Any]]
+) -> None:
+    d = _daemon(daemons, tmp_path, **store_sections).start()
     src = tmp_path / "article.txt"
     src.write_text(ARTICLE)
 

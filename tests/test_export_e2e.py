@@ -62,8 +62,10 @@ def _front_matter(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def test_export_files_idempotency_and_reexport(tmp_path: Path, daemons: list[DaemonProc]) -> None:
-    d = _daemon(daemons, tmp_path, ai=FAST).start()
+def test_export_files_idempotency_and_reexport(
+    tmp_path: Path, daemons: list[DaemonProc], store_sections: dict[str, dict[str, Any]]
+) -> None:
+    d = _daemon(daemons, tmp_path, ai=FAST, **store_sections).start()
     exports = tmp_path / "exports"
     item_id = _ready(d, "decide on WAL", count=1, title="SQLite WAL: a guide")
 

@@ -82,6 +82,8 @@ DECISIONS: dict[ErrorCode, tuple[bool | None, str | None]] = {
     ErrorCode.INSTANCE_LOCKED: (False, None),
     ErrorCode.STORE_BUSY: (True, None),
     ErrorCode.STORE_WRITE_FAILED: (True, None),
+    # the same request fails the same way: the message names pg_dump
+    ErrorCode.BACKUP_UNSUPPORTED: (False, None),
     ErrorCode.DAEMON_UNAVAILABLE: (True, None),
 }
 

@@ -196,6 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("feed", metavar="ID|URL")
 
     sub.add_parser("tui", parents=[common], help="a live view to triage and act (keys: ? in it)")
+    p = sub.add_parser("metrics", parents=[common], help="this daemon's metrics (OpenMetrics)")
+    p.add_argument(
+        "--format",
+        choices=["openmetrics", "prometheus"],
+        default="openmetrics",
+        help="OpenMetrics 1.0 text (default) or the older Prometheus text format",
+    )
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     _todo_verbs(sub, common)

@@ -316,6 +316,23 @@ def health_lines(res: dict[str, Any]) -> list[str]:
     for name, check in res["checks"].items():
         value = check.get("value")
         lines.append(f"  {name:<18} {'--' if value is None else value!s:<10} {check['status']}")
+    return lines + fleet_lines(res)
+
+
+def fleet_lines(res: dict[str, Any]) -> list[str]:
+    """The daemons that share the store: one line each, this one marked."""
+    fleet = res.get("fleet") or []
+    if not fleet:
+        return []
+    lines = [f"daemons: {len(fleet)}"]
+    for d in fleet:
+        state = "alive" if d["alive"] else f"silent {d['silent_s']:g} s"
+        extra = ", paused" if d["paused"] else ""
+        mark = " (this one)" if d.get("this") else ""
+        lines.append(
+            f"  {d['daemon_id']}{mark}: {state}, {d['in_flight']} in flight{extra},"
+            f" since {d['started_at']}"
+        )
     return lines
 
 
@@ -348,7 +365,7 @@ def stats_lines(res: dict[str, Any]) -> list[str]:
         runs = ", ".join(str(n) for n in coll["collections"])
         limits = ", ".join(str(n) for n in coll["thresholds"])
         lines.append(f"garbage collections: {runs} (youngest first; thresholds {limits})")
-    return lines
+    return lines + fleet_lines(res)
 
 
 def config_lines(path: Path | None, overrides: Sequence[str], shown: dict[str, Any]) -> list[str]:

@@ -370,6 +370,16 @@ def cmd_prune(args: argparse.Namespace, client: Client) -> int:
     return EXIT_OK
 
 
+def cmd_metrics(args: argparse.Namespace, client: Client) -> int:
+    """The exposition text as is (a scraper's input); ``--json`` wraps it with its type."""
+    res = client.call("metrics", {"format": args.format})
+    if args.json:
+        print(render.json_text(res))
+    else:
+        sys.stdout.write(res["text"])
+    return EXIT_OK
+
+
 #: Every verb that asks the daemon, by the name typed on the command line.
 CLIENT_VERBS: dict[str, SocketVerb] = {
     "capture": cmd_capture,
@@ -393,4 +403,5 @@ CLIENT_VERBS: dict[str, SocketVerb] = {
     "feed": source_verbs.cmd_feed,
     "todo": todo_verbs.cmd_todo,
     "todos": todo_verbs.cmd_todos_export,
+    "metrics": cmd_metrics,
 }

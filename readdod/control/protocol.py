@@ -9,7 +9,7 @@ errors use the HTTP-like status as ``code`` with ``data.error_code``.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 import anyio
 import msgspec
@@ -142,6 +142,11 @@ class BackupParams(_Params):
 
 class Empty(_Params):
     pass
+
+
+class MetricsParams(_Params):
+    #: ``openmetrics`` (OpenMetrics 1.0 text) or ``prometheus`` (the 0.0.4 text format).
+    format: Literal["openmetrics", "prometheus"] = "openmetrics"
 
 
 class WatchParams(_Params):

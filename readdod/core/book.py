@@ -1,8 +1,10 @@
 """What an actor writes under its lease: the lease book.
 
-Every write here is fenced by ``(lease_owner, run_id)``: a worker that lost
-its lease (it expired, the item was cancelled, the daemon restarted) writes
-nothing, and learns so from the answer. The actor never writes a status: it
+Every write here is fenced by the lease: its owner, its run and the fencing
+token of its claim (the item's ``lease_token``, one more at every claim). A
+worker that lost its lease (it expired, the item was cancelled or claimed
+again, by another daemon or by this one after the lease ran out, the daemon
+restarted) writes nothing, and learns so from the answer. The actor never writes a status: it
 hands over a step's artifact, a retry, a failure or the end of its run, and
 the book records what that means for the item (:mod:`readdod.core.runs`).
 """
@@ -22,8 +24,13 @@ from readdod.core.workers import Lease
 from readdod.errors import StepError
 from readdod.models import CHUNK_ACTIVE, ArtifactMeta, Item
 from readdod.states import Trigger
-from readdod.store import ArtifactRow, ItemRow
+from readdod.store import ArtifactRow, ItemRow, UnitOfWork
 from readdod.views import item_view
+
+
+def _holds(tx: UnitOfWork, lease: Lease) -> bool:
+    """Whether ``lease`` still holds its item: owner, run and the claim's fencing token."""
+    return tx.holds_lease(lease.item_id, lease.owner, lease.run_id, token=lease.token)
 
 
 class LeaseChunks:
@@ -134,7 +141,7 @@ class LeaseBook:
 
         def unit(work: Work) -> bool:
             tx = work.tx
-            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+            if not _holds(tx, lease):
                 return False
             now = self.clock.now_ms()
             run = tx.run(lease.run_id)
@@ -176,7 +183,7 @@ class LeaseBook:
 
         def unit(work: Work) -> bool:
             tx = work.tx
-            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+            if not _holds(tx, lease):
                 return False
             full = {"step": step, "event": event, **detail}
             tx.insert_event(
@@ -213,7 +220,7 @@ class LeaseBook:
 
         def unit(work: Work) -> dict[int, str]:
             tx = work.tx
-            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+            if not _holds(tx, lease):
                 return {}
             now = self.clock.now_ms()
             rows = tx.chunks(lease.run_id, step)
@@ -253,7 +260,7 @@ class LeaseBook:
 
         def unit(work: Work) -> bool:
             tx = work.tx
-            if not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+            if not _holds(tx, lease):
                 return False
             now = self.clock.now_ms()
             fields: dict[str, Any] = {"status": status, "updated_at": now}
@@ -305,7 +312,7 @@ class LeaseBook:
         def unit(work: Work) -> ItemRow | None:
             tx = work.tx
             row = tx.item(lease.item_id)
-            if row is None or not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+            if row is None or not _holds(tx, lease):
                 work.note("lease.lost", item_id=lease.item_id, run_id=lease.run_id, step="gate")
                 return None
             return runs.finish(work, self.policy, row, lease.run_id, self.clock.now_ms())
@@ -317,7 +324,7 @@ class LeaseBook:
         def unit(work: Work) -> ItemRow | None:
             tx = work.tx
             row = tx.item(lease.item_id)
-            if row is None or not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+            if row is None or not _holds(tx, lease):
                 work.note("lease.lost", item_id=lease.item_id, run_id=lease.run_id, step=step)
                 return None
             return fail(
@@ -343,7 +350,7 @@ class LeaseBook:
         def unit(work: Work) -> bool:
             tx = work.tx
             row = tx.item(lease.item_id)
-            if row is None or not tx.holds_lease(lease.item_id, lease.owner, lease.run_id):
+            if row is None or not _holds(tx, lease):
                 return False
             requeue(work, row, reason, self.clock.now_ms())
             return True
@@ -362,7 +369,7 @@ def _hold(
     to clear); otherwise the read that checks the lease is all it costs.
     """
     orphaned, newest, edited, existing = work.tx.step_slot(
-        lease.item_id, step, lease.owner, lease.run_id
+        lease.item_id, step, lease.owner, lease.run_id, token=lease.token
     )
     if orphaned is None:
         return False, newest, None
@@ -376,7 +383,13 @@ def _hold(
     if fields or orphaned:
         # A finished step ends a crash loop: the orphan count starts again.
         held = work.tx.update_fenced(
-            lease.item_id, lease.owner, lease.run_id, updated_at=now, orphan_count=0, **fields
+            lease.item_id,
+            lease.owner,
+            lease.run_id,
+            token=lease.token,
+            updated_at=now,
+            orphan_count=0,
+            **fields,
         )
         return held, newest, None
     return True, newest, None

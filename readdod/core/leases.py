@@ -44,6 +44,7 @@ def lease_new(work: Work, row: ItemRow, workers: Workers, now: int) -> ItemRow |
         status=S.PROCESSING,
         lease_owner=workers.owner,
         lease_expires_at=now + workers.lease_ttl_ms,
+        lease_token=row.lease_token + 1,
     )
 
 
@@ -59,7 +60,7 @@ def claimed(
 ) -> Claimed:
     """What an actor is handed for a claimed item."""
     return Claimed(
-        lease=Lease(row.id, owner, run_id),
+        lease=Lease(row.id, owner, run_id, row.lease_token),
         item=row,
         run_mode=mode,
         refetch=refetch,
@@ -130,13 +131,17 @@ class Leases:
         until = self.clock.now_ms() + lease_ttl_ms
         return await self.units.store.write(lambda tx: tx.renew_leases(owner, item_ids, until))
 
-    async def recover(self, *, every_lease: bool = True) -> tuple[int, int]:
+    async def recover(
+        self, *, every_lease: bool = True, mine: str | None = None
+    ) -> tuple[int, int]:
         """At start: return what lost workers held to QUEUED (or fail it WORKER_LOST).
 
         ``every_lease``: this daemon holds the store alone (SQLite's instance
         lock), so every lease it finds is a dead daemon's, expired or not.
-        Daemons that share a store recover expired leases only. Returns
-        (requeued, failed).
+        Daemons that share a store recover expired leases only, and those of
+        an earlier life of this one: owners whose id starts with ``mine``
+        (dead for sure: this daemon holds its data directory's lock).
+        Returns (requeued, failed).
         """
         return await self.units.commit(
             lambda work: self._recover(
@@ -144,6 +149,7 @@ class Leases:
                 self.clock.now_ms(),
                 reason="orphan_recovery",
                 expired_before=None if every_lease else self.clock.now_ms(),
+                owned_by=mine,
             )
         )
 
@@ -175,7 +181,13 @@ class Leases:
         return await self.units.commit(unit)
 
     def _recover(
-        self, work: Work, now: int, *, reason: str, expired_before: int | None
+        self,
+        work: Work,
+        now: int,
+        *,
+        reason: str,
+        expired_before: int | None,
+        owned_by: str | None = None,
     ) -> tuple[int, int]:
         """Requeue every lost lease, or fail its item once it was lost too often in a row.
 
@@ -190,7 +202,7 @@ class Leases:
         limit = self.policy.max_orphanings
         lost_note = f"the worker running this attempt was lost ({reason})"
         listed: dict[str, list[Note]] = {}
-        for row in work.tx.lost_leases(expired_before, at_least=limit - 1):
+        for row in work.tx.lost_leases(expired_before, at_least=limit - 1, owned_by=owned_by):
             count = row.orphan_count + 1
             run = work.tx.run(row.current_run_id) if row.current_run_id else None
             step = (run.current_step if run is not None else None) or "extraction"
@@ -226,6 +238,7 @@ class Leases:
             error_code=ErrorCode.WORKER_LOST,
             attempt_stamp=ids.ulid(now)[:10],
             sample=ORPHAN_LINES,
+            owned_by=owned_by,
         )
         for item_id, run_id, count in sample:
             listed[item_id] = [

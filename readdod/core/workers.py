@@ -26,6 +26,9 @@ class Lease(msgspec.Struct, frozen=True):
     item_id: str
     owner: str
     run_id: str
+    #: The fencing token of the claim (the item's ``lease_token``): every write under
+    #: this lease carries it, and is refused once the item was claimed again.
+    token: int | None = None
 
 
 class Claimed(msgspec.Struct, frozen=True):

@@ -120,6 +120,16 @@ class EngineOutput(msgspec.Struct, Generic[P], kw_only=True):
     attempts: int = 1
 
 
+class ModelUsage(msgspec.Struct, kw_only=True):
+    """Requests an engine sent to its model server since it was built (for metrics)."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: Failed requests by error code (each attempt counts, retried or not).
+    errors: dict[str, int] = {}
+
+
 class Engine(Protocol):
     """One backend for the four AI steps.
 
@@ -133,6 +143,10 @@ class Engine(Protocol):
 
     def circuit_state(self) -> str:
         """``"closed"``, ``"open"`` or ``"half_open"``: whether the backend is usable."""
+        ...
+
+    def model_usage(self) -> ModelUsage:
+        """What the engine asked of a model server so far (an offline engine asks nothing)."""
         ...
 
     async def aclose(self) -> None:

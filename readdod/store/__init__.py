@@ -1,4 +1,4 @@
-"""The store: the only package that speaks SQL (its SQLite implementation is ``sqlite/``).
+"""The store: the only package that speaks SQL (``sqlite/``, and ``postgresql/`` for a fleet).
 
 It imports nothing above it (no core, supervisor, control or CLI). Callers are typed to
 the Protocols of :mod:`readdod.store.api`; ``Store`` here is the SQLite store daemons open.

@@ -33,6 +33,8 @@ class ItemRow(msgspec.Struct, kw_only=True):
     auto_retries: int = 0
     #: The run whose artifacts the item shows (set when a run makes it READY).
     ready_run_id: str | None = None
+    #: The fencing token of the item's latest claim: one more at every claim, never less.
+    lease_token: int = 0
 
 
 class RunRow(msgspec.Struct, kw_only=True):
@@ -144,12 +146,30 @@ class FeedRow(msgspec.Struct, kw_only=True):
 
 ITEM_COLUMNS = tuple(ItemRow.__struct_fields__)
 RUN_COLUMNS = tuple(RunRow.__struct_fields__)
+
+
+class DaemonRow(msgspec.Struct, kw_only=True):
+    """One daemon of the fleet that shares the store, as it last told the registry."""
+
+    daemon_id: str
+    host: str
+    pid: int
+    version: str
+    started_at: int
+    heartbeat_at: int
+    #: Whether it claims nothing now (the stored pause, as that daemon last saw it).
+    paused: bool = False
+    #: Items it was processing at its last heartbeat.
+    in_flight: int = 0
+
+
 ARTIFACT_COLUMNS = tuple(ArtifactRow.__struct_fields__)
 EVENT_COLUMNS = tuple(EventRow.__struct_fields__)
 EXPORT_COLUMNS = tuple(ExportRow.__struct_fields__)
 CHUNK_COLUMNS = tuple(ChunkRow.__struct_fields__)
 ATTEMPT_COLUMNS = tuple(AttemptRow.__struct_fields__)
 FEED_COLUMNS = tuple(FeedRow.__struct_fields__)
+DAEMON_COLUMNS = tuple(DaemonRow.__struct_fields__)
 
 
 class StoreCounters(msgspec.Struct, kw_only=True):

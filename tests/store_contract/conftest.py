@@ -16,6 +16,8 @@ import pytest
 from readdod.store import Store as SqliteStore
 from readdod.store import Tx
 from readdod.store.api import Store, UnitOfWork
+from readdod.store.postgresql import PostgresStore, PostgresUnitOfWork
+from tests import pg
 from tests.store_contract import memory
 
 #: Opens the one database of a test, as often as the test asks.
@@ -23,6 +25,7 @@ Opener = Callable[[], AbstractAsyncContextManager[Store]]
 
 # mypy checks here that the SQLite classes satisfy the Protocols structurally.
 _SQLITE_UNIT: type[UnitOfWork] = Tx
+_POSTGRES_UNIT: type[UnitOfWork] = PostgresUnitOfWork
 
 
 def _sqlite(tmp_path: Path) -> Opener:
@@ -34,8 +37,22 @@ def _sqlite(tmp_path: Path) -> Opener:
     return opener
 
 
+def _postgresql(tmp_path: Path) -> Opener:
+    """A new database of the session's throwaway cluster (tests/pg.py)."""
+    dsn = pg.shared().new_database()
+
+    def opener() -> AbstractAsyncContextManager[Store]:
+        return PostgresStore.open(dsn)
+
+    return opener
+
+
 #: Every store implementation, by name: given a test's own directory, its opener.
-IMPLEMENTATIONS: dict[str, Callable[[Path], Opener]] = {"memory": memory.opener, "sqlite": _sqlite}
+IMPLEMENTATIONS: dict[str, Callable[[Path], Opener]] = {
+    "memory": memory.opener,
+    "sqlite": _sqlite,
+    "postgresql": _postgresql,
+}
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))

@@ -35,7 +35,8 @@ import anyio.lowlevel
 import msgspec
 
 from readdod.errors import InternalError, ShuttingDown, ValidationFailed
-from readdod.store.api import Store, UnitOfWork
+from readdod.store.api import NOTICE_MAX_BYTES, Store, UnitOfWork
+from readdod.store.channel import LocalChannel
 from readdod.store.rows import (
     CHUNK_COLUMNS,
     FEED_COLUMNS,
@@ -45,6 +46,7 @@ from readdod.store.rows import (
     AttemptRow,
     BackupResult,
     ChunkRow,
+    DaemonRow,
     EventRow,
     ExportRow,
     FeedRow,
@@ -149,6 +151,7 @@ class _Tables:
         self.exports: dict[str, ExportRow] = {}
         #: A person's ticks: (item id, todo key) -> when.
         self.todo_marks: dict[tuple[str, str], int] = {}
+        self.daemons: dict[str, DaemonRow] = {}
         #: The last event's seq; never taken back, as SQLite's AUTOINCREMENT.
         self.last_seq = 0
         self.feeds: dict[str, FeedRow] = {}
@@ -173,6 +176,7 @@ class _Snapshot(msgspec.Struct):
     feeds: list[FeedRow] = []
     feed_entries: list[tuple[str, str, str | None, int]] = []
     todo_marks: list[tuple[str, str, int]] = []
+    daemons: list[DaemonRow] = []
 
 
 def _encode(t: _Tables) -> bytes:
@@ -192,6 +196,7 @@ def _encode(t: _Tables) -> bytes:
             feeds=list(t.feeds.values()),
             feed_entries=[(f, k, i, at) for (f, k), (i, at) in t.feed_entries.items()],
             todo_marks=[(i, k, at) for (i, k), at in t.todo_marks.items()],
+            daemons=list(t.daemons.values()),
         )
     )
 
@@ -215,6 +220,7 @@ def _decode(data: bytes) -> _Tables:
     t.feeds = {f.id: f for f in snap.feeds}
     t.feed_entries = {(f, k): (i, at) for f, k, i, at in snap.feed_entries}
     t.todo_marks = {(i, k): at for i, k, at in snap.todo_marks}
+    t.daemons = {d.daemon_id: d for d in snap.daemons}
     return t
 
 
@@ -303,12 +309,15 @@ class MemoryUnitOfWork:
             raise _violated("UNIQUE")
         self._put(of_item, (art.artifact_type, art.version), art)
 
-    def _leased(self, row: ItemRow | None, owner: str, run_id: str) -> bool:
+    def _leased(
+        self, row: ItemRow | None, owner: str, run_id: str, token: int | None = None
+    ) -> bool:
         return (
             row is not None
             and row.status == "PROCESSING"
             and row.lease_owner == owner
             and row.current_run_id == run_id
+            and (token is None or row.lease_token == token)
         )
 
     # --- items ---------------------------------------------------------------------
@@ -471,6 +480,7 @@ class MemoryUnitOfWork:
                     "lease_owner": owner,
                     "lease_expires_at": lease_until,
                     "updated_at": now,
+                    "lease_token": row.lease_token + 1,
                 },
             )
             claimed.append(_copy(self._t.items[row.id]))
@@ -494,34 +504,44 @@ class MemoryUnitOfWork:
             if r.status == "PROCESSING" and r.lease_owner == owner
         ]
 
-    def holds_lease(self, item_id: str, owner: str, run_id: str) -> bool:
+    def holds_lease(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None
+    ) -> bool:
         self._query()
-        return self._leased(self._t.items.get(item_id), owner, run_id)
+        return self._leased(self._t.items.get(item_id), owner, run_id, token)
 
-    def update_fenced(self, item_id: str, owner: str, run_id: str, **fields: Any) -> bool:
+    def update_fenced(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None, **fields: Any
+    ) -> bool:
         self._query()
         changes = _settable(fields, _ITEM_SETTABLE)
         row = self._t.items.get(item_id)
-        if row is None or not self._leased(row, owner, run_id):
+        if row is None or not self._leased(row, owner, run_id, token):
             return False
         self._set_item(row, changes)
         return True
 
-    def _lost(self, expired_before: int | None) -> list[ItemRow]:
-        """PROCESSING items whose lease ran out before ``expired_before``, by id. A lease
-        with no deadline never runs out, as ``NULL < x`` is never true in SQL."""
-        lost = [
-            r
-            for r in self._t.items.values()
-            if r.status == "PROCESSING"
-            and r.lease_expires_at is not None
-            and (expired_before is None or r.lease_expires_at < expired_before)
-        ]
-        return sorted(lost, key=lambda r: r.id)
+    def _lost(self, expired_before: int | None, owned_by: str | None = None) -> list[ItemRow]:
+        """PROCESSING items whose lease ran out before ``expired_before``, or held by an
+        owner whose id starts with ``owned_by``, by id. A lease with no deadline never
+        runs out, as ``NULL < x`` is never true in SQL."""
 
-    def lost_leases(self, expired_before: int | None, *, at_least: int = 0) -> list[ItemRow]:
+        def lost(r: ItemRow) -> bool:
+            expired = r.lease_expires_at is not None and (
+                expired_before is None or r.lease_expires_at < expired_before
+            )
+            mine = owned_by is not None and (r.lease_owner or "").startswith(owned_by)
+            return r.status == "PROCESSING" and (expired or mine)
+
+        lost_rows = [r for r in self._t.items.values() if lost(r)]
+        return sorted(lost_rows, key=lambda r: r.id)
+
+    def lost_leases(
+        self, expired_before: int | None, *, at_least: int = 0, owned_by: str | None = None
+    ) -> list[ItemRow]:
         self._query()
-        return [_copy(r) for r in self._lost(expired_before) if r.orphan_count >= at_least]
+        lost = self._lost(expired_before, owned_by)
+        return [_copy(r) for r in lost if r.orphan_count >= at_least]
 
     def requeue_lost(
         self,
@@ -533,9 +553,10 @@ class MemoryUnitOfWork:
         error_code: str,
         attempt_stamp: str,
         sample: int,
+        owned_by: str | None = None,
     ) -> tuple[int, list[tuple[str, str | None, int]]]:
         self._query()
-        lost = [r for r in self._lost(expired_before) if r.orphan_count + 1 < below]
+        lost = [r for r in self._lost(expired_before, owned_by) if r.orphan_count + 1 < below]
         message = f"the worker running this attempt was lost ({reason})"
         for row in lost:
             count = row.orphan_count + 1
@@ -797,11 +818,12 @@ class MemoryUnitOfWork:
         return version
 
     def step_slot(
-        self, item_id: str, artifact_type: str, owner: str, run_id: str
+        self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
         self._query()
         row = self._t.items.get(item_id)
-        orphans = row.orphan_count if row is not None and self._leased(row, owner, run_id) else None
+        leased = row is not None and self._leased(row, owner, run_id, token)
+        orphans = row.orphan_count if row is not None and leased else None
         of_type = [a for a in self._artifacts(item_id) if a.artifact_type == artifact_type]
         mine = [a.version for a in of_type if a.created_by == "system" and a.run_id == run_id]
         return (
@@ -1161,6 +1183,46 @@ class MemoryUnitOfWork:
         self._query()
         return sorted({i for i, _ in self._t.todo_marks})
 
+    # --- the daemon registry -------------------------------------------------------
+
+    def register_daemon(self, row: DaemonRow) -> None:
+        self._query()
+        self._put(self._t.daemons, row.daemon_id, msgspec.structs.replace(row))
+
+    def beat_daemon(self, daemon_id: str, at: int, *, in_flight: int, paused: bool) -> bool:
+        self._query()
+        row = self._t.daemons.get(daemon_id)
+        if row is None:
+            return False
+        self._put(
+            self._t.daemons,
+            daemon_id,
+            msgspec.structs.replace(row, heartbeat_at=at, in_flight=in_flight, paused=paused),
+        )
+        return True
+
+    def remove_daemon(self, daemon_id: str) -> bool:
+        self._query()
+        if daemon_id not in self._t.daemons:
+            return False
+        self._drop(self._t.daemons, daemon_id)
+        return True
+
+    def daemons(self) -> list[DaemonRow]:
+        self._query()
+        return sorted(self._t.daemons.values(), key=lambda d: (d.started_at, d.daemon_id))
+
+    def forget_daemons(self, silent_before: int, *, keep: str) -> list[str]:
+        self._query()
+        gone = sorted(
+            d.daemon_id
+            for d in self._t.daemons.values()
+            if d.heartbeat_at < silent_before and d.daemon_id != keep
+        )
+        for daemon_id in gone:
+            self._drop(self._t.daemons, daemon_id)
+        return gone
+
     # --- exports -------------------------------------------------------------------
 
     def export(self, export_key: str) -> ExportRow | None:
@@ -1348,6 +1410,8 @@ class _Shared:
     def __init__(self, tables: _Tables) -> None:
         self.tables = tables
         self.users = 0
+        #: Notices between the stores open on this database.
+        self.channel = LocalChannel()
 
 
 #: The databases open in this process, by path.
@@ -1367,9 +1431,10 @@ def _backup_target(dest: str | Path) -> Path:
 class MemoryStore:
     """The tables of one path, opened with :meth:`open` for as long as a block runs."""
 
-    def __init__(self, path: Path, tables: _Tables) -> None:
+    def __init__(self, path: Path, tables: _Tables, channel: LocalChannel | None = None) -> None:
         self.path = path
         self._t = tables
+        self._channel = channel or LocalChannel()
         self._closed = False
         self._transactions = 0
         self._units = 0
@@ -1388,7 +1453,7 @@ class MemoryStore:
             tables = _decode(path.read_bytes()) if path.is_file() else _Tables()
             shared = _OPEN[key] = _Shared(tables)
         shared.users += 1
-        store = cls(path, shared.tables)
+        store = cls(path, shared.tables, shared.channel)
         try:
             yield store
         finally:
@@ -1440,6 +1505,16 @@ class MemoryStore:
             reads=self._reads,
             read_statements=self._read_statements,
         )
+
+    async def notify(self, payload: str) -> None:
+        self._check_open()
+        if len(payload.encode()) > NOTICE_MAX_BYTES:
+            raise ValueError(f"a notice is at most {NOTICE_MAX_BYTES} bytes")
+        self._channel.send(payload)
+        await anyio.lowlevel.checkpoint()
+
+    def listen(self) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        return self._channel.listen()
 
     async def reclaim(self) -> None:
         """Nothing to give back: what pruning removed is already freed."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -237,3 +238,27 @@ async def test_retries_due_come_soonest_first_and_next_retry_is_the_soonest(
     assert await store.read(lambda tx: tx.next_retry_at()) == 200
     await store.write(lambda tx: [tx.set_status(i, "FAILED_AI", "ARCHIVED") for i in ("i1", "i4")])
     assert await store.read(lambda tx: tx.next_retry_at()) is None
+
+
+async def test_search_reads_the_extraction_a_person_sees(store: Store) -> None:
+    """A person's extraction is searched instead of the system's, until set aside."""
+    await rows.insert(store, rows.item("i1", status="READY"))
+
+    def add(created_by: str, text: str) -> Callable[[UnitOfWork], int]:
+        payload = json.dumps({"text": text})
+        return lambda tx: tx.insert_artifact("i1", "extraction", created_by, None, payload, "{}", 2)
+
+    async def found(words: str) -> bool:
+        return bool(await store.read(lambda tx: tx.list_items(None, None, 10, None, query=words)))
+
+    await store.write(add("system", "otters swim"))
+    assert (await found("otters"), await found("herons")) == (True, False)
+    await store.write(add("user", "herons wade"))
+    await store.write(add("system", "kestrels hover"))  # a person's version still wins
+    assert (await found("otters"), await found("herons"), await found("kestrels")) == (
+        False,
+        True,
+        False,
+    )
+    await store.write(lambda tx: tx.discard_user_versions("i1", "extraction"))
+    assert (await found("herons"), await found("kestrels")) == (False, True)

@@ -228,3 +228,76 @@ async def test_a_lost_lease_is_requeued_with_its_run_resumed_by_a_new_attempt(
     ]
     assert state[4] == ("RESUME", "queued", "01STAMP")
     assert await store.write(requeue) == (0, [])
+
+
+async def test_every_claim_issues_a_greater_token_and_a_stale_one_fences_nothing(
+    store: Store,
+) -> None:
+    """The same owner, the same run, claimed again after its lease ran out: only the
+    token tells the new claim's writes from a late write of the earlier one."""
+    await rows.insert(store, rows.item("a", current_run_id="ra"), rows.run("ra", "a"))
+    first = await store.write(lambda tx: tx.claim("w1", 1, 100, 10))
+
+    def expire(tx: UnitOfWork) -> int:
+        return tx.requeue_lost(
+            200,
+            below=10,
+            now=150,
+            reason="lease_expired",
+            error_code="WORKER_LOST",
+            attempt_stamp="01STAMP",
+            sample=1,
+        )[0]
+
+    assert await store.write(expire) == 1
+    second = await store.write(lambda tx: tx.claim("w1", 1, 1000, 160))
+    old, new = first[0].lease_token, second[0].lease_token
+    assert new > old >= 1
+
+    def fenced(tx: UnitOfWork, token: int, title: str) -> tuple[object, ...]:
+        return (
+            tx.holds_lease("a", "w1", "ra", token=token),
+            tx.step_slot("a", "summary", "w1", "ra", token=token)[0],
+            tx.update_fenced("a", "w1", "ra", token=token, title=title),
+        )
+
+    assert await store.write(lambda tx: fenced(tx, old, "late")) == (False, None, False)
+    assert await store.write(lambda tx: fenced(tx, new, "fresh")) == (True, 1, True)
+    row = await store.read(lambda tx: tx.item("a"))
+    assert row is not None and (row.title, row.lease_token) == ("fresh", new)
+    # Without a token the fence is owner and run, as before.
+    assert await store.read(lambda tx: tx.holds_lease("a", "w1", "ra"))
+
+
+async def test_a_restarted_daemon_takes_back_its_dead_selfs_leases_and_no_one_elses(
+    store: Store,
+) -> None:
+    await rows.insert(
+        store,
+        *(rows.item(i, current_run_id=f"r{i}", created_at=n) for n, i in enumerate("abc")),
+        *(rows.run(f"r{i}", i) for i in "abc"),
+    )
+    await store.write(lambda tx: tx.claim("host/d1:100:aa", 1, 5000, 10))  # a: its dead self
+    await store.write(lambda tx: tx.claim("host/d10:200:bb", 1, 5000, 10))  # b: a live daemon
+    await store.write(lambda tx: tx.claim("host/d2:300:cc", 1, 50, 10))  # c: expired
+
+    def lost(tx: UnitOfWork) -> object:
+        return [r.id for r in tx.lost_leases(100, owned_by="host/d1:")]
+
+    assert await store.read(lost) == ["a", "c"]
+
+    def requeue(tx: UnitOfWork) -> object:
+        return tx.requeue_lost(
+            100,
+            below=10,
+            now=100,
+            reason="orphan_recovery",
+            error_code="WORKER_LOST",
+            attempt_stamp="01STAMP",
+            sample=5,
+            owned_by="host/d1:",
+        )
+
+    assert await store.write(requeue) == (2, [("a", "ra", 1), ("c", "rc", 1)])
+    b = await store.read(lambda tx: tx.item("b"))
+    assert b is not None and (b.status, b.lease_owner) == ("PROCESSING", "host/d10:200:bb")

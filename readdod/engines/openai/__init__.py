@@ -59,7 +59,7 @@ import anyio
 from readdod import schemas
 from readdod.clock import Clock
 from readdod.config import AIConfig
-from readdod.engines.base import EngineInput, EngineOutput, current_hooks
+from readdod.engines.base import EngineInput, EngineOutput, ModelUsage, current_hooks
 from readdod.engines.openai.answers import CardText, ChunkNotes, struct_schema
 from readdod.engines.openai.asking import Asker
 from readdod.engines.openai.budget import (
@@ -186,6 +186,9 @@ class OpenAIEngine:
 
     def circuit_state(self) -> str:
         return self.transport.circuit.state.value
+
+    def model_usage(self) -> ModelUsage:
+        return self.transport.usage
 
     async def aclose(self) -> None:
         """Close the client's connections; shielded and bounded, so a cancelled caller

@@ -33,7 +33,7 @@ from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 from readdod import retrying
 from readdod.clock import Clock
 from readdod.config import AIConfig
-from readdod.engines.base import StepHooks, StepStopped
+from readdod.engines.base import ModelUsage, StepHooks, StepStopped
 from readdod.engines.circuit import CircuitBreaker, State
 from readdod.engines.openai import formats
 from readdod.engines.openai.budget import estimate_tokens
@@ -143,6 +143,7 @@ class Transport:
         #: Request parameters this server refused, and what replaces them.
         self.token_param = "max_tokens"
         self.usage_in_stream = True
+        self.usage = ModelUsage()
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -177,6 +178,8 @@ class Transport:
         tally.completion_tokens += answer.completion_tokens or 0
         if answer.cached_tokens is not None:
             tally.cached_tokens = (tally.cached_tokens or 0) + answer.cached_tokens
+        self.usage.prompt_tokens += answer.prompt_tokens or 0
+        self.usage.completion_tokens += answer.completion_tokens or 0
         if answer.refusal or answer.finish_reason == "content_filter":
             raise AIError(
                 f"the model declined to write the {kind}:"
@@ -248,6 +251,7 @@ class Transport:
                     # found the format goes out in it.
                     mode = self.mode(model)
                     tally.requests += 1
+                    self.usage.requests += 1
                     started = time.perf_counter()
                     answer: Answer | None = None
                     try:
@@ -267,6 +271,8 @@ class Transport:
                 if verdict == "adapt" and self._adapt(exc):
                     self.circuit.succeeded()
                     continue
+                code = error.error_code if error is not None else ErrorCode.INTERNAL_ERROR
+                self.usage.errors[code] = self.usage.errors.get(code, 0) + 1
                 if verdict == "down":
                     self.circuit.failed()
                 elif verdict in ("answered", "context", "adapt"):

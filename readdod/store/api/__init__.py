@@ -18,11 +18,13 @@ asks for no less.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from readdod.store.api.artifacts import ArtifactQueries
+from readdod.store.api.daemons import DaemonQueries
 from readdod.store.api.feeds import FeedQueries
 from readdod.store.api.items import ItemQueries
 from readdod.store.api.leases import LeaseQueries
@@ -33,6 +35,8 @@ from readdod.store.api.todos import TodoQueries
 from readdod.store.rows import BackupResult, StoreCounters
 
 T = TypeVar("T")
+#: The largest notice :meth:`Store.notify` carries (PostgreSQL's NOTIFY takes under 8000 bytes).
+NOTICE_MAX_BYTES: Final = 7900
 
 
 class UnitOfWork(
@@ -44,6 +48,7 @@ class UnitOfWork(
     ReportQueries,
     FeedQueries,
     TodoQueries,
+    DaemonQueries,
     Protocol,
 ):
     """The named queries one unit of work may run, inside the store's transaction.
@@ -81,9 +86,22 @@ class Store(Protocol):
         """A consistent copy of the whole database at ``dest``, while work goes on."""
         ...
 
+    async def notify(self, payload: str) -> None:
+        """Hand ``payload`` (at most :data:`NOTICE_MAX_BYTES` of UTF-8) to every listener of
+        this database, in this process or another (PostgreSQL: ``NOTIFY``)."""
+        ...
+
+    def listen(self) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        """The payloads notified from now on, in the order they were sent, until the block
+        ends. Best effort: a listener that falls behind, or whose connection drops, loses
+        notices, so what it is told must also be found another way (a poll)."""
+        ...
+
 
 __all__ = [
+    "NOTICE_MAX_BYTES",
     "ArtifactQueries",
+    "DaemonQueries",
     "FeedQueries",
     "ItemQueries",
     "LeaseQueries",

@@ -27,11 +27,12 @@ class ArtifactQueries(Protocol):
         ...
 
     def step_slot(
-        self, item_id: str, artifact_type: str, owner: str, run_id: str
+        self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
         """What a step's commit needs: (the item's orphan count while ``owner`` holds
-        its lease for ``run_id``, else None; the newest version of ``artifact_type``;
-        whether a person's version is shown; the version this run committed, if any)."""
+        its lease for ``run_id``, from the claim that issued ``token``, else None; the
+        newest version of ``artifact_type``; whether a person's version is shown; the
+        version this run committed, if any)."""
         ...
 
     def add_artifact(

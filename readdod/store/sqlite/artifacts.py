@@ -99,7 +99,7 @@ class SqliteArtifactQueries(SqliteUnitBase):
         return found, mine[1] if mine else None
 
     def step_slot(
-        self, item_id: str, artifact_type: str, owner: str, run_id: str
+        self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
         """All a step's commit needs to know, in one statement.
 
@@ -110,7 +110,7 @@ class SqliteArtifactQueries(SqliteUnitBase):
         if item_id in self._held.artifact_items:
             self.flush()
         row = self._execute_now(
-            Q["step_slot"], (item_id, owner, run_id, run_id, item_id, artifact_type)
+            Q["step_slot"], (item_id, owner, run_id, token, run_id, item_id, artifact_type)
         ).fetchone()
         return row[0], int(row[1]), bool(row[2]), row[3]
 

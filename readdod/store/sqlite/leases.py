@@ -50,27 +50,36 @@ class SqliteLeaseQueries(SqliteUnitBase):
         """The PROCESSING items whose lease ``owner`` holds."""
         return [item_row(r) for r in self.execute(Q["held_by"], (owner,)).fetchall()]
 
-    def holds_lease(self, item_id: str, owner: str, run_id: str) -> bool:
-        row = self._execute_now(Q["holds_lease"], (item_id, owner, run_id)).fetchone()
+    def holds_lease(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None
+    ) -> bool:
+        row = self._execute_now(Q["holds_lease"], (item_id, owner, run_id, token)).fetchone()
         return row is not None
 
-    def update_fenced(self, item_id: str, owner: str, run_id: str, **fields: Any) -> bool:
-        """Update an item only while ``owner`` holds its lease for ``run_id``."""
+    def update_fenced(
+        self, item_id: str, owner: str, run_id: str, *, token: int | None = None, **fields: Any
+    ) -> bool:
+        """Update an item only while ``owner`` holds its lease for ``run_id`` (the claim
+        that issued ``token``)."""
         sets, values = assignments(fields, ITEM_SETTABLE)
         cur = self._execute_now(
-            f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
-            " AND lease_owner = ? AND current_run_id = ?",
-            [*values, item_id, owner, run_id],
+            f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING' AND lease_owner = ?"
+            " AND current_run_id = ? AND lease_token = coalesce(?, lease_token)",
+            [*values, item_id, owner, run_id, token],
         )
         return cur.rowcount == 1
 
     # --- lost leases ----------------------------------------------------------
 
-    def lost_leases(self, expired_before: int | None, *, at_least: int = 0) -> list[ItemRow]:
+    def lost_leases(
+        self, expired_before: int | None, *, at_least: int = 0, owned_by: str | None = None
+    ) -> list[ItemRow]:
         """PROCESSING items whose lease ran out before ``expired_before`` (None: every lease,
-        for a daemon that holds the store alone), lost ``at_least`` times before, by id."""
+        for a daemon that holds the store alone) or an earlier life of this daemon
+        (``owned_by``) held, lost ``at_least`` times before, by id."""
         rows = self.execute(
-            Q["lost_leases"], {"before": _before(expired_before), "at_least": at_least}
+            Q["lost_leases"],
+            {"before": _before(expired_before), "at_least": at_least, "mine": owned_by},
         ).fetchall()
         return [item_row(r) for r in rows]
 
@@ -84,6 +93,7 @@ class SqliteLeaseQueries(SqliteUnitBase):
         error_code: str,
         attempt_stamp: str,
         sample: int,
+        owned_by: str | None = None,
     ) -> tuple[int, list[tuple[str, str | None, int]]]:
         """PROCESSING → QUEUED, at once, for every lost lease (as :meth:`lost_leases` finds
         them) of an item lost fewer than ``below`` times counting this one.
@@ -103,6 +113,7 @@ class SqliteLeaseQueries(SqliteUnitBase):
             "code": error_code,
             "stamp": attempt_stamp,
             "sample": sample,
+            "mine": owned_by,
         }
         total = int(self.execute(Q["count_lost_below"], args).fetchone()[0])
         if not total:

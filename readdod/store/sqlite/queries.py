@@ -19,6 +19,7 @@ from readdod.store.rows import (
     ARTIFACT_COLUMNS,
     ATTEMPT_COLUMNS,
     CHUNK_COLUMNS,
+    DAEMON_COLUMNS,
     EVENT_COLUMNS,
     EXPORT_COLUMNS,
     FEED_COLUMNS,
@@ -38,6 +39,7 @@ _TABLES = {
     "chunk": CHUNK_COLUMNS,
     "export": EXPORT_COLUMNS,
     "feed": FEED_COLUMNS,
+    "daemon": DAEMON_COLUMNS,
 }
 
 
@@ -60,6 +62,7 @@ SQL_FILES = (
     "reports.sql",
     "feeds.sql",
     "todos.sql",
+    "daemons.sql",
 )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from readdod.store.sqlite.artifacts import SqliteArtifactQueries
+from readdod.store.sqlite.daemons import SqliteDaemonQueries
 from readdod.store.sqlite.feeds import SqliteFeedQueries
 from readdod.store.sqlite.items import SEARCH_WORDS_MAX, SqliteItemQueries, search_query
 from readdod.store.sqlite.leases import SqliteLeaseQueries
@@ -31,6 +32,7 @@ from readdod.store.sqlite.todos import SqliteTodoQueries
 if TYPE_CHECKING:
     from readdod.store.api import (
         ArtifactQueries,
+        DaemonQueries,
         FeedQueries,
         ItemQueries,
         LeaseQueries,
@@ -50,6 +52,7 @@ class SqliteUnitOfWork(
     SqliteReportQueries,
     SqliteFeedQueries,
     SqliteTodoQueries,
+    SqliteDaemonQueries,
 ):
     """Named operations over one connection, inside the store's transaction.
 
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
     _RECORDS: type[RecordQueries] = SqliteRecordQueries
     _REPORTS: type[ReportQueries] = SqliteReportQueries
     _TODOS: type[TodoQueries] = SqliteTodoQueries
+    _DAEMONS: type[DaemonQueries] = SqliteDaemonQueries
 
 #: The name callers have used for the unit of work.
 Tx = SqliteUnitOfWork

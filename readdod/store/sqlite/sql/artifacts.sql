@@ -14,7 +14,7 @@ SELECT {artifact_columns} FROM artifacts
 -- name: step_slot
 -- All a step's commit needs to know, in one statement (see the unit's step_slot).
 SELECT (SELECT orphan_count FROM items WHERE id = ? AND status = 'PROCESSING'
-        AND lease_owner = ? AND current_run_id = ?),
+        AND lease_owner = ? AND current_run_id = ? AND lease_token = coalesce(?, lease_token)),
  coalesce(max(version), 0), coalesce(max(created_by = 'user' AND discarded = 0), 0),
  max(CASE WHEN run_id = ? AND created_by = 'system' THEN version END)
  FROM artifacts WHERE item_id = ? AND artifact_type = ?;

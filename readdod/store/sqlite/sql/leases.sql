@@ -1,16 +1,18 @@
 -- Leases: the claim, who holds what, and the set-based requeue of lost leases.
 
 -- name: holds_lease
+-- A NULL token fences by owner and run alone.
 SELECT 1 FROM items WHERE id = ? AND status = 'PROCESSING'
- AND lease_owner = ? AND current_run_id = ?;
+ AND lease_owner = ? AND current_run_id = ? AND lease_token = coalesce(?, lease_token);
 
 -- name: queue_due
 SELECT 1 FROM items WHERE status = 'QUEUED' AND next_attempt_at <= ? LIMIT 1;
 
 -- name: claim_items
--- Up to LIMIT due QUEUED items, P0 first then oldest, leased to an owner.
+-- Up to LIMIT due QUEUED items, P0 first then oldest, leased to an owner;
+-- every claim gives the item a new fencing token.
 UPDATE items SET status = 'PROCESSING', lease_owner = ?, lease_expires_at = ?,
- updated_at = ?
+ updated_at = ?, lease_token = lease_token + 1
  WHERE id IN (SELECT id FROM items WHERE status = 'QUEUED' AND next_attempt_at <= ?
               ORDER BY priority, created_at LIMIT ?)
  AND status = 'QUEUED'
@@ -23,8 +25,10 @@ SELECT {item_columns} FROM items WHERE status = 'PROCESSING' AND lease_owner = ?
 
 -- name: lost
 -- A lease that is lost: its item is PROCESSING and the lease ran out before
--- :before (every lease, for a daemon that holds the store alone).
-i.status = 'PROCESSING' AND i.lease_expires_at < :before;
+-- :before (every lease, for a daemon that holds the store alone), or its owner
+-- is an earlier life of this daemon (its id starts with :mine; NULL: none).
+i.status = 'PROCESSING' AND (i.lease_expires_at < :before
+ OR substr(i.lease_owner, 1, length(:mine)) = :mine);
 
 -- name: lost_leases
 -- Lost leases of items already lost :at_least times in a row, by id.

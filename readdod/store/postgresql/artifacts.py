@@ -1,0 +1,187 @@
+"""PostgreSQL artifacts and chunks: versions, a person's winning, and a long text's pieces.
+
+An extraction added here also becomes the item's searchable body when it is
+the one the item shows (a person's, or the system's when no person's is
+shown), as the SQLite store's trigger does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from readdod.store.postgresql import search
+from readdod.store.postgresql.base import PostgresUnitBase, assignments
+from readdod.store.postgresql.queries import QUERIES as Q
+from readdod.store.rows import ARTIFACT_COLUMNS, CHUNK_COLUMNS, ArtifactRow, ChunkRow
+
+_CHUNK_SETTABLE = frozenset(CHUNK_COLUMNS) - {"run_id", "step", "idx"}
+
+
+def _artifact(row: Sequence[Any]) -> ArtifactRow:
+    return ArtifactRow(**dict(zip(ARTIFACT_COLUMNS, row, strict=True)))
+
+
+class _Text(msgspec.Struct):
+    text: Any = None
+
+
+def extracted_text(payload: str) -> str | None:
+    """The ``text`` of an extraction's payload (None when it has none, or is no JSON object)."""
+    try:
+        found = msgspec.json.decode(payload, type=_Text).text
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return found if isinstance(found, str) else None if found is None else str(found)
+
+
+class PostgresArtifactQueries(PostgresUnitBase):
+    """The artifacts and chunks of :class:`~readdod.store.api.ArtifactQueries`, on PostgreSQL."""
+
+    def _index_extraction(self, item_id: str, payload: str | None, *, by_user: bool) -> None:
+        """The extraction ``payload`` becomes the item's searchable body: a person's (or
+        the one shown after theirs was set aside) always, the system's unless a
+        person's is shown."""
+        body = search.body_vector(None if payload is None else extracted_text(payload))
+        if by_user:
+            self.execute(Q["set_search_body"], (body, item_id))
+        else:
+            self.execute(Q["index_system_extraction"], (body, item_id, item_id))
+
+    def insert_artifact(
+        self,
+        item_id: str,
+        artifact_type: str,
+        created_by: str,
+        run_id: str | None,
+        payload: str,
+        meta: str,
+        now: int,
+    ) -> int:
+        """Append the next version; returns it. Versions only grow."""
+        row = self.one(
+            Q["insert_next_artifact"],
+            (
+                item_id,
+                artifact_type,
+                created_by,
+                run_id,
+                payload,
+                meta,
+                now,
+                item_id,
+                artifact_type,
+            ),
+        )
+        if artifact_type == "extraction":
+            self._index_extraction(item_id, payload, by_user=created_by == "user")
+        return int(row[0])
+
+    def artifacts_of_run(self, item_id: str, run_id: str) -> dict[str, ArtifactRow]:
+        rows = self.all(Q["artifacts_of_run"], (item_id, run_id))
+        return {a.artifact_type: a for a in map(_artifact, rows)}
+
+    def run_payloads(
+        self, item_id: str, run_id: str, types: Sequence[str]
+    ) -> dict[str, tuple[str | None, str]]:
+        rows = self.all(Q["run_payloads"], (item_id, run_id, list(types)))
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def gate_inputs(
+        self, item_id: str, run_id: str, types: Sequence[str]
+    ) -> tuple[dict[str, tuple[str | None, str]], str | None]:
+        rows = self.all(Q["gate_inputs"], (item_id, list(types), run_id))
+        found: dict[str, tuple[str | None, str]] = {}
+        mine: tuple[int, str] | None = None
+        for kind, of_run, payload, created_by, version in rows:
+            if created_by == "system":
+                found[kind] = (of_run, payload)
+            elif mine is None or version > mine[0]:
+                mine = (version, payload)
+        return found, mine[1] if mine else None
+
+    def step_slot(
+        self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
+    ) -> tuple[int | None, int, bool, int | None]:
+        row = self.one(
+            Q["step_slot_locked" if self.writing else "step_slot"],
+            (item_id, owner, run_id, token, run_id, item_id, artifact_type),
+        )
+        return row[0], int(row[1]), bool(row[2]), row[3]
+
+    def add_artifact(
+        self,
+        item_id: str,
+        artifact_type: str,
+        version: int,
+        run_id: str,
+        payload: str,
+        meta: str,
+        now: int,
+    ) -> None:
+        self.execute(
+            Q["add_artifact"], (item_id, artifact_type, version, run_id, payload, meta, now)
+        )
+        if artifact_type == "extraction":
+            self._index_extraction(item_id, payload, by_user=False)
+
+    def latest_artifact(self, item_id: str, artifact_type: str) -> ArtifactRow | None:
+        row = self.one(Q["latest_artifact"], (item_id, artifact_type))
+        return _artifact(row) if row else None
+
+    def artifact(self, item_id: str, artifact_type: str, version: int) -> ArtifactRow | None:
+        row = self.one(Q["artifact_version"], (item_id, artifact_type, version))
+        return _artifact(row) if row else None
+
+    def user_version(self, item_id: str, artifact_type: str) -> ArtifactRow | None:
+        row = self.one(Q["user_version"], (item_id, artifact_type))
+        return _artifact(row) if row else None
+
+    def discard_user_versions(self, item_id: str, artifact_type: str) -> int:
+        """Set a person's versions of a type aside; returns how many were shown before."""
+        cur = self.execute(Q["discard_user_versions"], (item_id, artifact_type))
+        count = self.changed(cur)
+        if artifact_type == "extraction" and count:
+            shown = self.latest_artifact(item_id, "extraction")
+            payload = None if shown is None else shown.payload
+            self._index_extraction(item_id, payload, by_user=True)
+        return count
+
+    def shown_artifacts(self, item_id: str, run_id: str | None) -> dict[str, ArtifactRow]:
+        rows = self.all(Q["shown_artifacts"], {"item": item_id, "run": run_id})
+        shown: dict[str, ArtifactRow] = {}
+        for art in map(_artifact, rows):
+            shown.setdefault(art.artifact_type, art)
+        return shown
+
+    def all_artifacts(self, item_id: str) -> list[ArtifactRow]:
+        return [_artifact(r) for r in self.all(Q["all_artifacts"], (item_id,))]
+
+    # --- chunks ---------------------------------------------------------------
+
+    def chunks(self, run_id: str, step: str | None = None) -> list[ChunkRow]:
+        if step is None:
+            rows = self.all(Q["chunks_of_run"], (run_id,))
+        else:
+            rows = self.all(Q["chunks_of_step"], (run_id, step))
+        return [ChunkRow(**dict(zip(CHUNK_COLUMNS, r, strict=True))) for r in rows]
+
+    def reset_chunks(self, run_id: str, step: str, total: int, model: str | None, now: int) -> None:
+        self.execute(Q["delete_chunks"], (run_id, step))
+        if total > 0:
+            self.execute(Q["insert_pending_chunks"], (run_id, step, model, now, total))
+
+    def reopen_chunks(self, run_id: str, step: str, model: str | None, now: int) -> None:
+        self.execute(Q["reopen_chunks"], (model, now, run_id, step))
+
+    def settle_chunks(self, run_id: str, now: int) -> None:
+        self.execute(Q["settle_chunks"], (now, run_id))
+
+    def update_chunk(self, run_id: str, step: str, idx: int, **fields: Any) -> None:
+        sets, values = assignments(fields, _CHUNK_SETTABLE)
+        self.execute(
+            f"UPDATE chunks SET {sets} WHERE run_id = %s AND step = %s AND idx = %s",
+            [*values, run_id, step, idx],
+        )

@@ -1,0 +1,82 @@
+"""PostgreSQL runs and attempts: a run's progress, each attempt's start and end."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from readdod.store.postgresql.base import PostgresUnitBase, assignments, run_row
+from readdod.store.postgresql.queries import QUERIES as Q
+from readdod.store.rows import ATTEMPT_COLUMNS, RUN_COLUMNS, AttemptRow, RunRow
+
+_RUN_SETTABLE = frozenset(RUN_COLUMNS) - {"run_id", "item_id", "created_at"}
+
+
+def _attempt(row: Sequence[Any]) -> AttemptRow:
+    return AttemptRow(**dict(zip(ATTEMPT_COLUMNS, row, strict=True)))
+
+
+class PostgresRunQueries(PostgresUnitBase):
+    """The runs and attempts of :class:`~readdod.store.api.RunQueries`, on PostgreSQL."""
+
+    def insert_run(self, run: RunRow) -> None:
+        self.execute(Q["insert_run"], [getattr(run, c) for c in RUN_COLUMNS])
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        sets, values = assignments(fields, _RUN_SETTABLE)
+        self.execute(f"UPDATE runs SET {sets} WHERE run_id = %s", [*values, run_id])
+
+    def set_current_step(self, run_id: str, step: str | None) -> None:
+        self.execute(Q["set_current_step"], (step, run_id))
+
+    def run(self, run_id: str) -> RunRow | None:
+        row = self.one(Q["run_by_id"], (run_id,))
+        return run_row(row) if row else None
+
+    def runs_for(self, item_id: str) -> list[RunRow]:
+        return [run_row(r) for r in self.all(Q["runs_of_item"], (item_id,))]
+
+    def start_runs(self, run_ids: Sequence[str], owner: str, now: int) -> dict[str, RunRow]:
+        """Mark claimed runs running (one statement); returns the updated rows."""
+        if not run_ids:
+            return {}
+        rows = self.all(Q["start_runs"], (owner, now, list(run_ids)))
+        return {run.run_id: run for run in map(run_row, rows)}
+
+    def ready_from_runs(self) -> list[str]:
+        return [str(r[0]) for r in self.all(Q["ready_from_runs"])]
+
+    # --- attempts -------------------------------------------------------------
+
+    def insert_attempt(self, attempt: AttemptRow) -> None:
+        self.execute(Q["insert_attempt"], [getattr(attempt, c) for c in ATTEMPT_COLUMNS])
+
+    def end_attempt(
+        self,
+        run_id: str,
+        status: str,
+        now: int,
+        *,
+        error_code: str | None = None,
+        error_message: str | None = None,
+    ) -> bool:
+        cur = self.execute(Q["end_attempt"], (status, now, error_code, error_message, run_id))
+        return self.changed(cur) > 0
+
+    def last_attempt(self, run_id: str) -> AttemptRow | None:
+        row = self.one(Q["last_attempt"], (run_id,))
+        return _attempt(row) if row else None
+
+    def start_attempts(
+        self, run_ids: Sequence[str], owner: str, now: int, new_id: Callable[[int], str]
+    ) -> None:
+        """The claimed runs' queued attempts start running (one is added where none waits)."""
+        if not run_ids:
+            return
+        started = {r[0] for r in self.all(Q["start_attempts"], (owner, now, list(run_ids)))}
+        for run_id in run_ids:
+            if run_id not in started:
+                self.execute(Q["add_running_attempt"], (new_id(now), owner, now, now, run_id))
+
+    def attempts_for(self, item_id: str) -> list[AttemptRow]:
+        return [_attempt(r) for r in self.all(Q["attempts_of_item"], (item_id,))]

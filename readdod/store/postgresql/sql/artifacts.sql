@@ -1,0 +1,112 @@
+-- Artifacts (versioned, a person's version winning) and the chunks of a long text.
+
+-- name: insert_next_artifact
+-- The next version of an item's artifact type; versions only grow.
+INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,
+ payload, meta, created_at)
+ SELECT %s, %s, coalesce(max(version), 0) + 1, %s, %s, %s, %s, %s FROM artifacts
+ WHERE item_id = %s AND artifact_type = %s RETURNING version;
+
+-- name: add_artifact
+INSERT INTO artifacts (item_id, artifact_type, version, run_id, payload, meta,
+ created_at, created_by) VALUES (%s, %s, %s, %s, %s, %s, %s, 'system');
+
+-- name: artifacts_of_run
+SELECT {artifact_columns} FROM artifacts
+ WHERE item_id = %s AND run_id = %s AND created_by = 'system';
+
+-- name: run_payloads
+SELECT artifact_type, run_id, payload FROM artifacts WHERE item_id = %s
+ AND run_id = %s AND created_by = 'system' AND artifact_type = ANY(%s);
+
+-- name: gate_inputs
+SELECT artifact_type, run_id, payload, created_by, version FROM artifacts
+ WHERE item_id = %s AND artifact_type = ANY(%s) AND (created_by = 'system'
+ AND run_id = %s OR created_by = 'user' AND discarded = 0 AND artifact_type = 'score');
+
+-- name: lease_of_step
+-- The orphan count of an item while a lease holds it (a fragment of step_slot).
+SELECT orphan_count FROM items WHERE id = %s AND status = 'PROCESSING'
+ AND lease_owner = %s AND current_run_id = %s AND lease_token = coalesce(%s, lease_token);
+
+-- name: versions_of_step
+-- The rest of step_slot, once the lease is known.
+SELECT (SELECT orphan_count FROM lease),
+ coalesce(max(version), 0), coalesce(bool_or(created_by = 'user' AND discarded = 0), false),
+ max(CASE WHEN run_id = %s AND created_by = 'system' THEN version END)
+ FROM artifacts WHERE item_id = %s AND artifact_type = %s;
+
+-- name: step_slot
+-- All a step's commit needs to know, in one statement (see the unit's step_slot).
+WITH lease AS ({lease_of_step}) {versions_of_step};
+
+-- name: step_slot_locked
+-- step_slot in a writing unit: the lease's row stays locked until the unit
+-- commits, as in holds_lease_locked.
+WITH lease AS ({lease_of_step} FOR NO KEY UPDATE) {versions_of_step};
+
+-- name: index_system_extraction
+-- A system extraction becomes the searchable body unless a person's extraction
+-- (not set aside) is shown instead.
+UPDATE items SET search_body = %s::tsvector WHERE id = %s AND NOT EXISTS (
+ SELECT 1 FROM artifacts WHERE item_id = %s AND artifact_type = 'extraction'
+  AND created_by = 'user' AND discarded = 0);
+
+-- name: latest_artifact
+-- The newest version, a person's edit winning over any system version.
+SELECT {artifact_columns} FROM artifacts
+ WHERE item_id = %s AND artifact_type = %s AND discarded = 0
+ ORDER BY created_by = 'user' DESC, version DESC LIMIT 1;
+
+-- name: artifact_version
+SELECT {artifact_columns} FROM artifacts
+ WHERE item_id = %s AND artifact_type = %s AND version = %s;
+
+-- name: user_version
+-- A person's newest version of a type that is not set aside.
+SELECT {artifact_columns} FROM artifacts
+ WHERE item_id = %s AND artifact_type = %s AND created_by = 'user'
+ AND discarded = 0 ORDER BY version DESC LIMIT 1;
+
+-- name: discard_user_versions
+UPDATE artifacts SET discarded = 1 WHERE item_id = %s AND artifact_type = %s
+ AND created_by = 'user' AND discarded = 0;
+
+-- name: shown_artifacts
+-- Per type, a person's version first, then the system's of the run shown
+-- (an extraction that run reused is the newest one before it).
+SELECT {artifact_columns} FROM artifacts
+ WHERE item_id = %(item)s AND (created_by = 'user' AND discarded = 0
+  OR created_by = 'system' AND (run_id IS NOT DISTINCT FROM %(run)s::text
+   OR artifact_type = 'extraction'))
+ ORDER BY artifact_type, created_by = 'user' DESC,
+  run_id IS NOT DISTINCT FROM %(run)s::text DESC, version DESC;
+
+-- name: all_artifacts
+SELECT {artifact_columns} FROM artifacts WHERE item_id = %s ORDER BY artifact_type, version;
+
+-- ---------------------------------------------------------------- chunks
+
+-- name: chunks_of_run
+SELECT {chunk_columns} FROM chunks WHERE run_id = %s ORDER BY step, idx;
+
+-- name: chunks_of_step
+SELECT {chunk_columns} FROM chunks WHERE run_id = %s AND step = %s ORDER BY step, idx;
+
+-- name: delete_chunks
+DELETE FROM chunks WHERE run_id = %s AND step = %s;
+
+-- name: insert_pending_chunks
+-- A step's chunks afresh: indexes 0 to total - 1, pending.
+INSERT INTO chunks (run_id, step, idx, status, model, updated_at)
+ SELECT %s, %s, g, 'pending', %s, %s FROM generate_series(0, %s - 1) AS g;
+
+-- name: reopen_chunks
+-- Chunks left unfinished by a failure go back to pending, for a model.
+UPDATE chunks SET status = 'pending', model = %s, updated_at = %s
+ WHERE run_id = %s AND step = %s AND status != 'done';
+
+-- name: settle_chunks
+-- A run's chunks in flight go back to pending.
+UPDATE chunks SET status = 'pending', updated_at = %s
+ WHERE run_id = %s AND status IN ('processing', 'retrying');

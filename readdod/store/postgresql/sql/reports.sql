@@ -1,0 +1,91 @@
+-- Reports for health and stats, and what retention prunes.
+
+-- name: run_outcomes_since
+SELECT status, count(*), avg(finished_at - coalesce(started_at, created_at))::float8
+ FROM runs WHERE finished_at >= %s GROUP BY status;
+
+-- name: backlog
+SELECT count(*), min(greatest(updated_at, next_attempt_at)) FROM items
+ WHERE status = 'QUEUED';
+
+-- name: failures_since
+-- Moves into a FAILED_* state (every step, export included).
+SELECT count(*) FROM events WHERE at >= %s AND kind = 'transition'
+ AND starts_with(to_status, 'FAILED_');
+
+-- name: items_by_status
+SELECT status, count(*) FROM items GROUP BY status;
+
+-- name: runs_by_status
+SELECT status, count(*) FROM runs GROUP BY status;
+
+-- name: attempts_by_status
+SELECT status, count(*) FROM attempts GROUP BY status;
+
+-- name: step_durations
+-- The newest finished steps that recorded how long they took.
+SELECT detail::jsonb ->> 'step', (detail::jsonb ->> 'duration_ms')::float8
+ FROM events WHERE kind = 'step' AND detail::jsonb ? 'duration_ms'
+  AND jsonb_typeof(detail::jsonb -> 'duration_ms') = 'number'
+ ORDER BY seq DESC LIMIT %s;
+
+-- name: token_totals
+-- Prompt and completion tokens recorded in every artifact's meta.
+SELECT coalesce(sum((meta::jsonb ->> 'prompt_tokens')::float8), 0)::bigint,
+ coalesce(sum((meta::jsonb ->> 'completion_tokens')::float8), 0)::bigint FROM artifacts
+ WHERE meta LIKE '%%tokens%%';
+
+-- ---------------------------------------------------------------- retention
+
+-- name: prunable_runs
+-- Runs of ARCHIVED items, past their retention, that the item no longer points to.
+SELECT r.run_id FROM runs r JOIN items i ON i.id = r.item_id
+ WHERE i.status = 'ARCHIVED' AND r.run_id IS DISTINCT FROM i.current_run_id
+ AND r.run_id IS DISTINCT FROM i.ready_run_id AND (
+  (r.status = 'succeeded' AND coalesce(r.finished_at, r.created_at) < %(finished)s)
+  OR (r.status = 'cancelled' AND coalesce(r.finished_at, r.created_at) < %(cancelled)s)
+  OR (r.status IN ('failed', 'timeout')
+      AND coalesce(r.finished_at, r.created_at) < %(failed)s));
+
+-- name: prunable_events
+SELECT seq FROM events WHERE at < %(finished)s AND (item_id IS NULL
+ OR item_id IN (SELECT id FROM items WHERE status = 'ARCHIVED' AND {settled}));
+
+-- name: prunable_artifacts
+-- Old superseded versions: none a person may see (their newest edit, the newest
+-- system version, those of the item's current run and of the run it shows); the
+-- newest %(keep)s of them stay.
+SELECT item_id, artifact_type, version FROM (
+ SELECT a.item_id, a.artifact_type, a.version, row_number() OVER (
+   PARTITION BY a.item_id, a.artifact_type ORDER BY a.version DESC) AS rank
+ FROM artifacts a JOIN items i ON i.id = a.item_id
+ WHERE i.status = 'ARCHIVED'
+  AND a.created_at < %(finished)s
+  AND NOT (a.created_by = 'system'
+           AND (a.run_id IS NOT DISTINCT FROM i.current_run_id
+                OR a.run_id IS NOT DISTINCT FROM i.ready_run_id))
+  AND a.version NOT IN (SELECT max(s.version) FROM artifacts s
+   WHERE s.item_id = a.item_id AND s.artifact_type = a.artifact_type
+     AND (s.created_by = 'system' OR s.discarded = 0) GROUP BY s.created_by)
+) AS ranked WHERE rank > %(keep)s;
+
+-- name: count_prunable_runs
+SELECT count(*) FROM ({prunable_runs}) AS p;
+
+-- name: count_prunable_events
+SELECT count(*) FROM ({prunable_events}) AS p;
+
+-- name: count_prunable_artifacts
+SELECT count(*) FROM ({prunable_artifacts}) AS p;
+
+-- name: prune_chunks
+DELETE FROM chunks WHERE run_id IN ({prunable_runs});
+
+-- name: prune_runs
+DELETE FROM runs WHERE run_id IN ({prunable_runs});
+
+-- name: prune_events
+DELETE FROM events WHERE seq IN ({prunable_events});
+
+-- name: prune_artifacts
+DELETE FROM artifacts WHERE (item_id, artifact_type, version) IN ({prunable_artifacts});
