@@ -2,6 +2,7 @@
 
     python -m bench.throughput [--items 10000] [--concurrency 256] [--batch-size 256]
                                [--connections 4] [--floor-items 3000] [--runs 3]
+    python -m bench.throughput --backend postgresql --daemons 1 2 3  (see bench/fleet.py)
 
 A real daemon (subprocess, Unix socket, SQLite WAL with synchronous=FULL) and
 the ``fixed`` engine with no delay, so what is measured is readdod itself.
@@ -257,9 +258,19 @@ def main() -> None:
         help="fresh daemons to time; the figures are the median run's (a shared VM's"
         " speed wanders by a tenth from run to run)",
     )
+    ap.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    ap.add_argument(
+        "--daemons", type=int, nargs="+", default=[1], help="postgresql: daemons per fleet"
+    )
+    ap.add_argument("--dsn", help="postgresql: a server of your own (default: a throwaway one)")
     args = ap.parse_args()
     if args.runs < 1:
         ap.error("--runs must be at least 1")
+    if args.backend == "postgresql":
+        from bench import fleet
+
+        fleet.throughput(args)
+        return
     n = args.items
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -54,6 +54,7 @@ async def run(
             title=item.title,
             tags=tuple(msgspec.json.decode(item.tags, type=list[str])),
             done={k: decode_payload(k, a.payload) for k, a in claimed.done.items()},
+            captured_at=item.created_at,
         )
 
         async def on_retry(attempt: int, error: StepError, delay_s: float) -> None:

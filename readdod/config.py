@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from readdod import listen as address
 from readdod.errors import ConfigError
 from readdod.export import naming
 from readdod.logging import scrub_text
@@ -82,6 +83,20 @@ class FetchConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     retry_max_s: Seconds = 30.0
 
 
+AnswerLimit = Annotated[int, msgspec.Meta(ge=16, le=100_000)]
+
+
+class AnswerTokens(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """``[ai.max_tokens]``: the longest answer of each step, so no answer runs to the end
+    of the server's context."""
+
+    summary: AnswerLimit = 900
+    summary_chunk: AnswerLimit = 700
+    score: AnswerLimit = 700
+    todos: AnswerLimit = 900
+    card_text: AnswerLimit = 250
+
+
 class AIConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     engine: Literal["local", "fixed", "openai"] = "local"
     fixed_delay_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 0
@@ -94,7 +109,11 @@ class AIConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     model_card: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     profile: Literal["default", "research"] = "default"
-    structured_output: Literal["auto", "json_schema", "json_object"] = "auto"
+    #: ``auto`` learns what the server accepts (json_schema, then json_object with the
+    #: schema, then json_object, then the schema in the prompt only) and remembers it.
+    structured_output: Literal[
+        "auto", "json_schema", "json_object_schema", "json_object", "prompt"
+    ] = "auto"
     temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] = 0.2
     timeout_s: Seconds = 120.0
     attempts: Annotated[int, msgspec.Meta(ge=1, le=20)] = 4
@@ -106,6 +125,8 @@ class AIConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     circuit_failures: Annotated[int, msgspec.Meta(ge=0, le=20)] = 3
     circuit_probe_s: Seconds = 15.0
     context_tokens: Annotated[int, msgspec.Meta(ge=1_024)] = 8_192
+    #: The most tokens each step's answer may take (``max_tokens`` of its requests).
+    max_tokens: AnswerTokens = msgspec.field(default_factory=lambda: AnswerTokens())
 
 
 class RetryRule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -157,6 +178,37 @@ class LogConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only
     format: Literal["json", "console"] = "json"
 
 
+class FeedsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """How the daemon polls the feeds of ``readdod feed add``."""
+
+    #: Seconds between two polls of a feed that answers.
+    interval_s: Annotated[float, msgspec.Meta(ge=1)] = 1800.0
+    #: A failing feed waits interval_s × 2^(failures-1), at most this long.
+    max_backoff_s: Annotated[float, msgspec.Meta(ge=1)] = 86_400.0
+    #: New entries captured from one poll at most (the newest first); the rest wait.
+    max_entries_per_poll: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 100
+    #: Feeds polled at the same time.
+    concurrency: Annotated[int, msgspec.Meta(ge=1, le=100)] = 4
+    #: Consecutive failed polls from which `health` is degraded.
+    failures_degraded: Annotated[int, msgspec.Meta(ge=1)] = 3
+
+
+class MetricsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """OpenMetrics over HTTP; the ``metrics`` socket method needs no config."""
+
+    #: ``host:port`` to serve ``GET /metrics`` on; unset, no HTTP endpoint.
+    listen: str | None = None
+    #: Let ``listen`` be an address other machines can reach.
+    allow_remote: bool = False
+
+    def __post_init__(self) -> None:
+        if self.listen is not None:
+            try:
+                address.check(self.listen, allow_remote=self.allow_remote)
+            except ValueError as exc:
+                raise ValueError(f"listen {exc}") from None
+
+
 class StoreConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Where items live: a SQLite file in ``data_dir`` (one daemon), or a PostgreSQL
     database several daemons share (``backend = "postgresql"`` and ``dsn``)."""
@@ -187,6 +239,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     export: ExportConfig = ExportConfig()
     retention: RetentionConfig = RetentionConfig()
     log: LogConfig = LogConfig()
+    feeds: FeedsConfig = FeedsConfig()
+    metrics: MetricsConfig = MetricsConfig()
     store: StoreConfig = StoreConfig()
 
 

@@ -18,27 +18,35 @@ import stat
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 import anyio
-from anyio.abc import TaskStatus
+from anyio.abc import SocketListener, TaskStatus
 
 from readdod import __version__, collector, config, systemd
+from readdod import listen as metrics_address
 from readdod import logging as rlog
 from readdod.clock import Clock, SystemClock
 from readdod.config import Config
 from readdod.control.security import prepare_socket_dir, secure_socket_file
 from readdod.control.server import ControlServer
 from readdod.core import Core
+from readdod.core.fleet import Fleet
 from readdod.engines import make_engine
 from readdod.errors import ConfigError, InstanceLocked
 from readdod.export.writer import Exporter
-from readdod.extraction.fetch import make_client
+from readdod.extraction.fetch import FetchClient, make_client
+from readdod.fleet.relay import Relay
 from readdod.logging import get_logger
 from readdod.loops import retention
 from readdod.loops.auto_export import AutoExporter
+from readdod.loops.feeds import FeedPoller
 from readdod.loops.heartbeat import Heartbeat
+from readdod.loops.presence import Presence
 from readdod.loops.retry import RetryScheduler
+from readdod.metrics import http as metrics_http
+from readdod.metrics.exposition import DaemonCollector, Metrics
+from readdod.metrics.meter import Meter
 from readdod.pipeline import Pipeline
 from readdod.store import Store
 from readdod.store import api as store_api
@@ -187,6 +195,7 @@ async def serve(
     instance = daemon_instance(data)
     owner = worker_id(instance)
     started = time.monotonic()
+    scrape: list[SocketListener] | None = None
     try:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             fds = systemd.listen_fds()
@@ -194,6 +203,7 @@ async def serve(
             if activated is None:
                 prepare_socket_dir(sock_path.parent, cfg.control.group)
                 _claim_socket_path(sock_path)
+            scrape = await _metrics_listener(cfg)
             async with open_store(cfg, db) as store:
                 core = Core(
                     store,
@@ -210,6 +220,8 @@ async def serve(
                     ),
                     retention=cfg.retention,
                 )
+                meter = Meter()
+                core.units.observe(meter.committed)
                 t0 = time.perf_counter()
                 # On SQLite this daemon holds the instance lock: every lease it finds is a
                 # dead one. On a shared database only expired leases are anyone's to take.
@@ -225,7 +237,7 @@ async def serve(
                 )
                 async with (
                     make_client(cfg.fetch) as http,
-                    contextlib.aclosing(make_engine(cfg.ai)) as engine,
+                    contextlib.aclosing(make_engine(cfg.ai, data)) as engine,
                 ):
                     pipeline = Pipeline(engine, http, cfg.fetch)
                     supervisor = Supervisor(
@@ -242,21 +254,78 @@ async def serve(
                         paused=await core.reads.is_paused(),
                     )
                     core.attach(supervisor)
-                    server = ControlServer(core, supervisor, cfg, engine=engine)
+                    metrics = Metrics(
+                        DaemonCollector(meter, supervisor, engine), core.reads.queue_gauges
+                    )
+                    fleet = Fleet(core.units, owner, supervisor.lease_ttl_ms // 3)
+                    # SQLite: this daemon holds the instance lock, so any other daemon
+                    # in the registry is a dead one, and no notice need leave the process.
+                    alone = cfg.store.backend == "sqlite"
+                    await fleet.join(
+                        alone=alone, paused=supervisor.paused, earlier_lives=f"{instance}:"
+                    )
+                    relay = None if alone else Relay(fleet, core.bus, supervisor)
+                    if relay is not None:
+                        core.units.observe(relay.committed)
+                        metrics.collector.relay = relay
+                    server = ControlServer(
+                        core, supervisor, cfg, engine=engine, metrics=metrics, fleet=fleet
+                    )
+                    extra = _Extras(meter, metrics, scrape, Presence(fleet, supervisor), relay)
                     if activated is not None:
                         # systemd owns the socket file (readdod.socket): use it, leave it.
                         listener = await anyio.abc.SocketListener.from_socket(activated)
-                        await _run(core, server, supervisor, listener, signals, task_status)
+                        await _run(
+                            core,
+                            server,
+                            supervisor,
+                            listener,
+                            signals,
+                            task_status,
+                            extra,
+                            http=http,
+                        )
                     else:
                         listener = await anyio.create_unix_listener(sock_path)
                         try:
                             secure_socket_file(sock_path, cfg.control.group)
-                            await _run(core, server, supervisor, listener, signals, task_status)
+                            await _run(
+                                core,
+                                server,
+                                supervisor,
+                                listener,
+                                signals,
+                                task_status,
+                                extra,
+                                http=http,
+                            )
                         finally:
                             sock_path.unlink(missing_ok=True)
         log.info("daemon.stopped", uptime_s=round(time.monotonic() - started, 3))
     finally:
+        for bound in scrape or ():
+            with anyio.CancelScope(shield=True):
+                await bound.aclose()
         lock.close()
+
+
+async def _metrics_listener(cfg: Config) -> list[SocketListener] | None:
+    """The metrics endpoint's listener, bound before anything starts (None: not asked for)."""
+    if cfg.metrics.listen is None:
+        return None
+    addr = metrics_address.check(cfg.metrics.listen, allow_remote=cfg.metrics.allow_remote)
+    return await metrics_http.listen(addr)
+
+
+class _Extras(NamedTuple):
+    """What ``_run`` starts beside the core loops: the meter, the metrics endpoint, the
+    daemon's presence in the fleet's registry."""
+
+    meter: Meter
+    metrics: Metrics
+    scrape: list[SocketListener] | None
+    presence: Presence
+    relay: Relay | None
 
 
 async def _status_line(core: Core, supervisor: Supervisor) -> str:
@@ -275,6 +344,9 @@ async def _run(
     listener: anyio.abc.SocketListener,
     signals: AsyncIterator[signal.Signals],
     task_status: TaskStatus[None],
+    extra: _Extras,
+    *,
+    http: FetchClient | None = None,
 ) -> None:
     done = anyio.Event()
 
@@ -305,17 +377,29 @@ async def _run(
     cfg = server.cfg
     # The background loops, built before anything can make an item READY or failed;
     # each ends with the daemon (the group is cancelled once the supervisor is done).
-    heartbeat = Heartbeat(core.leases, supervisor)
+    heartbeat = Heartbeat(core.leases, supervisor, extra.meter)
     retries = RetryScheduler(core.commands, core.clock)
     exporter = AutoExporter(core) if cfg.daemon.auto_export else None
+    feeds = (
+        FeedPoller(core.feeds, core.commands, http, cfg.feeds, core.clock)
+        if http is not None
+        else None
+    )
     async with anyio.create_task_group() as tg:
         await tg.start(server.serve, listener)
         await tg.start(supervise)
         await tg.start(heartbeat.run)
         await tg.start(retries.run)
+        tg.start_soon(extra.presence.run)
+        if extra.relay is not None:
+            await tg.start(extra.relay.run)
+        if extra.scrape is not None:
+            await tg.start(metrics_http.serve, extra.metrics, extra.scrape)
         if exporter is not None:
             tg.start_soon(exporter.run)
         tg.start_soon(retention.run_periodically, core.maintenance, cfg.retention)
+        if feeds is not None:
+            await tg.start(feeds.run)
         tg.start_soon(watch_signals)
         interval = systemd.watchdog_interval()
         if interval is not None:

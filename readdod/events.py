@@ -8,6 +8,7 @@ gets a final ``watch.dropped`` notice) instead of slowing the daemon.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import anyio
@@ -114,6 +115,11 @@ class EventBus:
         self._subs: list[Subscription] = []
         self._seq = 0
         self.dropped = 0
+        self._on_subscribe: list[Callable[[], None]] = []
+
+    def on_subscribe(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever a subscriber arrives (the fleet's relay)."""
+        self._on_subscribe.append(callback)
 
     @property
     def subscribers(self) -> int:
@@ -122,6 +128,8 @@ class EventBus:
     def subscribe(self, item_id: str | None = None, buffer: int = 1000) -> Subscription:
         sub = Subscription(self, item_id, max(1, buffer))
         self._subs.append(sub)
+        for callback in self._on_subscribe:
+            callback()
         return sub
 
     def _remove(self, sub: Subscription) -> None:

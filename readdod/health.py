@@ -7,12 +7,15 @@ reason a person can act on for every check that is not ok.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, Literal
 
 import msgspec
 
 from readdod.collector import Collector
 from readdod.config import DaemonConfig
+from readdod.models import Feed
+from readdod.roster import FleetMember
 from readdod.store.rows import StoreCounters
 
 Level = Literal["ok", "degraded", "unhealthy"]
@@ -71,6 +74,9 @@ class Report(msgspec.Struct, kw_only=True):
     reasons: list[str]
     checks: dict[str, Check]
     metrics: Metrics
+    #: The daemon that answered, and every daemon that shares its store.
+    daemon: str | None = None
+    fleet: list[FleetMember] = []
 
 
 def _upward(
@@ -220,6 +226,9 @@ class Stats(msgspec.Struct, kw_only=True):
     #: The garbage collector's settings and collections so far.
     collector: Collector | None = None
     todos: TodoCounts = msgspec.field(default_factory=TodoCounts)
+    #: The daemon that answered, and every daemon that shares its store.
+    daemon: str | None = None
+    fleet: list[FleetMember] = []
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -239,3 +248,25 @@ def step_times(samples: list[tuple[str, float]]) -> dict[str, StepTimes]:
         )
         for step, v in sorted(by_step.items())
     }
+
+
+def feeds_check(report: Report, failing: Sequence[Feed], threshold: int) -> Report:
+    """``report`` with a ``feeds`` check: degraded while a feed has failed ``threshold``
+    polls in a row or more, naming each and why."""
+    reasons = [
+        f"the feed {f.url} failed its last {f.failures} polls ({f.last_error_code}:"
+        f" {f.last_error}); it is polled again at {f.next_poll_at} (`readdod feed ls`)"
+        for f in failing
+    ]
+    check = Check(
+        status="degraded" if failing else "ok",
+        value=len(failing),
+        reason="; ".join(reasons) if reasons else None,
+    )
+    status = report.status if _RANK[report.status] >= _RANK[check.status] else check.status
+    return msgspec.structs.replace(
+        report,
+        status=status,
+        reasons=[*report.reasons, *reasons],
+        checks={**report.checks, "failing_feeds": check},
+    )

@@ -70,6 +70,20 @@ Tag = Annotated[str, msgspec.Meta(max_length=100)]
 # --- artifact payloads -----------------------------------------------------
 
 
+class CaptureOrigin(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """Where a capture came from when not typed in: an import or a feed.
+
+    Kept with the capture's event, so an item brought from elsewhere keeps when
+    it was first saved there and the note it had.
+    """
+
+    #: ``import:pocket``, ``feed:https://example.org/feed.xml``, ...
+    source: Annotated[str, msgspec.Meta(min_length=1, max_length=8_300)]
+    #: When it was saved there: ISO 8601 with a UTC offset.
+    saved_at: Annotated[str, msgspec.Meta(max_length=40)] | None = None
+    note: Annotated[str, msgspec.Meta(max_length=10_000)] | None = None
+
+
 class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """What a client hands in to capture; the bounds keep one request from bloating the store."""
 
@@ -83,6 +97,7 @@ class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         list[Annotated[str, msgspec.Meta(max_length=100)]], msgspec.Meta(max_length=50)
     ] = []
     capture_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
+    origin: CaptureOrigin | None = None
 
 
 class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -105,6 +120,8 @@ class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     source: Literal["fetched", "provided_html", "provided_text"]
     extractor: str
     fetched_at: str | None = None
+    #: Pages of a PDF; None for a web page or a text.
+    page_count: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class Summary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -244,6 +261,8 @@ class ArtifactMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
     model: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: Of the prompt tokens, those the server took from its prompt cache (where it says).
+    cached_tokens: int | None = None
     latency_ms: int | None = None
     attempts: int = 1
     created_at: str | None = None
@@ -349,6 +368,8 @@ class Run(msgspec.Struct, kw_only=True):
     models: list[str] = []
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: Of the prompt tokens, those the model server took from its prompt cache.
+    cached_tokens: int = 0
     #: Every failed attempt of this run, oldest first.
     failures: list[AttemptFailure] = []
 
@@ -447,3 +468,22 @@ class ExportResult(msgspec.Struct, kw_only=True):
     export_key: str
     files: list[str]
     reused: bool
+
+
+class Feed(msgspec.Struct, kw_only=True):
+    """A feed readdod follows, as ``feed_list`` and ``feed_add`` show it."""
+
+    id: str
+    url: str
+    intent: str
+    tags: list[str]
+    title: str | None
+    created_at: str
+    next_poll_at: str
+    last_polled_at: str | None
+    last_ok_at: str | None
+    #: Failed polls since the last good one; the feed backs off while it fails.
+    failures: int
+    last_error_code: str | None
+    last_error: str | None
+    entries_captured: int

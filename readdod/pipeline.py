@@ -60,6 +60,8 @@ class RunContext(msgspec.Struct, kw_only=True):
     title: str | None
     tags: tuple[str, ...]
     done: dict[str, Payload] = {}
+    #: When the item was captured (ms since the epoch), for telling past dates from coming ones.
+    captured_at: int | None = None
     #: Told before each in-step retry wait, so the retrying state is recorded.
     on_retry: OnRetry | None = None
     #: Records an event about the running step (e.g. waiting for the model server).
@@ -131,6 +133,7 @@ class Pipeline:
             site_name=ext.site_name,
             lang=ext.lang,
             tags=ctx.tags,
+            captured_at=ctx.captured_at,
         )
 
     def _meta(self, out: EngineOutput[Any]) -> ArtifactMeta:
@@ -142,6 +145,7 @@ class Pipeline:
             model=out.model,
             prompt_tokens=out.prompt_tokens,
             completion_tokens=out.completion_tokens,
+            cached_tokens=out.cached_tokens,
             latency_ms=out.latency_ms,
             attempts=out.attempts,
         )

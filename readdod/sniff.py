@@ -27,6 +27,10 @@ from typing import Final
 Signature = tuple[tuple[tuple[int, bytes], ...], str]
 
 
+#: What :func:`binary_kind` calls a PDF (a capture of one is pointed to ``--pdf``).
+PDF_KIND: Final = "a PDF document"
+
+
 def _at0(magic: bytes, what: str) -> Signature:
     return ((0, magic),), what
 
@@ -57,7 +61,7 @@ SIGNATURES: Final[tuple[Signature, ...]] = (
     _at0(b"fLaC\x00", "a FLAC audio file"),
     _at0(b"ID3\x03\x00", "an MP3 audio file"),
     _at0(b"ID3\x04\x00", "an MP3 audio file"),
-    _at0(b"%PDF-", "a PDF document"),
+    _at0(b"%PDF-", PDF_KIND),
     _at0(b"PK\x03\x04", "a ZIP archive (or an office document)"),
     _at0(b"\x1f\x8b", "gzip-compressed data"),
     _at0(b"\xfd7zXZ\x00", "xz-compressed data"),

@@ -23,6 +23,7 @@ from readdod.models import (
     Chunk,
     ChunkProgress,
     Event,
+    Feed,
     Item,
     Run,
     decode_failure,
@@ -30,6 +31,7 @@ from readdod.models import (
 )
 from readdod.states import Status
 from readdod.store import ArtifactRow, AttemptRow, ChunkRow, EventRow, ItemRow, RunRow
+from readdod.store.rows import FeedRow
 
 
 def item_view(row: ItemRow) -> Item:
@@ -185,6 +187,7 @@ def ledger(
                 models=sorted({m.model for m in metas if m.model}),
                 prompt_tokens=sum(m.prompt_tokens or 0 for m in metas),
                 completion_tokens=sum(m.completion_tokens or 0 for m in metas),
+                cached_tokens=sum(m.cached_tokens or 0 for m in metas),
                 failures=failures.get(r.run_id, []),
             )
         )
@@ -229,4 +232,22 @@ def event_view(row: EventRow) -> Event:
         to_status=row.to_status,
         trigger=row.trigger,
         detail=msgspec.json.decode(row.detail),
+    )
+
+
+def feed_view(row: FeedRow) -> Feed:
+    return Feed(
+        id=row.id,
+        url=row.url,
+        intent=row.intent,
+        tags=msgspec.json.decode(row.tags, type=list[str]),
+        title=row.title,
+        created_at=iso(row.created_at) or "",
+        next_poll_at=iso(row.next_poll_at) or "",
+        last_polled_at=iso(row.last_polled_at),
+        last_ok_at=iso(row.last_ok_at),
+        failures=row.failures,
+        last_error_code=row.last_error_code,
+        last_error=row.last_error,
+        entries_captured=row.entries_captured,
     )

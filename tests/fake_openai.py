@@ -12,12 +12,32 @@ get their own::
 
     fake:<what>[x<N>][@<step>][#<tag>]
 
-``what`` is ``429`` (with ``Retry-After``), ``500``, ``503``, ``hang`` (no
+``what`` is ``400`` (a request error that is not about the format), ``429``
+(with ``Retry-After``), ``500``, ``503``, ``hang`` (no
 answer until the client gives up: its disconnect is counted in
 :attr:`FakeOpenAI.disconnects`), ``garbage`` (an HTTP body that is not
 JSON), ``badjson`` (a message that is not JSON), ``invalid``
-(JSON that breaks the schema), ``refuse`` (a refusal) or ``reset`` (the
-connection is dropped with a TCP RST instead of an answer). ``xN`` limits it to
+(JSON that breaks the schema), ``refuse`` (a refusal), ``reset`` (the
+connection is dropped with a TCP RST instead of an answer), ``length`` (the
+answer is cut off: ``finish_reason: length``), ``ctrl`` (valid content
+written loosely: in a code fence, with words around it and a raw newline
+inside a string), ``bigint`` (integers far outside their range, as a
+grammar that ignores ranges lets through) or ``echo`` (the JSON Schema
+itself instead of an answer).
+
+Besides the faults, it behaves as the servers people run do, each behaviour
+chosen when it is made: which response formats it takes (``accepts``) and
+how it refuses the others (``format_status``, ``format_message``, e.g.
+llama-cpp-python's HTTP 500), whether a model asked without a schema echoes
+the schema back (``echo_without_schema``), its context (``context_tokens``:
+a longer request is refused with ``context_length_exceeded``, or, with
+``stream_errors``, a streamed one breaks off after its 200 as
+llama-cpp-python's does), and ``max_tokens`` (an answer longer than it is cut
+off with ``finish_reason: length``), and the request parameters it refuses
+(``refuses``, with OpenAI's 400 that names them). Requests with ``stream: true`` are
+answered as server-sent events, with ``usage`` (including
+``prompt_tokens_details.cached_tokens``: the prefix shared with the request
+before, as a prompt cache would find it) when ``stream_options`` asks. ``xN`` limits it to
 the first N matching requests (default: all), ``@step`` to one artifact
 (``summary``, ``score``, ``todos``, ``card_text``, ``summary_chunk``), and
 ``#tag`` keeps directives of different items apart.
@@ -52,7 +72,7 @@ from pathlib import Path
 from typing import Any
 
 DIRECTIVE = re.compile(
-    r"fake:(429|500|503|hang|badjson|invalid|refuse|garbage|reset)"
+    r"fake:(400|429|500|503|hang|badjson|invalid|refuse|garbage|reset|length|ctrl|bigint|echo)"
     r"(?:x(\d+))?(?:@([a-z_]+))?(?:#(\w+))?"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -60,6 +80,15 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 GARBAGE: Any = object()
 #: Answer with a TCP reset.
 RESET: Any = object()
+#: Answer 200 and break the stream off before any event.
+BREAK: Any = object()
+#: The response formats a server may take, as readdod names them.
+FORMATS = ("json_schema", "json_object_schema", "json_object", "prompt")
+#: How llama-cpp-python's server refuses ``json_schema`` (HTTP 500).
+LLAMA_CPP_PYTHON_REFUSAL = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format',"
+    " 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
+)
 
 
 _SECTION = re.compile(r"^(?:Text|Notes|Part \d+ of \d+|Key points):\s*$", re.M)
@@ -67,6 +96,8 @@ _SECTION = re.compile(r"^(?:Text|Notes|Part \d+ of \d+|Key points):\s*$", re.M)
 
 def _sentences(prompt: str) -> list[str]:
     """Sentences of the material the prompt is about (its last section), without repeats."""
+    # readdod's prompts: the article (or notes) first, then "---" and the step's task.
+    prompt = prompt.split("\n---\n", 1)[0]
     heads = list(_SECTION.finditer(prompt))
     text = prompt[heads[-1].end() :] if heads else prompt
     out: dict[str, None] = {}
@@ -100,6 +131,8 @@ class _Instance:
         words = _terms(intent)
         body = _terms(" ".join(self.sentences))
         self.overlap = len(words & body) / len(words) if words else 0.0
+        #: Write integers outside their range, as a grammar that ignores ranges may.
+        self.wild_integers = False
 
     def sentence(self) -> str:
         s = self.sentences[self.next % len(self.sentences)]
@@ -128,6 +161,8 @@ class _Instance:
             n = max(lo, min(4, hi))
             return [self.build(schema.get("items", {}), name, i) for i in range(n)]
         if kind == "integer":
+            if self.wild_integers:
+                return 192_036_847
             lo = schema.get("minimum", 0)
             hi = schema.get("maximum", 100)
             want = round(20 + 75 * self.overlap) if name == "match_score" else 15
@@ -153,20 +188,45 @@ def _prompt_parts(messages: list[dict[str, Any]]) -> tuple[str, str, str]:
     return system, user, m.group(1) if m else ""
 
 
-def _schema_of(body: dict[str, Any], system: str) -> tuple[str, dict[str, Any] | None]:
+def _format_of(body: dict[str, Any]) -> str:
+    """The response format a request asks for, as readdod names them."""
     fmt = body.get("response_format") or {}
+    kind = fmt.get("type")
+    if kind == "json_schema":
+        return "json_schema"
+    if kind == "json_object":
+        return "json_object_schema" if fmt.get("schema") else "json_object"
+    return "prompt"
+
+
+def _schema_of(body: dict[str, Any], prompt: str) -> tuple[str, dict[str, Any] | None, bool]:
+    """(step, schema, whether the schema came with ``response_format``)."""
+    fmt = body.get("response_format") or {}
+    name = re.search(r'write the "(\w+)" part', prompt)
+    step = name.group(1) if name else ""
     if fmt.get("type") == "json_schema":
         js = fmt.get("json_schema") or {}
-        return str(js.get("name", "")), js.get("schema")
-    name = re.search(r'write the "(\w+)" part', system)
-    schema_at = system.find("JSON Schema:")
+        return str(js.get("name", step)), js.get("schema"), True
+    if fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), dict):
+        return step, fmt["schema"], True
     schema = None
+    schema_at = prompt.find("JSON Schema:")
     if schema_at >= 0:
+        start = prompt.find("{", schema_at)
         try:
-            schema = json.loads(system[schema_at + len("JSON Schema:") :].strip())
+            schema, _ = json.JSONDecoder().raw_decode(prompt, start)
         except ValueError:
             schema = None
-    return (name.group(1) if name else ""), schema
+    return step, schema, False
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 class FakeOpenAI:
@@ -179,12 +239,33 @@ class FakeOpenAI:
         retry_after: str = "0.2",
         hang_s: float = 30.0,
         structured_output: bool = True,
+        accepts: tuple[str, ...] = FORMATS,
+        format_status: int = 400,
+        format_message: str = "response_format json_schema is not supported",
+        echo_without_schema: bool = False,
+        context_tokens: int | None = None,
+        stream_errors: bool = False,
+        refuses: tuple[str, ...] = (),
     ) -> None:
         self.port = port
         self.retry_after = retry_after
         self.hang_s = hang_s
-        #: False: answer 400 to ``json_schema`` requests, like servers without it.
-        self.structured_output = structured_output
+        #: The response formats taken; others are refused with ``format_status``.
+        self.accepts = (
+            accepts if structured_output else tuple(f for f in accepts if f != "json_schema")
+        )
+        self.format_status = format_status
+        self.format_message = format_message
+        #: A model asked without a schema in ``response_format`` answers with the schema.
+        self.echo_without_schema = echo_without_schema
+        #: Tokens (4 characters each) a request's prompt and ``max_tokens`` may fill.
+        self.context_tokens = context_tokens
+        #: Fail a streamed request after its 200 (llama-cpp-python on a context overflow).
+        self.stream_errors = stream_errors
+        #: Request parameters refused with a 400 that names them, as OpenAI does.
+        self.refuses = refuses
+        #: The prompt of the request before, for the prompt cache's count.
+        self._last_prompt = ""
         self.requests: list[dict[str, Any]] = []
         self.counts: dict[str, int] = {}
         #: Faults set at run time: (text the prompt contains, what, step or None).
@@ -254,6 +335,12 @@ class FakeOpenAI:
                 if payload is GARBAGE:
                     self._raw(200, b"<html><body>502 Bad Gateway</body></html>")
                     return
+                if payload is BREAK:
+                    self._events([], complete=False)
+                    return
+                if status == 200 and body.get("stream"):
+                    self._events(fake._chunks(body, payload))
+                    return
                 if payload is RESET:
                     self.connection.setsockopt(
                         socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
@@ -283,6 +370,28 @@ class FakeOpenAI:
                     fake._stopping.wait(max(deadline - time.monotonic(), 0))
                     return False
                 return False
+
+            def _events(self, events: list[dict[str, Any]], complete: bool = True) -> None:
+                """Server-sent events, as a streamed chat completion; ``complete=False``
+                breaks the stream off (a chunked body never finished)."""
+                self.close_connection = True
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("transfer-encoding", "chunked")
+                    self.send_header("connection", "close")  # so no client reuses it
+                    self.end_headers()
+                    for event in events:
+                        self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+                    if complete:
+                        self._chunk(b"data: [DONE]\n\n")
+                        self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except OSError:
+                    pass
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
 
             def _raw(self, status: int, data: bytes) -> None:
                 try:
@@ -373,13 +482,25 @@ class FakeOpenAI:
     def _ok(self, body: dict[str, Any], _why: str = "") -> dict[str, Any]:
         messages = body.get("messages") or []
         system, user, intent = _prompt_parts(messages)
-        _, schema = _schema_of(body, system)
+        _, schema, _ = _schema_of(body, f"{system}\n{user}")
         content = json.dumps(_Instance(schema or {}, user, intent).build(schema or {}))
         return self._completion(body, content, user)
 
     def _completion(
-        self, body: dict[str, Any], content: str | None, prompt: str, refusal: str | None = None
+        self,
+        body: dict[str, Any],
+        content: str | None,
+        prompt: str,
+        refusal: str | None = None,
+        finish_reason: str = "stop",
     ) -> dict[str, Any]:
+        limit = body.get("max_tokens") or body.get("max_completion_tokens")
+        if content is not None and isinstance(limit, int) and len(content) > limit * 4:
+            content, finish_reason = content[: limit * 4], "length"
+        whole = "\n".join(str(m.get("content")) for m in body.get("messages") or [])
+        with self._lock:
+            cached = _common_prefix(self._last_prompt, whole) // 4
+            self._last_prompt = whole
         return {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -388,16 +509,39 @@ class FakeOpenAI:
             "choices": [
                 {
                     "index": 0,
-                    "finish_reason": "stop",
+                    "finish_reason": finish_reason,
                     "message": {"role": "assistant", "content": content, "refusal": refusal},
                 }
             ],
             "usage": {
-                "prompt_tokens": len(prompt) // 4 + 1,
+                "prompt_tokens": len(whole) // 4 + 1,
                 "completion_tokens": len(content or "") // 4 + 1,
-                "total_tokens": (len(prompt) + len(content or "")) // 4 + 2,
+                "total_tokens": (len(whole) + len(content or "")) // 4 + 2,
+                "prompt_tokens_details": {"cached_tokens": cached},
             },
         }
+
+    def _chunks(self, body: dict[str, Any], whole: dict[str, Any]) -> list[dict[str, Any]]:
+        """A completion as the events of a stream: the role, the content in pieces, the
+        finish reason, then the usage when ``stream_options`` asks for it."""
+        choice = whole["choices"][0]
+        message = choice["message"]
+        base = {k: whole[k] for k in ("id", "created", "model")} | {
+            "object": "chat.completion.chunk"
+        }
+
+        def event(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        events = [event({"role": "assistant", "content": ""})]
+        content = message.get("content") or ""
+        events += [event({"content": content[i : i + 40]}) for i in range(0, len(content), 40)]
+        if message.get("refusal"):
+            events.append(event({"refusal": message["refusal"]}))
+        events.append(event({}, choice["finish_reason"]))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append(base | {"choices": [], "usage": whole["usage"]})
+        return events
 
     def _answer(
         self, path: str, headers: dict[str, str], body: dict[str, Any]
@@ -409,18 +553,62 @@ class FakeOpenAI:
         if not path.rstrip("/").endswith("/chat/completions"):
             return 404, {"error": {"message": f"no route {path}"}}, {}
         messages = body.get("messages") or []
-        system, user, intent = _prompt_parts(messages)
-        step, schema = _schema_of(body, system)
-        fmt = (body.get("response_format") or {}).get("type")
-        if fmt == "json_schema" and not self.structured_output:
-            return 400, {"error": {"message": "response_format json_schema is not supported"}}, {}
-        what = self._directive("\n".join(str(m.get("content")) for m in messages), step)
+        _, user, intent = _prompt_parts(messages)
+        whole = "\n".join(str(m.get("content")) for m in messages)
+        step, schema, given = _schema_of(body, whole)
+        for param in self.refuses:
+            if param in body:
+                hint = " Use 'max_completion_tokens' instead." if param == "max_tokens" else ""
+                return (
+                    400,
+                    {
+                        "error": {
+                            "message": f"Unsupported parameter: '{param}' is not supported"
+                            f" with this model.{hint}",
+                            "type": "invalid_request_error",
+                            "param": param,
+                            "code": "unsupported_parameter",
+                        }
+                    },
+                    {},
+                )
+        fmt = _format_of(body)
+        if fmt not in self.accepts and not (
+            fmt == "json_object_schema" and "json_object" in self.accepts
+        ):
+            message = self.format_message
+            if self.format_status >= 500:
+                return self.format_status, {"error": {"message": message, "code": None}}, {}
+            return self.format_status, {"error": {"message": message}}, {}
+        limit = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+        asked = len(whole) // 4 + 1 + limit
+        if self.context_tokens is not None and asked > self.context_tokens:
+            if self.stream_errors and body.get("stream"):
+                return 200, BREAK, {}
+            return (
+                400,
+                {
+                    "error": {
+                        "message": f"This model's maximum context length is"
+                        f" {self.context_tokens} tokens. However, you requested {asked} tokens"
+                        f" ({asked - limit} in the messages, {limit} in the completion)."
+                        " Please reduce the length of the messages or completion.",
+                        "type": "invalid_request_error",
+                        "param": "messages",
+                        "code": "context_length_exceeded",
+                    }
+                },
+                {},
+            )
+        what = self._directive(whole, step)
         if what == "429":
             return (
                 429,
                 {"error": {"message": "slow down", "type": "rate_limit", "code": "rate_limit"}},
                 {"retry-after": self.retry_after},
             )
+        if what == "400":
+            return 400, {"error": {"message": "temperature must be at most 2"}}, {}
         if what in ("500", "503"):
             return int(what), {"error": {"message": "the model crashed"}}, {}
         if what == "hang":
@@ -435,7 +623,21 @@ class FakeOpenAI:
             return 200, self._completion(body, json.dumps({"unexpected": True}), user), {}
         if what == "refuse":
             return 200, self._completion(body, None, user, refusal="I can't help with that."), {}
-        content = json.dumps(_Instance(schema or {}, user, intent).build(schema or {}))
+        if what == "echo" or (self.echo_without_schema and not given):
+            return 200, self._completion(body, json.dumps(schema or {}), user), {}
+        instance = _Instance(schema or {}, user, intent)
+        instance.wild_integers = what == "bigint"
+        content = json.dumps(instance.build(schema or {}), ensure_ascii=False)
+        if what == "length":
+            return (
+                200,
+                self._completion(body, content[: len(content) // 2], user, None, "length"),
+                {},
+            )
+        if what == "ctrl":
+            # A raw newline inside the first string, in a fence, with words around it.
+            loose = content.replace('": "', '": "Line one.\nLine two: ', 1)
+            content = f"Here is the JSON you asked for:\n```json\n{loose}\n```\nHope it helps!"
         return 200, self._completion(body, content, user), {}
 
     # --- what tests look at ----------------------------------------------------

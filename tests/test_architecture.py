@@ -39,6 +39,20 @@ PURE = (
     "readdod.extraction.charsets",
     "readdod.extraction.mediatypes",
     "readdod.extraction.refusals",
+    "readdod.capture.formats",
+    "readdod.capture.plan",
+    "readdod.capture.feeds",
+    "readdod.extraction.pdf",
+    "readdod.capture.native_messaging",
+    "readdod.tui.operations",
+    "readdod.tui.progress",
+    "readdod.tui.rows",
+    "readdod.tui.filters",
+    "readdod.tui.keys",
+    "readdod.listen",
+    "readdod.roster",
+    "readdod.fleet.notices",
+    "readdod.metrics.meter",
 )
 IO_LIBRARIES = ("sqlite3", "aiosqlite", "psycopg", "httpx", "httpcore", "anyio", "socket")
 DRIVERS = ("sqlite3", "aiosqlite", "psycopg")
@@ -205,6 +219,29 @@ def test_the_control_server_and_the_cli_go_through_the_core() -> None:
     for module in (m for m in MODULES if _under(m, ["readdod.control", "readdod.cli"])):
         assert not [d for d in GRAPH[module] if _under(d, ["readdod.store"])], module
         assert "readdod.core.unit" not in GRAPH[module], module
+
+
+def test_the_tui_is_a_client_of_the_socket_only() -> None:
+    """It asks the daemon through control.client, like the CLI: no core, no store."""
+    for module in (m for m in MODULES if _under(m, ["readdod.tui"])):
+        inside = ["readdod.core", "readdod.store", "readdod.supervisor", "readdod.daemon"]
+        assert not [d for d in GRAPH[module] if _under(d, inside)], module
+    assert "readdod.control.client" in GRAPH["readdod.tui.link"]
+
+
+def test_only_the_tui_and_its_verb_import_textual() -> None:
+    """Textual is an optional extra: `readdod demo` after a plain install never needs it."""
+    for module in MODULES:
+        if _under(module, ["readdod.tui"]):
+            continue
+        assert not [i for i in _imports(module) if _under(i, ["textual"])], module
+    # The CLI reaches the TUI only lazily, inside the verb that runs it.
+    assert "readdod.tui.app" in GRAPH["readdod.cli.local_verbs"]
+    probe = "import sys, readdod.cli, readdod.daemon; print('textual' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
 
 
 def test_steps_engines_and_exporters_never_write_a_status() -> None:

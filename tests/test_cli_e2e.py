@@ -84,8 +84,10 @@ CLIENT_VERBS: list[list[str]] = [
     ["health"],
     ["stats"],
     ["prune", "--dry-run"],
+    ["feed", "ls"],
     ["todo", "done", "01NOPE", "1"],
     ["todos", "export", "--format", "ics"],
+    ["metrics"],
 ]
 
 
@@ -102,7 +104,9 @@ def test_a_bad_config_stops_every_verb_with_exit_2_naming_file_and_key(
     assert {v[0] for v in CLIENT_VERBS} == set(cli.CLIENT_VERBS)
     page = tmp_path / "page.html"
     page.write_text("<html><body><p>Hello there, reader.</p></body></html>")
-    for args in [*CLIENT_VERBS, ["config"], ["extract", "--html", str(page)], ["eval"], ["serve"]]:
+    local = [["config"], ["extract", "--html", str(page)], ["eval"], ["serve"], ["tui"]]
+    local.append(["import", str(page), "--dry-run"])
+    for args in [*CLIENT_VERBS, *local]:
         out = _readdod(*args, "--config", str(typo), home=tmp_path, stdin="{}")
         assert out.returncode == CONFIG_ERROR, (args, out)
         assert str(typo) in out.stderr and "concurency" in out.stderr, (args, out.stderr)
@@ -348,7 +352,8 @@ def _help(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 def test_what_users_read_stands_on_its_own(capsys: pytest.CaptureFixture[str]) -> None:
     example = README.parent / "config" / "readdod.example.toml"
     texts = {"README.md": README.read_text(), str(example.name): example.read_text()}
-    local = {"serve", "demo", "config", "schemas", "eval", "extract"}
+    local = {"serve", "demo", "config", "schemas", "eval", "extract", "browser", "browser-host"}
+    local |= {"import", "tui"}
     texts["readdod --help"] = _help(capsys)
     for verb in sorted(set(cli.CLIENT_VERBS) | local):
         texts[f"readdod {verb} --help"] = _help(capsys, verb)

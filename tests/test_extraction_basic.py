@@ -555,12 +555,14 @@ async def test_body_above_max_bytes_is_too_large(server: LoopbackServer, path: s
     assert info.value.retryable is False
 
 
-async def test_pdf_is_unsupported(server: LoopbackServer) -> None:
+async def test_a_damaged_pdf_is_a_parse_failure(server: LoopbackServer) -> None:
+    """A PDF is read (tests/test_pdf.py); one cut short says so, for good."""
     async with make_client() as client:
         with pytest.raises(ExtractionError) as info:
             await extract_url(f"{server.url}/doc.pdf", client=client)
-    assert info.value.code is ErrorCode.EXTRACTION_UNSUPPORTED_TYPE
-    assert "application/pdf" in info.value.message
+    assert info.value.code is ErrorCode.EXTRACTION_PARSE_FAILED
+    assert not info.value.retryable
+    assert "not a PDF readdod can read" in info.value.message
 
 
 async def test_charset_from_header_decodes_latin1(server: LoopbackServer) -> None:

@@ -275,10 +275,8 @@ async def test_slow_body_hits_the_whole_fetch_deadline(server: PageServer) -> No
     ("content_type", "body"),
     [
         ("image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100),
-        ("application/pdf", b"%PDF-1.7 ..."),
         ("application/json", b'{"a": 1}'),
         ("text/html", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100),  # a lie
-        (None, b"%PDF-1.7 \x00\x00"),
         ("application/octet-stream", b"\x00\x01\x02binary"),
         ("text/xml", b"<?xml version='1.0'?><rss><channel/></rss>"),
     ],
@@ -286,6 +284,24 @@ async def test_slow_body_hits_the_whole_fetch_deadline(server: PageServer) -> No
 async def test_unsupported_types(server: PageServer, content_type: str | None, body: bytes) -> None:
     err = await failure(server.page("/thing", body, content_type=content_type))
     assert err.code is ErrorCode.EXTRACTION_UNSUPPORTED_TYPE and not err.retryable
+
+
+@pytest.mark.parametrize("content_type", ["application/pdf", None])
+async def test_a_pdf_is_read_as_one_and_a_broken_one_fails_to_parse(
+    server: PageServer, content_type: str | None
+) -> None:
+    """PDFs are read (tests/test_pdf.py); these bodies only start like one."""
+    url = server.page("/thing", b"%PDF-1.7 \x00\x00", content_type=content_type)
+    async with client() as c:
+        page = await fetch(url, client=c)
+        assert (page.content_type, page.data, page.html) == (
+            "application/pdf",
+            b"%PDF-1.7 \x00\x00",
+            "",
+        )
+        with pytest.raises(ExtractionError) as info:
+            await extract_url(url, client=c)
+    assert info.value.code is ErrorCode.EXTRACTION_PARSE_FAILED and not info.value.retryable
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,10 @@ URL = "https://example.com/p"
         # As in captured content, one stray control byte or a format's name is still text.
         ("text/html", b"<p>" + b"x" * 200 + b"\x00" + b"y" * 200 + b"</p>", "text/html"),
         ("text/plain", b"RIFF rafts and ID3 tags, explained.", "text/plain"),
+        # A PDF is read as one when declared or unlabelled; a "PDF" that is a page is a page.
+        (None, b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "application/pdf"),
+        ("application/octet-stream", b"%PDF-1.4\n", "application/pdf"),
+        ("application/pdf", b"<html><p>Sign in to download</p></html>", "text/html"),
     ],
 )
 def test_readable_bodies(declared: str | None, body: bytes, expected: str) -> None:
@@ -36,7 +40,7 @@ def test_readable_bodies(declared: str | None, body: bytes, expected: str) -> No
             b"\x7fELF\x02\x01\x01\x00" + bytes(64),
             "says it is text/html but sent binary",
         ),
-        (None, b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "is binary data, not a web page"),
+        ("application/pdf", b"\x00\x01\x02 neither a PDF nor a page", "binary data"),
         ("application/octet-stream", b"\x00\x01\x02binary", "is application/octet-stream"),
         ("application/xml", b"<?xml version='1.0'?><rss/>", "is application/xml"),
     ],

@@ -104,12 +104,17 @@ def test_items_become_ready_with_provenance_and_the_key_stays_secret(
     summary = arts["summary"]
     assert summary["meta"]["engine"] == "openai"
     assert summary["meta"]["model"] == "fake-small"
-    assert summary["meta"]["template_version"] == "summary.research.v1"
+    assert summary["meta"]["template_version"] == "summary.research.v2"
     assert summary["meta"]["prompt_tokens"] > 0 and summary["meta"]["completion_tokens"] > 0
     assert summary["meta"]["latency_ms"] >= 0
     assert arts["card"]["meta"]["model"] == "fake-tiny"
     assert summary["payload"]["tl_dr"] in ARTICLE
     assert arts["card"]["payload"]["todos"] == arts["todos"]["payload"]["items"]
+    # The steps after the summary share its prompt's prefix, which the server's cache serves.
+    assert arts["score"]["meta"]["cached_tokens"] > 0
+    run = current_run(got)
+    assert run["cached_tokens"] == sum(a["meta"].get("cached_tokens", 0) for a in arts.values())
+    assert run["prompt_tokens"] > run["cached_tokens"] > 0
 
     sent = fake.completions()
     assert {r["body"]["model"] for r in sent} == {"fake-small", "fake-tiny"}
@@ -151,9 +156,12 @@ def test_every_kind_of_server_trouble_ends_in_the_right_state(
     failed = d.call("get", {"id": ids["fake:hang@score#c"]})
     assert failed["item"]["failure"]["failed_step"] == "score"
     assert "ai.timeout_s" in failed["item"]["failure"]["message"]
+    # The server's own words are in the failure, not only its status.
+    crashed = d.call("get", {"id": ids["fake:500@summary#h"]})["item"]["failure"]
+    assert 'failed (HTTP 500): "the model crashed"' in crashed["message"]
     # The repaired item's summary records the repair; 429s waited what Retry-After said.
     repaired = d.call("get", {"id": ids["fake:invalidx1@summary#f"]})["artifacts"]["summary"]
-    assert repaired["meta"]["template_version"] == "summary.v1+repair.v1"
+    assert repaired["meta"]["template_version"] == "summary.v2+repair.v1"
     assert repaired["meta"]["attempts"] == 2
     waits = [
         e["delay_s"]
@@ -265,7 +273,7 @@ def test_a_long_text_is_summarised_in_chunks_and_a_retry_redoes_only_the_failed_
     assert got["chunks"]["summary"]["done"] == total
     assert _chunk_requests(fake) - before == total - progress["done"]
     assert got["artifacts"]["summary"]["meta"]["template_version"] == (
-        "summary_chunk.v1+summary_reduce.v1"
+        "summary_chunk.v2+summary_reduce.v2"
     )
     shown = subprocess.run(
         [sys.executable, "-m", "readdod", "show", item, "--socket", str(d.sock)],

@@ -60,11 +60,13 @@ async def test_json_schema_falls_back_to_json_mode_when_the_server_lacks_it() ->
             again = await eng.summarize(EngineInput(text=TEXT, intent="learn WAL"))
         finally:
             await eng.aclose()
-        kinds = [r["body"]["response_format"]["type"] for r in fake.completions()]
-        assert kinds == ["json_schema", "json_object", "json_object"]
+        formats = [r["body"]["response_format"] for r in fake.completions()]
+        assert [f["type"] for f in formats] == ["json_schema", "json_object", "json_object"]
+        # The schema goes with JSON mode, for servers that make a grammar of it.
+        assert "key_points" in formats[1]["schema"]["properties"]
         assert out.payload.tl_dr in TEXT and again.payload == out.payload
-        # In JSON mode the schema travels in the prompt.
-        assert '"key_points"' in fake.completions()[1]["body"]["messages"][0]["content"]
+        # ...and it is in the prompt as well, for servers that ignore it.
+        assert '"key_points"' in fake.completions()[1]["body"]["messages"][-1]["content"]
 
         strict = oa.OpenAIEngine(_cfg(fake.base_url, structured_output="json_schema"), environ={})
         try:
@@ -73,6 +75,7 @@ async def test_json_schema_falls_back_to_json_mode_when_the_server_lacks_it() ->
         finally:
             await strict.aclose()
         assert exc.value.code is ErrorCode.AI_PROVIDER_ERROR and not exc.value.retryable
+        assert "structured_output" in exc.value.message
 
 
 async def test_the_api_key_comes_from_the_env_or_a_systemd_credential(
@@ -127,9 +130,9 @@ async def test_a_held_back_request_names_its_limit_and_gives_up_when_told() -> N
 
 
 def test_templates_are_versioned_and_profiles_fall_back_to_default() -> None:
-    assert oa.load_template("summary", "default").version == "summary.v1"
-    assert oa.load_template("summary", "research").version == "summary.research.v1"
-    assert oa.load_template("card", "research").version == "card.v1"
+    assert oa.load_template("summary", "default").version == "summary.v2"
+    assert oa.load_template("summary", "research").version == "summary.research.v2"
+    assert oa.load_template("card", "research").version == "card.v2"
     with pytest.raises(ConfigError):
         oa.load_template("nonexistent", "default")
 
@@ -191,7 +194,7 @@ async def test_summary_maps_chunks_and_reuses_the_done_ones(fake: FakeOpenAI) ->
             assert len(fake.completions()) == sent + 1
     finally:
         await eng.aclose()
-    assert first.template_version == "summary_chunk.v1+summary_reduce.v1"
+    assert first.template_version == "summary_chunk.v2+summary_reduce.v2"
     assert first.attempts == total + 1
     assert first.payload.reading_time_min == oa.reading_minutes(text)
 

@@ -59,6 +59,7 @@ PARAMS: dict[str, type[msgspec.Struct]] = {
     "health": p.Empty,
     "stats": p.Empty,
     "prune": p.PruneParams,
+    "metrics": p.MetricsParams,
 }
 #: Fields that name a place on disk to write to: never fuzzed with a string.
 DISK_PATHS = {("backup", "path"), ("export", "out_dir")}

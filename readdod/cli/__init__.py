@@ -6,6 +6,7 @@
     parser        the verbs, their options and help
     socket_verbs  verbs that ask the daemon through readdod.control.client
     local_verbs   verbs that run here: serve, demo, config, schemas, eval, extract
+    browser_verbs browser-host (a browser starts it) and browser install|uninstall
     render        answers turned into text for people (pure)
     actions       what a person can do next, from the transition table (pure)
     inputs        the files and standard input a verb reads

@@ -11,7 +11,14 @@ import sys
 from pathlib import Path
 
 from readdod import sniff
-from readdod.errors import PayloadTooLarge, ReaddodError, UnsupportedContent
+from readdod.errors import (
+    ErrorCode,
+    ExtractionError,
+    PayloadTooLarge,
+    ReaddodError,
+    UnsupportedContent,
+)
+from readdod.models import Extraction
 
 
 def shown(value: str) -> str:
@@ -72,3 +79,37 @@ def read_capture_source(value: str, *, html: bool, max_bytes: int) -> str:
             " captures HTML pages (--html) and plain text (--text) only"
         )
     return decode_body(data, None)
+
+
+def read_pdf_source(value: str, *, max_bytes: int) -> Extraction:
+    """The text, title and author of ``--pdf FILE``, extracted here (the capture carries text).
+
+    A file over ``max_bytes``, not a PDF, damaged or without a text layer is
+    refused here, naming it, before anything is sent.
+    """
+    from readdod.extraction.pdf import extract_pdf, is_pdf
+
+    name = "standard input" if value == "-" else shown(value)
+    try:
+        if value == "-":
+            data = sys.stdin.buffer.read(max_bytes + 1)
+        else:
+            with Path(value).open("rb") as f:
+                data = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise ReaddodError(f"cannot read the file {name}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise PayloadTooLarge(
+            f"{name} is over {_mb(max_bytes)}; readdod reads PDFs of at most"
+            f" {_mb(max_bytes)} (fetch.max_bytes)"
+        )
+    if not is_pdf(data):
+        kind = sniff.binary_kind(data) or "text"
+        raise UnsupportedContent(f"{name} is not a PDF (it looks like {kind}); --pdf takes a PDF")
+    try:
+        return extract_pdf(data, source="provided_text")
+    except ExtractionError as exc:
+        message = exc.message.replace("the PDF", name, 1)
+        if exc.code is ErrorCode.EXTRACTION_TOO_LARGE:
+            raise PayloadTooLarge(message) from exc
+        raise UnsupportedContent(message) from exc

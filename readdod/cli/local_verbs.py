@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import msgspec
 
 from readdod import config
-from readdod.cli import render
+from readdod.cli import render, source_verbs
+from readdod.cli.browser_verbs import BROWSER_VERBS
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from readdod.cli.inputs import read_source
 from readdod.errors import ConfigError, ExtractionError
@@ -68,10 +69,21 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+T = TypeVar("T")
+
+
+async def _within(deadline_s: float, fn: Callable[[], Awaitable[T]]) -> T | None:
+    """``fn()``'s result, or None once ``deadline_s`` seconds have passed without it."""
+    with anyio.move_on_after(deadline_s):
+        return await fn()
+    return None
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from readdod import logging as rlog
     from readdod.engines import make_engine
     from readdod.evaluation import runner
+    from readdod.evaluation.quality import QualityGate
 
     cfg, _ = config.load(args.config)
     ai = cfg.ai
@@ -82,18 +94,38 @@ def cmd_eval(args: argparse.Namespace) -> int:
             )
         except msgspec.ValidationError as exc:
             raise ConfigError(f"--engine {args.engine}: {exc}") from exc
-    pages = runner.load_golden(Path(args.golden) if args.golden else None)
+    golden = Path(args.golden) if args.golden else None
+    pages = runner.load_golden(golden)
+    pairs = [] if args.no_pairs else runner.load_pairs(golden)
+    # Quality thresholds hold the offline engine to account; a model server's figures are
+    # for comparing, unless asked for.
+    gated = args.quality == "gate" or (args.quality is None and ai.engine == "local")
+    skip_below = cfg.daemon.skip_below or 40
 
     async def run() -> runner.Report:
         engine = make_engine(ai)
         try:
-            return await runner.evaluate(engine, pages)
+            return await runner.evaluate(
+                engine,
+                pages,
+                pairs,
+                skip_below=skip_below,
+                gate=QualityGate() if gated else None,
+            )
         finally:
             await runner.close_engine(engine)
 
     # The engine's warnings (a circuit opening, ...) go to stderr: stdout is the report.
     with rlog.redirected("warning", sys.stderr, fmt="console"):
-        report = anyio.run(run, backend="asyncio")
+        report = anyio.run(_within, args.deadline, run, backend="asyncio")
+    if report is None:
+        print(
+            f"readdod eval: gave up after {args.deadline:g} s (--deadline): the engine did not"
+            " finish the golden set; check that its model server answers, or give it more"
+            " time with --deadline",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     if args.json:
         print(render.json_text(msgspec.to_builtins(report) | {"passed": report.passed}))
     else:
@@ -150,6 +182,24 @@ def _extract_url(args: argparse.Namespace, url: str) -> Any:
     return anyio.run(run, backend="asyncio")
 
 
+def cmd_tui(args: argparse.Namespace) -> int:
+    """The live terminal view; it talks to the daemon over the socket like any client."""
+    from readdod.cli.socket_verbs import socket_path
+
+    path = socket_path(args)
+    try:
+        from readdod.tui.app import run
+    except ImportError as exc:
+        print(
+            f"readdod: the TUI needs Textual ({exc.name} is not installed);"
+            " install the extra: pip install 'readdod[tui]'",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    run(path)
+    return EXIT_OK
+
+
 #: Every verb that runs in this process, by the name typed on the command line.
 LOCAL_VERBS: dict[str, LocalVerb] = {
     "serve": cmd_serve,
@@ -158,4 +208,7 @@ LOCAL_VERBS: dict[str, LocalVerb] = {
     "schemas": cmd_schemas,
     "eval": cmd_eval,
     "extract": cmd_extract,
+    "import": source_verbs.cmd_import,
+    **BROWSER_VERBS,
+    "tui": cmd_tui,
 }

@@ -11,6 +11,7 @@ import sys
 from typing import NoReturn
 
 from readdod import __version__
+from readdod.cli.browser_verbs import add_parsers as add_browser_parsers
 from readdod.cli.exits import EXIT_USAGE
 
 
@@ -20,6 +21,17 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _seconds(text: str) -> float:
+    """A positive number of seconds, as an option's value."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +57,21 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", parents=[common], help="run the golden set through the configured engine"
     )
     p.add_argument("--engine", help="override ai.engine from the config (e.g. local, openai)")
+    p.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=1800.0,
+        metavar="S",
+        help="give up after S seconds, e.g. on a slow or stuck model server (default: 1800)",
+    )
     p.add_argument("--golden", metavar="DIR", help="a golden set other than the bundled one")
+    p.add_argument(
+        "--quality",
+        choices=("gate", "report"),
+        help="hold the pairs' ranking, false skips and instruction recall to thresholds "
+        "(default: gate for the local engine, report for others)",
+    )
+    p.add_argument("--no-pairs", action="store_true", help="skip the held-in pairs")
 
     p = sub.add_parser(
         "extract", parents=[common], help="print a page's article (no daemon, nothing stored)"
@@ -60,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--html", metavar="FILE|-", help="the page's HTML (skips fetching)")
     src.add_argument("--text", metavar="FILE|-", help="plain text (skips fetch and extraction)")
+    src.add_argument("--pdf", metavar="FILE|-", help="a PDF: its text, title and author")
     p.add_argument("--title")
     p.add_argument("--priority", choices=["P0", "P1", "P2", "P3"])
     p.add_argument("--tag", action="append", help="a tag (repeatable)")
@@ -141,9 +168,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", nargs="?", help="only this item")
     sub.add_parser("health", parents=[common], help="ok/degraded/unhealthy (exit 0/1/2)")
     sub.add_parser("stats", parents=[common], help="counts, step durations, tokens, store counters")
+    p = sub.add_parser(
+        "import", parents=[common], help="capture every link of a bookmarks file or export"
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "netscape", "pocket", "omnivore", "wallabag", "karakeep", "urls"],
+        help="the file's format (default: recognised from its content)",
+    )
+    p.add_argument(
+        "--intent", "-i", help="why you saved them (default: each entry's note or description)"
+    )
+    p.add_argument("--tag", action="append", help="a tag added to every entry (repeatable)")
+    p.add_argument("--priority", choices=["P0", "P1", "P2", "P3"], default="P3", help="default: P3")
+    p.add_argument("--dry-run", action="store_true", help="read and check only; capture nothing")
+
+    p = sub.add_parser("feed", help="follow RSS and Atom feeds: each new entry is captured")
+    feed = p.add_subparsers(dest="feed_action", required=True, metavar="ACTION")
+    f = feed.add_parser("add", parents=[common], help="follow a feed")
+    f.add_argument("url", metavar="URL")
+    f.add_argument("--intent", "-i", required=True, help="why you follow it (each entry's intent)")
+    f.add_argument("--tag", action="append", help="a tag for every entry (repeatable)")
+    feed.add_parser("ls", parents=[common], help="the feeds followed, and how their polls go")
+    f = feed.add_parser("rm", parents=[common], help="stop following a feed (its items stay)")
+    f.add_argument("feed", metavar="ID|URL")
+
+    sub.add_parser("tui", parents=[common], help="a live view to triage and act (keys: ? in it)")
+    p = sub.add_parser("metrics", parents=[common], help="this daemon's metrics (OpenMetrics)")
+    p.add_argument(
+        "--format",
+        choices=["openmetrics", "prometheus"],
+        default="openmetrics",
+        help="OpenMetrics 1.0 text (default) or the older Prometheus text format",
+    )
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     _todo_verbs(sub, common)
+    add_browser_parsers(sub, common)
     return parser
 
 

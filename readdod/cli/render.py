@@ -211,6 +211,8 @@ def _ledger_lines(
             extra.append("model " + ",".join(r["models"]))
         if r.get("prompt_tokens") or r.get("completion_tokens"):
             extra.append(f"tokens {r.get('prompt_tokens', 0)}+{r.get('completion_tokens', 0)}")
+            if r.get("cached_tokens"):
+                extra[-1] += f" ({r['cached_tokens']} cached)"
         if r.get("retries"):
             extra.append(f"step retries {r['retries']}")
         mark = "*" if r["run_id"] == shown_run else " "
@@ -314,6 +316,23 @@ def health_lines(res: dict[str, Any]) -> list[str]:
     for name, check in res["checks"].items():
         value = check.get("value")
         lines.append(f"  {name:<18} {'--' if value is None else value!s:<10} {check['status']}")
+    return lines + fleet_lines(res)
+
+
+def fleet_lines(res: dict[str, Any]) -> list[str]:
+    """The daemons that share the store: one line each, this one marked."""
+    fleet = res.get("fleet") or []
+    if not fleet:
+        return []
+    lines = [f"daemons: {len(fleet)}"]
+    for d in fleet:
+        state = "alive" if d["alive"] else f"silent {d['silent_s']:g} s"
+        extra = ", paused" if d["paused"] else ""
+        mark = " (this one)" if d.get("this") else ""
+        lines.append(
+            f"  {d['daemon_id']}{mark}: {state}, {d['in_flight']} in flight{extra},"
+            f" since {d['started_at']}"
+        )
     return lines
 
 
@@ -346,7 +365,7 @@ def stats_lines(res: dict[str, Any]) -> list[str]:
         runs = ", ".join(str(n) for n in coll["collections"])
         limits = ", ".join(str(n) for n in coll["thresholds"])
         lines.append(f"garbage collections: {runs} (youngest first; thresholds {limits})")
-    return lines
+    return lines + fleet_lines(res)
 
 
 def config_lines(path: Path | None, overrides: Sequence[str], shown: dict[str, Any]) -> list[str]:
@@ -422,3 +441,29 @@ class WatchView:
         parts = [st["status"] or "?", st["reason"], st["step"], st["chunks"], st["error"]]
         shown = "  ".join(p for p in parts if p)
         return f"{_clock(ev.get('at', ''))}  {item_id}  {name:<16} {shown}"
+
+
+def feed_lines(feeds: list[dict[str, Any]]) -> list[str]:
+    """`feed ls` for people: each feed, how its polls go, and why a failing one fails."""
+    if not feeds:
+        return ["no feeds; follow one with `readdod feed add URL --intent TEXT`"]
+    lines = []
+    for f in feeds:
+        if f["failures"]:
+            state = f"FAILING ({f['failures']} in a row)"
+        elif f["last_ok_at"]:
+            state = "ok"
+        else:
+            state = "not polled yet"
+        lines.append(f"{f['id']}  {f['title'] or f['url']}")
+        lines.append(f"  url      {f['url']}")
+        lines.append(
+            f"  intent   {f['intent']}" + (f"  tags: {', '.join(f['tags'])}" if f["tags"] else "")
+        )
+        lines.append(
+            f"  state    {state}; {f['entries_captured']} entries captured;"
+            f" last polled {f['last_polled_at'] or 'never'}; next poll {f['next_poll_at']}"
+        )
+        if f["failures"]:
+            lines.append(f"  error    {f['last_error_code']}: {f['last_error']}")
+    return lines

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from readdod import config, todos
-from readdod.cli import render, todo_verbs
+from readdod.cli import render, source_verbs, todo_verbs
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, HEALTH_EXIT
-from readdod.cli.inputs import read_capture_source, read_source, shown
+from readdod.cli.inputs import read_capture_source, read_pdf_source, read_source, shown
 from readdod.control.client import Client, RpcError
 from readdod.errors import ConfigError, DaemonUnavailable, ErrorCode, ReaddodError
 
@@ -65,6 +65,8 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
     params: dict[str, Any] = {"intent": args.intent}
     if args.url:
         params["url"] = args.url
+    if args.pdf:
+        params.update(pdf_params(args.pdf, _capture_limit(args)))
     source = args.html or args.text
     if source:
         limit = _capture_limit(args)
@@ -116,6 +118,18 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
         verb = "captured" if res["created"] else "already captured"
         print(f"{verb} {item['id']} ({item['status']})")
     return EXIT_OK
+
+
+def pdf_params(value: str, max_bytes: int) -> dict[str, Any]:
+    """A PDF's capture: its text, its title, and where it came from."""
+    doc = read_pdf_source(value, max_bytes=max_bytes)
+    params: dict[str, Any] = {
+        "text": doc.text,
+        "origin": {"source": f"pdf:{Path(value).name if value != '-' else '-'}"},
+    }
+    if doc.title:
+        params["title"] = doc.title
+    return params
 
 
 def cmd_ls(args: argparse.Namespace, client: Client) -> int:
@@ -356,6 +370,16 @@ def cmd_prune(args: argparse.Namespace, client: Client) -> int:
     return EXIT_OK
 
 
+def cmd_metrics(args: argparse.Namespace, client: Client) -> int:
+    """The exposition text as is (a scraper's input); ``--json`` wraps it with its type."""
+    res = client.call("metrics", {"format": args.format})
+    if args.json:
+        print(render.json_text(res))
+    else:
+        sys.stdout.write(res["text"])
+    return EXIT_OK
+
+
 #: Every verb that asks the daemon, by the name typed on the command line.
 CLIENT_VERBS: dict[str, SocketVerb] = {
     "capture": cmd_capture,
@@ -376,6 +400,8 @@ CLIENT_VERBS: dict[str, SocketVerb] = {
     "health": cmd_health,
     "stats": cmd_stats,
     "prune": cmd_prune,
+    "feed": source_verbs.cmd_feed,
     "todo": todo_verbs.cmd_todo,
     "todos": todo_verbs.cmd_todos_export,
+    "metrics": cmd_metrics,
 }

@@ -63,6 +63,17 @@ class Client:
         self._file.close()
         self._sock.close()
 
+    def settimeout(self, timeout_s: float | None) -> None:
+        """Change the deadline of each later read and write (None: wait as long as it takes)."""
+        self._sock.settimeout(timeout_s)
+
+    def interrupt(self) -> None:
+        """Wake a thread blocked reading this connection (a watch), from any other thread."""
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed or never connected: nothing is blocked on it
+
     def send_raw(self, data: bytes) -> None:
         self._sock.sendall(data)
 

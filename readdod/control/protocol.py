@@ -9,7 +9,7 @@ errors use the HTTP-like status as ``code`` with ``data.error_code``.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 import anyio
 import msgspec
@@ -144,12 +144,30 @@ class Empty(_Params):
     pass
 
 
+class MetricsParams(_Params):
+    #: ``openmetrics`` (OpenMetrics 1.0 text) or ``prometheus`` (the 0.0.4 text format).
+    format: Literal["openmetrics", "prometheus"] = "openmetrics"
+
+
 class WatchParams(_Params):
     id: str | None = None
 
 
 class PruneParams(_Params):
     dry_run: bool = False
+
+
+class FeedAddParams(_Params):
+    url: Annotated[str, msgspec.Meta(max_length=8_192)]
+    intent: Annotated[str, msgspec.Meta(max_length=2_000)]
+    tags: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=100)]], msgspec.Meta(max_length=50)
+    ] = []
+
+
+class FeedRef(_Params):
+    #: The feed's id, or its URL.
+    id: str
 
 
 class TodoParams(_Params):

@@ -14,7 +14,7 @@ import errno
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 import msgspec
@@ -25,11 +25,12 @@ from readdod.config import Config
 from readdod.control import protocol as p
 from readdod.control.security import PeerPolicy, peer_credentials
 from readdod.core import Core
-from readdod.errors import ErrorCode, RequestError, ValidationFailed
+from readdod.errors import ErrorCode, InternalError, RequestError, ValidationFailed
 from readdod.events import Subscription
-from readdod.health import thresholds_from
+from readdod.health import feeds_check, thresholds_from
 from readdod.logging import get_logger
 from readdod.models import CaptureRequest, ExportResult
+from readdod.roster import FleetMember
 
 log = get_logger("readdod.control")
 _enc = msgspec.json.Encoder()
@@ -61,6 +62,16 @@ def _refusal(status: int, code: ErrorCode, message: str) -> bytes:
 
 class CircuitSource(Protocol):
     def circuit_state(self) -> str: ...
+
+
+class MetricsSource(Protocol):
+    async def render(self, fmt: Literal["openmetrics", "prometheus"]) -> tuple[str, bytes]: ...
+
+
+class FleetSource(Protocol):
+    daemon_id: str
+
+    async def members(self) -> list[FleetMember]: ...
 
 
 class WorkerState(Protocol):
@@ -109,11 +120,15 @@ class ControlServer:
         cfg: Config | None = None,
         *,
         engine: CircuitSource | None = None,
+        metrics: MetricsSource | None = None,
+        fleet: FleetSource | None = None,
     ) -> None:
         self.core = core
         self.workers = workers
         self.cfg = cfg or Config()
         self.engine = engine
+        self.metrics = metrics
+        self.fleet = fleet
         self.policy = PeerPolicy(os.getuid(), self.cfg.control.allowed_uids)
         self.connections = 0
         self.started = time.monotonic()
@@ -139,7 +154,11 @@ class ControlServer:
             "health": (p.Empty, self._health),
             "stats": (p.Empty, self._stats),
             "prune": (p.PruneParams, self._prune),
+            "feed_add": (p.FeedAddParams, self._feed_add),
+            "feed_list": (p.Empty, self._feed_list),
+            "feed_remove": (p.FeedRef, self._feed_remove),
             "todo": (p.TodoParams, self._todo),
+            "metrics": (p.MetricsParams, self._metrics),
         }
 
     # --- transport ---------------------------------------------------------
@@ -491,15 +510,39 @@ class ControlServer:
 
     async def _health(self, _: p.Empty) -> Any:
         circuit = self.engine.circuit_state() if self.engine is not None else "closed"
-        return await self.core.reads.health(
+        report = await self.core.reads.health(
             thresholds_from(self.cfg.daemon), circuit=circuit, paused=self.workers.paused
         )
+        threshold = self.cfg.feeds.failures_degraded
+        report = feeds_check(report, await self.core.feeds.failing(threshold), threshold)
+        if self.fleet is not None:
+            report.daemon, report.fleet = self.fleet.daemon_id, await self.fleet.members()
+        return report
 
     async def _stats(self, _: p.Empty) -> Any:
-        return await self.core.reads.stats()
+        stats = await self.core.reads.stats()
+        if self.fleet is not None:
+            stats.daemon, stats.fleet = self.fleet.daemon_id, await self.fleet.members()
+        return stats
 
     async def _prune(self, params: p.PruneParams) -> Any:
         return await self.core.maintenance.prune(self.cfg.retention, dry_run=params.dry_run)
 
+    async def _feed_add(self, params: p.FeedAddParams) -> dict[str, Any]:
+        feed, created = await self.core.feeds.add(params.url, params.intent, params.tags)
+        return {"feed": feed, "created": created}
+
+    async def _feed_list(self, _: p.Empty) -> dict[str, Any]:
+        return {"feeds": await self.core.feeds.all()}
+
+    async def _feed_remove(self, params: p.FeedRef) -> dict[str, Any]:
+        return {"feed": await self.core.feeds.remove(params.id)}
+
     async def _todo(self, params: p.TodoParams) -> dict[str, Any]:
         return await self.core.todos.tick(params.id, params.index, params.done)
+
+    async def _metrics(self, params: p.MetricsParams) -> dict[str, Any]:
+        if self.metrics is None:
+            raise InternalError("this server was built without metrics")
+        ctype, body = await self.metrics.render(params.format)
+        return {"content_type": ctype, "text": body.decode()}

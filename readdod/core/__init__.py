@@ -9,7 +9,8 @@ work on the store and tells what they did after each commit:
 - :mod:`~readdod.core.exporting`: a card written as a file, SHIPPED or FAILED_EXPORT;
 - :mod:`~readdod.core.reads`: the read model (get, list, health, stats);
 - :mod:`~readdod.core.todos`: a person's ticks on todos;
-- :mod:`~readdod.core.maintenance`: retention and backups.
+- :mod:`~readdod.core.maintenance`: retention and backups;
+- :mod:`~readdod.core.feeds`: the feeds followed, and how their polls went.
 
 The composition root (:mod:`readdod.daemon`) builds a :class:`Core` and
 hands each caller the part it needs.
@@ -22,6 +23,7 @@ from readdod.config import FetchConfig, RetentionConfig, RetryConfig
 from readdod.core.book import LeaseBook, LeaseChunks
 from readdod.core.commands import Commands
 from readdod.core.exporting import Exports
+from readdod.core.feeds import Feeds
 from readdod.core.leases import Leases
 from readdod.core.maintenance import Maintenance
 from readdod.core.reads import ReadModel
@@ -76,6 +78,7 @@ class Core:
         self.reads = ReadModel(self.units)
         self.todos = TodoTicks(self.units)
         self.maintenance = Maintenance(self.units, retention)
+        self.feeds = Feeds(self.units, clock)
 
     @property
     def bus(self) -> EventBus:

@@ -9,6 +9,7 @@ older waits.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import urllib.parse
 from typing import Final
@@ -26,7 +27,7 @@ from readdod.errors import (
     UnsupportedContent,
     ValidationFailed,
 )
-from readdod.models import PRIORITIES, CaptureRequest
+from readdod.models import PRIORITIES, CaptureOrigin, CaptureRequest
 from readdod.states import Status, Trigger
 from readdod.store import ItemRow
 
@@ -92,9 +93,10 @@ def _check_content(req: CaptureRequest, max_bytes: int) -> None:
             )
         kind = sniff.binary_kind(content)
         if kind is not None:
+            pdf = " (a PDF: capture its URL, or `readdod capture --pdf FILE`)"
             raise UnsupportedContent(
                 f"the {field} looks like {kind}, not {expected}: readdod captures HTML pages"
-                " and plain text only"
+                f" and plain text only{pdf if kind == sniff.PDF_KIND else ''}"
             )
 
 
@@ -110,6 +112,23 @@ def _check_url(url: str) -> tuple[str, str]:
     if host is None:
         raise ValidationFailed(f"url {url!r} names no host")
     return host, canonical
+
+
+def _check_origin(origin: CaptureOrigin) -> None:
+    """Refuse a saved time that is no ISO 8601 instant with a UTC offset."""
+    if origin.saved_at is None:
+        return
+    try:
+        when = datetime.datetime.fromisoformat(origin.saved_at)
+    except ValueError as exc:
+        raise ValidationFailed(
+            f"origin.saved_at must be an ISO 8601 time such as 2024-05-01T12:00:00Z,"
+            f" got {origin.saved_at!r}"
+        ) from exc
+    if when.tzinfo is None:
+        raise ValidationFailed(
+            f"origin.saved_at {origin.saved_at!r} has no UTC offset; add Z or +HH:MM"
+        )
 
 
 def check(req: CaptureRequest, max_bytes: int) -> Checked:
@@ -129,6 +148,8 @@ def check(req: CaptureRequest, max_bytes: int) -> Checked:
     domain, canonical = _check_url(req.url) if req.url is not None else (None, None)
     if req.priority is not None and req.priority not in PRIORITIES:
         raise ValidationFailed(f"priority must be one of {', '.join(PRIORITIES)}")
+    if req.origin is not None:
+        _check_origin(req.origin)
     return Checked(
         req=req,
         intent=intent,
@@ -218,7 +239,10 @@ def capture_unit(
         new_run(work, row.id, "PROCESS", now, run_id=run_id, running_by=owner)
     if req.html or req.text:
         work.tx.insert_source(row.id, req.html, req.text)
-    detail = dumps({"sibling_of": sibling_of}) if sibling_of else "{}"
+    noted: dict[str, object] = {"sibling_of": sibling_of} if sibling_of else {}
+    if req.origin is not None:
+        noted["origin"] = req.origin
+    detail = dumps(noted) if noted else "{}"
     work.tx.insert_event(now, row.id, None, "capture", None, S.CAPTURED, Trigger.USER, detail)
     work.note("item.captured", item_id=row.id, source_type=c.source_type)
     faults.crash_point("tx:capture")

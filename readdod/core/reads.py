@@ -110,6 +110,18 @@ class ReadModel:
 
         return await self.units.read(lambda tx: tx.ready_from_runs())
 
+    async def queue_gauges(self) -> tuple[dict[str, int], float | None]:
+        """Items by status and, when any waits, the age in seconds of the oldest QUEUED one
+        (the metrics' gauges), on one snapshot."""
+        now = self.units.clock.now_ms()
+
+        def read(tx: UnitOfWork) -> tuple[dict[str, int], float | None]:
+            _, waiting_since = tx.backlog()
+            age = None if waiting_since is None else max(0, now - waiting_since) / 1000
+            return tx.count_by_status(), age
+
+        return await self.units.read(read)
+
     async def queued_count(self) -> int:
         """How many items wait in QUEUED (for systemd's STATUS= line)."""
         return await self.units.read(lambda tx: tx.count_status(S.QUEUED))

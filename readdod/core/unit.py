@@ -195,6 +195,7 @@ class Units:
         self._enqueued: list[Callable[[], None]] = []
         self._scheduled: list[Callable[[], None]] = []
         self._ready: list[Callable[[str], None]] = []
+        self._observers: list[Callable[[Sequence[Note]], None]] = []
 
     def on_enqueue(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after any commit that made an item QUEUED."""
@@ -207,6 +208,11 @@ class Units:
     def on_ready(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(item_id)`` after a run's commit made an item READY."""
         self._ready.append(callback)
+
+    def observe(self, callback: Callable[[Sequence[Note]], None]) -> None:
+        """Call ``callback(notes)`` after every commit with what it noted (the metrics, the
+        other daemons)."""
+        self._observers.append(callback)
 
     async def read(self, fn: Callable[[UnitOfWork], T]) -> T:
         return await self.store.read(fn)
@@ -227,6 +233,8 @@ class Units:
         return result
 
     def _tell(self, notes: list[Note]) -> None:
+        for observer in self._observers:
+            observer(notes)
         enqueued = scheduled = False
         # Per item: did this commit end with a run having made it READY?
         ready: dict[str, bool] = {}

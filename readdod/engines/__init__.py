@@ -3,12 +3,14 @@
 Engines know nothing of items, leases or runs (DESIGN §10).
 """
 
+from pathlib import Path
+
 from readdod.config import AIConfig
 from readdod.engines.base import Engine
 
 
-def make_engine(cfg: AIConfig) -> Engine:
-    """The engine ``ai.engine`` names."""
+def make_engine(cfg: AIConfig, state_dir: Path | None = None) -> Engine:
+    """The engine ``ai.engine`` names; ``state_dir``: where it may keep what it learns."""
     if cfg.engine == "fixed":
         from readdod.engines.fixed import FixedEngine
 
@@ -16,7 +18,7 @@ def make_engine(cfg: AIConfig) -> Engine:
     if cfg.engine == "openai":
         from readdod.engines.openai import OpenAIEngine
 
-        return OpenAIEngine(cfg)
+        return OpenAIEngine(cfg, state_dir=state_dir)
     from readdod.engines.local import LocalEngine
 
     return LocalEngine()

@@ -102,6 +102,8 @@ class EngineInput(msgspec.Struct, kw_only=True, frozen=True):
     site_name: str | None = None
     lang: str | None = None
     tags: tuple[str, ...] = ()
+    captured_at: int | None = None
+    """When the item was captured (ms since the epoch): a date in the text before it is past."""
 
 
 class EngineOutput(msgspec.Struct, Generic[P], kw_only=True):
@@ -112,8 +114,20 @@ class EngineOutput(msgspec.Struct, Generic[P], kw_only=True):
     model: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: Prompt tokens the server answered from its prompt cache, where it says.
+    cached_tokens: int | None = None
     latency_ms: int | None = None
     attempts: int = 1
+
+
+class ModelUsage(msgspec.Struct, kw_only=True):
+    """Requests an engine sent to its model server since it was built (for metrics)."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: Failed requests by error code (each attempt counts, retried or not).
+    errors: dict[str, int] = {}
 
 
 class Engine(Protocol):
@@ -129,6 +143,10 @@ class Engine(Protocol):
 
     def circuit_state(self) -> str:
         """``"closed"``, ``"open"`` or ``"half_open"``: whether the backend is usable."""
+        ...
+
+    def model_usage(self) -> ModelUsage:
+        """What the engine asked of a model server so far (an offline engine asks nothing)."""
         ...
 
     async def aclose(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import anyio
 
-from readdod.engines.base import EngineInput, EngineOutput
+from readdod.engines.base import EngineInput, EngineOutput, ModelUsage
 from readdod.models import Card, CardSource, RenderSpec, Score, Summary, Todo, Todos
 from readdod.text import reading_minutes
 
@@ -29,6 +29,9 @@ class FixedEngine:
 
     def circuit_state(self) -> str:
         return "closed"
+
+    def model_usage(self) -> ModelUsage:
+        return ModelUsage()
 
     async def aclose(self) -> None:
         pass

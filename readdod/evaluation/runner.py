@@ -21,11 +21,21 @@ import msgspec
 from readdod.engines.base import Engine, EngineInput
 from readdod.errors import ReaddodError
 from readdod.evaluation.checks import MIN_OVERLAP, check_page
+from readdod.evaluation.quality import (
+    PairReport,
+    QualityFigures,
+    QualityGate,
+    gate_problems,
+    judge_pair,
+    parse_marked,
+    quality_figures,
+)
 from readdod.extraction import extract
 
 Kind = Literal["tutorial", "news", "research", "opinion", "reference"]
 KINDS: Final[tuple[Kind, ...]] = ("tutorial", "news", "research", "opinion", "reference")
 MANIFEST: Final = "pages.json"
+PAIRS: Final = "pairs.json"
 
 
 class GoldenPage(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
@@ -41,6 +51,28 @@ class GoldenPage(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_field
     unrelated_intent: str
     """An intent the page does not serve at all."""
     tags: list[str] = []
+
+
+class PairCase(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """A text (its first line is its title) with an intent it serves and one it does not.
+
+    How-to texts mark the instructions they give with ``[[...]]``.
+    """
+
+    id: str
+    file: str
+    lang: str
+    kind: str
+    paraphrase: bool
+    """The matching intent says it in other words than the text."""
+    intent: str
+    unrelated_intent: str
+
+
+class Pair(msgspec.Struct, kw_only=True, frozen=True):
+    case: PairCase
+    text: str
+    instructions: list[str]
 
 
 class PageReport(msgspec.Struct, kw_only=True):
@@ -87,10 +119,17 @@ class Report(msgspec.Struct, kw_only=True):
     engine_version: str
     figures: Figures
     pages: list[PageReport]
+    quality: QualityFigures | None = None
+    """Ranking, false skips and instruction recall on the held-in pairs."""
+    quality_gate: QualityGate | None = None
+    """The thresholds the quality figures must meet; None: reported only."""
+    quality_problems: list[str] = []
+    pairs: list[PairReport] = []
 
     @property
     def passed(self) -> bool:
-        return self.figures.failed == 0 and self.figures.pages > 0
+        pages_ok = self.figures.failed == 0 and self.figures.pages > 0
+        return pages_ok and not (self.quality_gate is not None and self.quality_problems)
 
 
 # --- the golden set ----------------------------------------------------------
@@ -109,6 +148,23 @@ def load_golden(directory: Path | None = None) -> list[tuple[GoldenPage, str]]:
         return [(p, root.joinpath(p.file).read_text(encoding="utf-8")) for p in pages]
     except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise ReaddodError(f"cannot load the golden set from {root}: {exc}") from exc
+
+
+def load_pairs(directory: Path | None = None) -> list[Pair]:
+    """The held-in pairs listed in ``pairs.json``; none when a golden set has no such file."""
+    root: Traversable | Path = directory if directory is not None else _bundled()
+    manifest = root.joinpath(PAIRS)
+    if not manifest.is_file():
+        return []
+    try:
+        cases = msgspec.json.decode(manifest.read_bytes(), type=list[PairCase])
+        out = []
+        for c in cases:
+            text, instructions = parse_marked(root.joinpath(c.file).read_text(encoding="utf-8"))
+            out.append(Pair(case=c, text=text, instructions=instructions))
+        return out
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ReaddodError(f"cannot load the held-in pairs from {root}: {exc}") from exc
 
 
 # --- running -----------------------------------------------------------------
@@ -181,6 +237,36 @@ async def run_page(engine: Engine, page: GoldenPage, html: str) -> PageReport:
     return report
 
 
+async def run_pair(engine: Engine, pair: Pair) -> PairReport:
+    """One text through every AI step for its intent, and summary and score for the other."""
+    c = pair.case
+    report = PairReport(id=c.id, lang=c.lang, kind=c.kind, paraphrase=c.paraphrase)
+    title = pair.text.strip().split("\n", 1)[0].strip() or None
+    base = EngineInput(text=pair.text, intent=c.intent, title=title, lang=c.lang)
+    titles: list[str] = []
+    for label, inp, all_steps in (
+        ("", base, True),
+        ("unrelated intent: ", msgspec.structs.replace(base, intent=c.unrelated_intent), False),
+    ):
+        try:
+            out = await _steps(engine, inp, all_steps=all_steps)
+        except ReaddodError as exc:
+            report.problems.append(f"{label}engine failed: {exc.error_code}: {exc.message}")
+            continue
+        except Exception as exc:  # a crash is a finding, not a reason to stop the whole run
+            report.problems.append(f"{label}engine crashed: {type(exc).__name__}: {exc}")
+            continue
+        score = out["score"]
+        if label:
+            report.unrelated_score = score["match_score"]
+            report.unrelated_recommendation = score["recommendation"]
+        else:
+            report.match_score = score["match_score"]
+            report.match_recommendation = score["recommendation"]
+            titles = [str(t["title"]) for t in out["todos"]["items"]]
+    return judge_pair(report, pair.text, pair.instructions, titles)
+
+
 def _group(reports: Sequence[PageReport], key: str) -> dict[str, GroupFigures]:
     out: dict[str, GroupFigures] = {}
     for r in reports:
@@ -221,15 +307,31 @@ def figures(reports: Sequence[PageReport]) -> Figures:
     )
 
 
-async def evaluate(engine: Engine, pages: Sequence[tuple[GoldenPage, str]]) -> Report:
-    """Every page, one after another (a model server sees one request at a time)."""
+async def evaluate(
+    engine: Engine,
+    pages: Sequence[tuple[GoldenPage, str]],
+    pairs: Sequence[Pair] = (),
+    *,
+    skip_below: int = 40,
+    gate: QualityGate | None = None,
+) -> Report:
+    """Every page, then every pair, one after another (a model server sees one request at a
+    time). ``gate`` makes the quality figures part of the verdict; without it they are
+    reported only."""
     reports = [await run_page(engine, page, html) for page, html in pages]
-    return Report(
+    report = Report(
         engine=engine.name,
         engine_version=engine.version,
         figures=figures(reports),
         pages=reports,
+        quality_gate=gate,
     )
+    if pairs:
+        report.pairs = [await run_pair(engine, pair) for pair in pairs]
+        report.quality = quality_figures(report.pairs, skip_below)
+        if gate is not None:
+            report.quality_problems = gate_problems(report.quality, gate)
+    return report
 
 
 async def close_engine(engine: Engine) -> None:
@@ -273,6 +375,42 @@ def format_report(report: Report) -> str:
         f" ({f.mean_match_score:.1f} vs {f.mean_unrelated_score:.1f})",
         f"mean tl;dr overlap with the article: {f.mean_tl_dr_overlap:.2f},"
         f" key points: {f.mean_key_point_overlap:.2f} (each needs >= {f.min_overlap:.2f})",
-        "result: " + ("PASS" if report.passed else "FAIL"),
     ]
+    if report.quality is not None:
+        lines += ["", *format_quality(report)]
+    lines.append("result: " + ("PASS" if report.passed else "FAIL"))
     return "\n".join(lines)
+
+
+def format_quality(report: Report) -> list[str]:
+    """The pairs' table and the quality figures."""
+    q = report.quality
+    assert q is not None
+    w = max([len(r.id) for r in report.pairs] + [4])
+    lines = [
+        "held-in pairs (matching vs unrelated intent; how-to instructions):",
+        f"{'pair':<{w}} {'lang':<4} {'match':>5} {'unrel':>5} {'rec':<5} {'instr':>5}",
+    ]
+    for r in report.pairs:
+        instr = f"{r.recalled}/{r.instructions}" if r.instructions else "--"
+        lines.append(
+            f"{r.id:<{w}} {r.lang:<4} {_num(r.match_score, 'd'):>5} "
+            f"{_num(r.unrelated_score, 'd'):>5} {(r.match_recommendation or '--'):<5} {instr:>5}"
+            + ("  paraphrase" if r.paraphrase else "")
+        )
+        lines.extend(f"    - {p}" for p in r.problems)
+    lines += [
+        f"ranking (matching above unrelated): {q.ranked}/{q.pairs} ({q.ranking_rate:.0%})",
+        f"false skips (matching below {q.skip_below}): {q.false_skips}/{q.pairs}"
+        f" ({q.false_skip_rate:.0%}); unrelated skipped: {q.unrelated_skipped}/{q.pairs}"
+        f" ({q.unrelated_skip_rate:.0%})",
+        f"instruction recall: {q.recalled}/{q.instructions} ({q.instruction_recall:.0%});"
+        f" how-to texts with a todo from their instructions: {q.howto_with_text_todo}/{q.howto}",
+        f"todos in the text's words: {q.todos_from_text}/{q.todos};"
+        f" todo titles cut short: {q.cut_titles}",
+    ]
+    if report.quality_gate is None:
+        lines.append("quality: reported only (no thresholds for this engine)")
+    else:
+        lines += [f"quality: FAIL: {p}" for p in report.quality_problems] or ["quality: PASS"]
+    return lines

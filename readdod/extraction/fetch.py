@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import functools
 import ssl
+from collections.abc import Awaitable, Callable
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Final
+from typing import Final, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -46,6 +47,7 @@ from readdod.extraction.charsets import decode_body
 from readdod.extraction.encodings import Overflow, read_body
 from readdod.extraction.extract import extract, extract_text
 from readdod.extraction.guard import AddressGuard, Resolver
+from readdod.extraction.pdf import extract_pdf
 from readdod.extraction.transport import Transport, fetch_deadline, timeouts
 from readdod.models import Extraction
 from readdod.retrying import OnRetry, RetryPolicy
@@ -53,11 +55,13 @@ from readdod.retrying import OnRetry, RetryPolicy
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_USER_AGENT",
+    "FeedDocument",
     "FetchClient",
     "FetchedPage",
     "decode_body",
     "extract_url",
     "fetch",
+    "fetch_feed",
     "make_client",
     "retry_policy",
 ]
@@ -65,8 +69,15 @@ __all__ = [
 DEFAULT_USER_AGENT: Final = FetchConfig().user_agent
 DEFAULT_MAX_BYTES: Final = FetchConfig().max_bytes
 
-_ACCEPT: Final = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.1"
+_ACCEPT: Final = (
+    "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,application/pdf;q=0.7,*/*;q=0.1"
+)
 _ACCEPT_ENCODING: Final = "gzip, deflate, br"
+_FEED_ACCEPT: Final = (
+    "application/atom+xml,application/rss+xml;q=0.9,application/xml;q=0.8,text/xml;q=0.8,*/*;q=0.1"
+)
+
+T = TypeVar("T")
 
 
 class FetchedPage(msgspec.Struct, kw_only=True, frozen=True):
@@ -78,6 +89,8 @@ class FetchedPage(msgspec.Struct, kw_only=True, frozen=True):
     content_type: str
     html: str
     fetched_at: str
+    #: The body as it came, for a document that is not text (a PDF); else empty.
+    data: bytes = b""
 
 
 class FetchClient(httpx.AsyncClient):
@@ -155,10 +168,62 @@ async def fetch(
     limit = max_bytes if max_bytes is not None else cfg.max_bytes
     hops = max_redirects if max_redirects is not None else cfg.max_redirects
     deadline = timeout_s if timeout_s is not None else cfg.timeout_s
+
+    async def one(t: httpx.Timeout) -> FetchedPage:
+        return await _fetch(url, client, limit, hops, t, _read_page)
+
+    return await _guarded(url, client, deadline, one)
+
+
+class FeedDocument(msgspec.Struct, kw_only=True, frozen=True):
+    """A feed's answer to a conditional GET: its bytes and validators, or ``not_modified``."""
+
+    url: str
+    final_url: str
+    status: int
+    not_modified: bool = False
+    data: bytes = b""
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+async def fetch_feed(
+    url: str,
+    *,
+    client: FetchClient,
+    etag: str | None = None,
+    last_modified: str | None = None,
+) -> FeedDocument:
+    """GET a feed once, conditionally (``If-None-Match``, ``If-Modified-Since``), through
+    the same guard, redirect and size rules as a page; its bytes are not decoded (the
+    feed parser reads the XML's own encoding)."""
+    cfg = client.config
+    conditions = {"Accept": _FEED_ACCEPT}
+    if etag:
+        conditions["If-None-Match"] = etag
+    if last_modified:
+        conditions["If-Modified-Since"] = last_modified
+
+    async def one(t: httpx.Timeout) -> FeedDocument:
+        return await _fetch(
+            url, client, cfg.max_bytes, cfg.max_redirects, t, _read_feed, headers=conditions
+        )
+
+    return await _guarded(url, client, cfg.timeout_s, one)
+
+
+async def _guarded(
+    url: str,
+    client: FetchClient,
+    deadline: float,
+    one: Callable[[httpx.Timeout], Awaitable[T]],
+) -> T:
+    """Run one fetch within ``deadline``, every network failure an :class:`ExtractionError`."""
+    cfg = client.config
     try:
         with anyio.fail_after(deadline) as scope:
             with fetch_deadline(scope):
-                return await _fetch(url, client, limit, hops, timeouts(cfg, deadline))
+                return await one(timeouts(cfg, deadline))
     except TimeoutError as exc:
         raise ExtractionError(
             f"Fetching {url} took longer than {deadline:g} seconds (fetch.timeout_s);"
@@ -254,6 +319,18 @@ async def extract_url(
         )
 
     page = await retrying.call(attempt, retry or retry_policy(client.config), on_retry)
+    if page.content_type == mediatypes.PDF:
+        return await anyio.to_thread.run_sync(
+            functools.partial(
+                extract_pdf,
+                page.data,
+                page.url,
+                source="fetched",
+                http_status=page.status,
+                final_url=page.final_url,
+                fetched_at=page.fetched_at,
+            )
+        )
     if page.content_type == "text/plain":
         plain = await anyio.to_thread.run_sync(
             functools.partial(extract_text, page.html, url=page.url)
@@ -295,10 +372,17 @@ def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
 
 
 async def _fetch(
-    url: str, client: FetchClient, max_bytes: int, max_redirects: int, timeouts: httpx.Timeout
-) -> FetchedPage:
+    url: str,
+    client: FetchClient,
+    max_bytes: int,
+    max_redirects: int,
+    timeouts: httpx.Timeout,
+    read: Callable[[str, httpx.Response, int], Awaitable[T]],
+    *,
+    headers: dict[str, str] | None = None,
+) -> T:
     _check_scheme(url, url)
-    request = client.build_request("GET", url, timeout=timeouts)
+    request = client.build_request("GET", url, timeout=timeouts, headers=headers)
     jar = httpx.Cookies()
     hops = 0
     while True:
@@ -320,7 +404,7 @@ async def _fetch(
                 request = response.next_request
                 _check_scheme(url, str(request.url))
                 continue
-            return await _read_page(url, response, max_bytes)
+            return await read(url, response, max_bytes)
         finally:
             await response.aclose()
 
@@ -358,6 +442,16 @@ async def _read_page(url: str, response: httpx.Response, max_bytes: int) -> Fetc
     except Overflow:
         raise refusals.too_large(url, max_bytes) from None
     media_type = mediatypes.page_type(url, media_type, data)
+    if media_type == mediatypes.PDF:
+        return FetchedPage(
+            url=url,
+            final_url=str(response.url),
+            status=status,
+            content_type=media_type,
+            html="",
+            fetched_at=iso(SystemClock().now_ms()) or "",
+            data=data,
+        )
     text = await anyio.to_thread.run_sync(decode_body, data, charset)
     if len(data) <= refusals.ERROR_BODY_BYTES:
         vendor = refusals.wall_vendor(response.headers, text, tiny_only=True)
@@ -370,6 +464,35 @@ async def _read_page(url: str, response: httpx.Response, max_bytes: int) -> Fetc
         content_type=media_type,
         html=text,
         fetched_at=iso(SystemClock().now_ms()) or "",
+    )
+
+
+async def _read_feed(url: str, response: httpx.Response, max_bytes: int) -> FeedDocument:
+    status = response.status_code
+    if status == 304:
+        return FeedDocument(url=url, final_url=str(response.url), status=status, not_modified=True)
+    if status >= 400:
+        _, charset = mediatypes.parse_content_type(response.headers.get("content-type"))
+        page = ""
+        if refusals.may_be_wall(status, response.headers):
+            page = await _error_page(response, charset)
+        raise refusals.http_error(url, status, response.reason_phrase, response.headers, page)
+    if not 200 <= status < 300:
+        raise refusals.not_a_page(url, status)
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise refusals.too_large(url, max_bytes)
+    try:
+        data = await read_body(response, max_bytes)
+    except Overflow:
+        raise refusals.too_large(url, max_bytes) from None
+    return FeedDocument(
+        url=url,
+        final_url=str(response.url),
+        status=status,
+        data=data,
+        etag=response.headers.get("etag"),
+        last_modified=response.headers.get("last-modified"),
     )
 
 

@@ -1,6 +1,7 @@
 """What a fetched body is: the declared ``Content-Type`` checked against the bytes.
 
-Pure: no I/O. readdod reads HTML, XHTML and plain text. A declared type that
+Pure: no I/O. readdod reads HTML, XHTML, plain text and PDF (declared as
+one, or bytes that start like one under a type that says nothing). A declared type that
 says nothing (``application/octet-stream``, none at all) is replaced by what
 the bytes look like; a declared text type is believed unless the bytes are
 binary. Whether bytes are binary is :func:`readdod.sniff.binary_kind`, the
@@ -17,9 +18,13 @@ from readdod import sniff
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.refusals import unsupported
 
-__all__ = ["SUPPORTED_TYPES", "check_declared", "page_type", "parse_content_type"]
+__all__ = ["PDF", "SUPPORTED_TYPES", "check_declared", "page_type", "parse_content_type"]
 
-SUPPORTED_TYPES: Final = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
+SUPPORTED_TYPES: Final = frozenset(
+    {"text/html", "application/xhtml+xml", "text/plain", "application/pdf", "application/x-pdf"}
+)
+PDF: Final = "application/pdf"
+_PDF_TYPES: Final = frozenset({PDF, "application/x-pdf"})
 #: Types that say nothing about the content; the body is sniffed instead.
 _VAGUE_TYPES: Final = frozenset(
     {"application/octet-stream", "binary/octet-stream", "application/unknown", "unknown/unknown"}
@@ -60,6 +65,12 @@ def check_declared(url: str, media_type: str | None) -> None:
 
 def page_type(url: str, media_type: str | None, data: bytes) -> str:
     """The type to read ``data`` as, checking the declared type against the bytes."""
+    pdf_allowed = media_type is None or media_type in _VAGUE_TYPES or media_type in _PDF_TYPES
+    if pdf_allowed and data[:1024].find(b"%PDF-") >= 0:
+        return PDF
+    if media_type in _PDF_TYPES:
+        # Declared a PDF, sent something else (often a login or error page): read what it is.
+        media_type = None
     if sniff.binary_kind(data) is not None:
         if media_type is None or media_type in _VAGUE_TYPES:
             raise unsupported(url, "binary data" if media_type is None else media_type)

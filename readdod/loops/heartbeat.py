@@ -17,6 +17,7 @@ from anyio.abc import TaskStatus
 from readdod.core.leases import Leases
 from readdod.errors import ReaddodError
 from readdod.logging import get_logger
+from readdod.metrics.meter import Meter
 
 log = get_logger("readdod.supervisor")
 
@@ -41,9 +42,10 @@ class Holder(Protocol):
 
 
 class Heartbeat:
-    def __init__(self, leases: Leases, holder: Holder) -> None:
+    def __init__(self, leases: Leases, holder: Holder, meter: Meter | None = None) -> None:
         self.leases = leases
         self.holder = holder
+        self.meter = meter or Meter()
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         interval = self.holder.lease_ttl_ms / 3000
@@ -60,8 +62,10 @@ class Heartbeat:
         held = holder.held()
         if held:
             renewed = await self.leases.renew(holder.owner, held, holder.lease_ttl_ms)
+            self.meter.renewed(len(renewed))
             for item_id in set(held) - renewed:
                 if holder.lost(item_id):
+                    self.meter.lost(1)
                     log.warning("lease.lost", item_id=item_id, worker_id=holder.owner)
         if await self.leases.requeue_expired():
             holder.wake()

@@ -122,13 +122,54 @@ class ChunkRow(msgspec.Struct, kw_only=True):
     updated_at: int
 
 
+class FeedRow(msgspec.Struct, kw_only=True):
+    """A feed readdod follows: where it is, what its entries are captured with, how
+    its last polls went. ``failures`` counts failed polls since the last good one."""
+
+    id: str
+    url: str
+    intent: str
+    #: JSON list of tags given to every entry's item.
+    tags: str
+    title: str | None
+    etag: str | None
+    last_modified: str | None
+    created_at: int
+    next_poll_at: int
+    last_polled_at: int | None
+    last_ok_at: int | None
+    failures: int
+    last_error_code: str | None
+    last_error: str | None
+    entries_captured: int
+
+
 ITEM_COLUMNS = tuple(ItemRow.__struct_fields__)
 RUN_COLUMNS = tuple(RunRow.__struct_fields__)
+
+
+class DaemonRow(msgspec.Struct, kw_only=True):
+    """One daemon of the fleet that shares the store, as it last told the registry."""
+
+    daemon_id: str
+    host: str
+    pid: int
+    version: str
+    started_at: int
+    heartbeat_at: int
+    #: Whether it claims nothing now (the stored pause, as that daemon last saw it).
+    paused: bool = False
+    #: Items it was processing at its last heartbeat.
+    in_flight: int = 0
+
+
 ARTIFACT_COLUMNS = tuple(ArtifactRow.__struct_fields__)
 EVENT_COLUMNS = tuple(EventRow.__struct_fields__)
 EXPORT_COLUMNS = tuple(ExportRow.__struct_fields__)
 CHUNK_COLUMNS = tuple(ChunkRow.__struct_fields__)
 ATTEMPT_COLUMNS = tuple(AttemptRow.__struct_fields__)
+FEED_COLUMNS = tuple(FeedRow.__struct_fields__)
+DAEMON_COLUMNS = tuple(DaemonRow.__struct_fields__)
 
 
 class StoreCounters(msgspec.Struct, kw_only=True):

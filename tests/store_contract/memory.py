@@ -35,17 +35,21 @@ import anyio.lowlevel
 import msgspec
 
 from readdod.errors import InternalError, ShuttingDown, ValidationFailed
-from readdod.store.api import Store, UnitOfWork
+from readdod.store.api import NOTICE_MAX_BYTES, Store, UnitOfWork
+from readdod.store.channel import LocalChannel
 from readdod.store.rows import (
     CHUNK_COLUMNS,
+    FEED_COLUMNS,
     ITEM_COLUMNS,
     RUN_COLUMNS,
     ArtifactRow,
     AttemptRow,
     BackupResult,
     ChunkRow,
+    DaemonRow,
     EventRow,
     ExportRow,
+    FeedRow,
     ItemRow,
     RunRow,
     StoreCounters,
@@ -147,8 +151,12 @@ class _Tables:
         self.exports: dict[str, ExportRow] = {}
         #: A person's ticks: (item id, todo key) -> when.
         self.todo_marks: dict[tuple[str, str], int] = {}
+        self.daemons: dict[str, DaemonRow] = {}
         #: The last event's seq; never taken back, as SQLite's AUTOINCREMENT.
         self.last_seq = 0
+        self.feeds: dict[str, FeedRow] = {}
+        #: (feed id, entry key) -> (item id, seen at).
+        self.feed_entries: dict[tuple[str, str], tuple[str | None, int]] = {}
 
 
 class _Snapshot(msgspec.Struct):
@@ -165,7 +173,10 @@ class _Snapshot(msgspec.Struct):
     settings: dict[str, str]
     exports: list[ExportRow]
     last_seq: int
+    feeds: list[FeedRow] = []
+    feed_entries: list[tuple[str, str, str | None, int]] = []
     todo_marks: list[tuple[str, str, int]] = []
+    daemons: list[DaemonRow] = []
 
 
 def _encode(t: _Tables) -> bytes:
@@ -182,7 +193,10 @@ def _encode(t: _Tables) -> bytes:
             settings=t.settings,
             exports=list(t.exports.values()),
             last_seq=t.last_seq,
+            feeds=list(t.feeds.values()),
+            feed_entries=[(f, k, i, at) for (f, k), (i, at) in t.feed_entries.items()],
             todo_marks=[(i, k, at) for (i, k), at in t.todo_marks.items()],
+            daemons=list(t.daemons.values()),
         )
     )
 
@@ -203,7 +217,10 @@ def _decode(data: bytes) -> _Tables:
     t.settings = snap.settings
     t.exports = {e.export_key: e for e in snap.exports}
     t.last_seq = snap.last_seq
+    t.feeds = {f.id: f for f in snap.feeds}
+    t.feed_entries = {(f, k): (i, at) for f, k, i, at in snap.feed_entries}
     t.todo_marks = {(i, k): at for i, k, at in snap.todo_marks}
+    t.daemons = {d.daemon_id: d for d in snap.daemons}
     return t
 
 
@@ -1074,6 +1091,72 @@ class MemoryUnitOfWork:
         self._query()
         self._put(self._t.settings, key, value)
 
+    # --- feeds ---------------------------------------------------------------------
+
+    def insert_feed(self, row: FeedRow) -> bool:
+        self._query()
+        if any(f.url == row.url for f in self._t.feeds.values()):
+            return False
+        if row.id in self._t.feeds:
+            raise _violated("UNIQUE")
+        self._put(self._t.feeds, row.id, _copy(row))
+        return True
+
+    def feed(self, feed_id: str) -> FeedRow | None:
+        self._query()
+        row = self._t.feeds.get(feed_id)
+        return None if row is None else _copy(row)
+
+    def feed_by_url(self, url: str) -> FeedRow | None:
+        self._query()
+        return next((_copy(f) for f in self._t.feeds.values() if f.url == url), None)
+
+    def feeds(self) -> list[FeedRow]:
+        self._query()
+        return [
+            _copy(f) for f in sorted(self._t.feeds.values(), key=lambda f: (f.created_at, f.id))
+        ]
+
+    def feeds_due(self, now: int, limit: int) -> list[FeedRow]:
+        self._query()
+        due = [f for f in self._t.feeds.values() if f.next_poll_at <= now]
+        return [_copy(f) for f in sorted(due, key=lambda f: (f.next_poll_at, f.id))[:limit]]
+
+    def next_feed_poll(self) -> int | None:
+        self._query()
+        return min((f.next_poll_at for f in self._t.feeds.values()), default=None)
+
+    def set_feed(self, feed_id: str, **fields: Any) -> bool:
+        self._query()
+        bad = set(fields) - (set(FEED_COLUMNS) - {"id", "url", "created_at"})
+        if bad:
+            raise ValueError(f"not settable: {sorted(bad)}")
+        row = self._t.feeds.get(feed_id)
+        if row is None:
+            return False
+        self._put(self._t.feeds, feed_id, msgspec.structs.replace(row, **fields))
+        return True
+
+    def delete_feed(self, feed_id: str) -> bool:
+        self._query()
+        for key in [k for k in self._t.feed_entries if k[0] == feed_id]:
+            self._drop(self._t.feed_entries, key)
+        if feed_id not in self._t.feeds:
+            return False
+        self._drop(self._t.feeds, feed_id)
+        return True
+
+    def feed_entries_seen(self, feed_id: str, keys: Sequence[str]) -> set[str]:
+        self._query()
+        return {k for k in keys if (feed_id, k) in self._t.feed_entries}
+
+    def add_feed_entry(self, feed_id: str, key: str, item_id: str | None, at: int) -> None:
+        self._query()
+        if feed_id not in self._t.feeds:
+            raise _violated("FOREIGN KEY")
+        if (feed_id, key) not in self._t.feed_entries:
+            self._put(self._t.feed_entries, (feed_id, key), (item_id, at))
+
     # --- todo ticks ----------------------------------------------------------------
 
     def todo_marks(self, item_id: str) -> dict[str, int]:
@@ -1099,6 +1182,46 @@ class MemoryUnitOfWork:
     def items_with_todo_marks(self) -> list[str]:
         self._query()
         return sorted({i for i, _ in self._t.todo_marks})
+
+    # --- the daemon registry -------------------------------------------------------
+
+    def register_daemon(self, row: DaemonRow) -> None:
+        self._query()
+        self._put(self._t.daemons, row.daemon_id, msgspec.structs.replace(row))
+
+    def beat_daemon(self, daemon_id: str, at: int, *, in_flight: int, paused: bool) -> bool:
+        self._query()
+        row = self._t.daemons.get(daemon_id)
+        if row is None:
+            return False
+        self._put(
+            self._t.daemons,
+            daemon_id,
+            msgspec.structs.replace(row, heartbeat_at=at, in_flight=in_flight, paused=paused),
+        )
+        return True
+
+    def remove_daemon(self, daemon_id: str) -> bool:
+        self._query()
+        if daemon_id not in self._t.daemons:
+            return False
+        self._drop(self._t.daemons, daemon_id)
+        return True
+
+    def daemons(self) -> list[DaemonRow]:
+        self._query()
+        return sorted(self._t.daemons.values(), key=lambda d: (d.started_at, d.daemon_id))
+
+    def forget_daemons(self, silent_before: int, *, keep: str) -> list[str]:
+        self._query()
+        gone = sorted(
+            d.daemon_id
+            for d in self._t.daemons.values()
+            if d.heartbeat_at < silent_before and d.daemon_id != keep
+        )
+        for daemon_id in gone:
+            self._drop(self._t.daemons, daemon_id)
+        return gone
 
     # --- exports -------------------------------------------------------------------
 
@@ -1287,6 +1410,8 @@ class _Shared:
     def __init__(self, tables: _Tables) -> None:
         self.tables = tables
         self.users = 0
+        #: Notices between the stores open on this database.
+        self.channel = LocalChannel()
 
 
 #: The databases open in this process, by path.
@@ -1306,9 +1431,10 @@ def _backup_target(dest: str | Path) -> Path:
 class MemoryStore:
     """The tables of one path, opened with :meth:`open` for as long as a block runs."""
 
-    def __init__(self, path: Path, tables: _Tables) -> None:
+    def __init__(self, path: Path, tables: _Tables, channel: LocalChannel | None = None) -> None:
         self.path = path
         self._t = tables
+        self._channel = channel or LocalChannel()
         self._closed = False
         self._transactions = 0
         self._units = 0
@@ -1327,7 +1453,7 @@ class MemoryStore:
             tables = _decode(path.read_bytes()) if path.is_file() else _Tables()
             shared = _OPEN[key] = _Shared(tables)
         shared.users += 1
-        store = cls(path, shared.tables)
+        store = cls(path, shared.tables, shared.channel)
         try:
             yield store
         finally:
@@ -1379,6 +1505,16 @@ class MemoryStore:
             reads=self._reads,
             read_statements=self._read_statements,
         )
+
+    async def notify(self, payload: str) -> None:
+        self._check_open()
+        if len(payload.encode()) > NOTICE_MAX_BYTES:
+            raise ValueError(f"a notice is at most {NOTICE_MAX_BYTES} bytes")
+        self._channel.send(payload)
+        await anyio.lowlevel.checkpoint()
+
+    def listen(self) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        return self._channel.listen()
 
     async def reclaim(self) -> None:
         """Nothing to give back: what pruning removed is already freed."""

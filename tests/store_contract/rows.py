@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from readdod.store.api import Store, UnitOfWork
-from readdod.store.rows import AttemptRow, ItemRow, RunRow
+from readdod.store.rows import AttemptRow, FeedRow, ItemRow, RunRow
 
 
 def item(item_id: str, *, status: str = "QUEUED", created_at: int = 1, **fields: Any) -> ItemRow:
@@ -90,3 +90,25 @@ async def insert(store: Store, *found: ItemRow | RunRow | AttemptRow) -> None:
                 tx.insert_attempt(row)
 
     await store.write(unit)
+
+
+def feed(feed_id: str, *, url: str | None = None, next_poll_at: int = 0, **fields: Any) -> FeedRow:
+    values: dict[str, Any] = {
+        "id": feed_id,
+        "url": url or f"https://example.org/{feed_id}.xml",
+        "intent": "keep up",
+        "tags": "[]",
+        "title": None,
+        "etag": None,
+        "last_modified": None,
+        "created_at": 1,
+        "next_poll_at": next_poll_at,
+        "last_polled_at": None,
+        "last_ok_at": None,
+        "failures": 0,
+        "last_error_code": None,
+        "last_error": None,
+        "entries_captured": 0,
+    }
+    values.update(fields)
+    return FeedRow(**values)

@@ -25,7 +25,7 @@ from typing import Final, TypeVar
 
 import anyio.to_thread
 
-from readdod.engines.base import EngineInput, EngineOutput
+from readdod.engines.base import EngineInput, EngineOutput, ModelUsage
 from readdod.engines.local.analysis import MIN_WORDS, TextAnalysis, analyze, require_text
 from readdod.engines.local.card import build_card
 from readdod.engines.local.score import NEUTRAL_SCORE, score_text
@@ -68,6 +68,9 @@ class LocalEngine:
 
     def circuit_state(self) -> str:
         return "closed"
+
+    def model_usage(self) -> ModelUsage:
+        return ModelUsage()
 
     async def aclose(self) -> None:
         pass

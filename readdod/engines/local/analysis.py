@@ -27,7 +27,9 @@ from readdod.text import (
     split_clauses,
     split_sentences,
 )
+from readdod.text.language import detect_language
 from readdod.text.scripts import HIRAGANA, MARKS, UNSPACED, UNSPACED_RUN_RE
+from readdod.text.stems import stem, stemmable, weight, zipf
 
 #: Below this many words (two CJK/Thai characters count as one) a text is too short to
 #: summarise: three key points and three reasons would only repeat it.
@@ -109,15 +111,34 @@ _LANG_HINTS: Final[tuple[tuple[str, frozenset[str]], ...]] = (
 )
 
 
+#: Stems this frequent (Zipf scale) are function words in any language: not terms at all.
+FUNCTION_ZIPF: Final = 6.2
+
+
 @functools.lru_cache(maxsize=65_536)
-def _term(word: str) -> str:
-    """Normalise a spaced-script word: casefold, unify apostrophes, drop plural -s.
+def is_stopword(word: str, lang: str | None) -> bool:
+    """A casefolded word that says nothing about a topic: listed, or among the language's
+    very commonest (its stem at :data:`FUNCTION_ZIPF` or above)."""
+    if word in _STOPWORDS:
+        return True
+    if not stemmable(lang):
+        return False
+    z = zipf(stem(word, lang), lang)
+    return z is not None and z >= FUNCTION_ZIPF
+
+
+@functools.lru_cache(maxsize=65_536)
+def _term(word: str, lang: str | None = None) -> str:
+    """Normalise a spaced-script word: casefold, unify apostrophes, then stem it (Snowball)
+    in a language that has a stemmer, else just drop a plural -s.
 
     Stopwords are returned unstemmed so that e.g. 'does' is not mistaken for 'doe'.
     """
     w = word.casefold().replace("’", "'")
-    if w in _STOPWORDS:
+    if is_stopword(w, lang):
         return w
+    if stemmable(lang):
+        return stem(w, lang)
     if w.endswith("'s"):
         w = w[:-2]
     if w.isascii() and w.isalpha():
@@ -156,7 +177,12 @@ class _Tokens:
     numbers: tuple[str, ...]
 
 
-def tokenize(text: str) -> _Tokens:
+def term_weight(term: str, lang: str | None) -> float:
+    """How much sharing ``term`` says (:func:`readdod.text.stems.weight`); 1.0 for CJK pairs."""
+    return 1.0 if is_gram(term) else weight(term, lang)
+
+
+def tokenize(text: str, lang: str | None = None) -> _Tokens:
     terms: list[str] = []
     surfaces: list[str] = []
     numbers: list[str] = []
@@ -175,8 +201,8 @@ def tokenize(text: str) -> _Tokens:
         if word.isdigit():
             numbers.append(word)
             continue
-        t = _term(word)
-        if len(t) < 2 or t in _STOPWORDS:
+        t = _term(word, lang)
+        if len(t) < 2 or is_stopword(t, lang):
             continue
         terms.append(t)
         surfaces.append(word)
@@ -188,7 +214,7 @@ _LINE_END_RE: Final = re.compile(r"[.!?…:;。！？।؟][\"'”’»)\]」』
 
 
 @dataclass(frozen=True, slots=True)
-class _Unit:
+class Unit:
     paragraph: int
     text: str
     code: bool
@@ -222,10 +248,10 @@ def _looks_like_code(line: str) -> bool:
     return signals >= 2 or symbols >= 0.25
 
 
-def _units(text: str) -> list[_Unit]:
+def units(text: str) -> list[Unit]:
     """Cut text into paragraphs and units: hard-wrapped lines are joined, while headings,
     list items and code (indented, shell prompts, ``` fences) stay separate lines."""
-    units: list[_Unit] = []
+    out: list[Unit] = []
     buf: list[str] = []
     para = 0
     prev = ""
@@ -233,7 +259,7 @@ def _units(text: str) -> list[_Unit]:
 
     def flush() -> None:
         if buf:
-            units.append(_Unit(para, " ".join(buf), code=False))
+            out.append(Unit(para, " ".join(buf), code=False))
             buf.clear()
 
     for raw in text.split("\n"):
@@ -245,7 +271,7 @@ def _units(text: str) -> list[_Unit]:
         if not line:
             if not in_fence:
                 flush()
-                if units and units[-1].paragraph == para:
+                if out and out[-1].paragraph == para:
                     para += 1
             continue
         if (
@@ -255,7 +281,7 @@ def _units(text: str) -> list[_Unit]:
             or _looks_like_code(line)
         ):
             flush()
-            units.append(_Unit(para, line, code=True))
+            out.append(Unit(para, line, code=True))
             continue
         if buf and (
             len(prev) < 50
@@ -266,7 +292,7 @@ def _units(text: str) -> list[_Unit]:
         buf.append(line)
         prev = line
     flush()
-    return units
+    return out
 
 
 _RUN_ON_LEVELS: Final = (Level(split_clauses, " "), Level(lambda s: s.split(" "), " "))
@@ -307,9 +333,23 @@ class TextAnalysis:
     numbers: tuple[str, ...]
     first_paragraph_terms: frozenset[str]
     lang: str | None
+    """The text's language; terms are stems in it when it has a stemmer."""
     snippet: str
     reading_time_min: int
     """From the text's word count (:func:`readdod.text.reading_minutes`), as everywhere."""
+
+    def weight(self, term: str) -> float:
+        return term_weight(term, self.lang)
+
+    def topics(self, n: int, *, min_weight: float = 0.5) -> list[tuple[str, int]]:
+        """The text's strongest specific terms: count x weight, best first, stable order."""
+        scored = [
+            (t, c)
+            for t, c in self.term_counts.items()
+            if c > 1 and self.weight(t) >= min_weight and not t.isdigit()
+        ]
+        scored.sort(key=lambda tc: (-tc[1] * self.weight(tc[0]), tc[0]))
+        return scored[:n]
 
     def top_terms(self, n: int) -> list[tuple[str, int]]:
         """Most frequent content terms; ties broken alphabetically so order is stable.
@@ -353,6 +393,15 @@ def _require_enough(words: int, unspaced: int, terms: int) -> None:
         )
 
 
+def text_language(text: str) -> str | None:
+    """The text's language: from the bundled word lists where they can tell, else a guess."""
+    found = detect_language(text)
+    guess = _guess_lang(text)
+    if found is None or (found == "ru" and guess == "uk"):
+        return guess
+    return found
+
+
 def _guess_lang(text: str) -> str | None:
     """Guess a language from the dominant script; Latin is told apart by function words."""
     sample = text[:20_000]
@@ -392,11 +441,12 @@ def analyze(text: str) -> TextAnalysis:
     words = unspaced = 0
     first_para: int | None = None
     first_para_terms: list[str] = []
-    units = _units(text)
-    for unit in units:
+    parts = units(text)
+    lang = text_language(text)
+    for unit in parts:
         for raw in [unit.text] if unit.code else split_sentences(unit.text):
             for piece in _chunk(normalize_space(raw)):
-                tok = tokenize(piece)
+                tok = tokenize(piece, lang)
                 words += tok.words
                 unspaced += tok.unspaced_chars
                 term_counts.update(tok.terms)
@@ -423,7 +473,7 @@ def analyze(text: str) -> TextAnalysis:
     _require_enough(words, unspaced, sum(term_counts.values()))
     return TextAnalysis(
         sentences=tuple(sentences),
-        paragraphs=units[-1].paragraph + 1 if units else 0,
+        paragraphs=parts[-1].paragraph + 1 if parts else 0,
         chars=len(text),
         words=words,
         unspaced_chars=unspaced,
@@ -431,7 +481,7 @@ def analyze(text: str) -> TextAnalysis:
         surface=MappingProxyType(surface),
         numbers=tuple(numbers),
         first_paragraph_terms=frozenset(first_para_terms),
-        lang=_guess_lang(text),
+        lang=lang,
         snippet=trim(normalize_space(text), 120),
         reading_time_min=reading_minutes(text),
     )

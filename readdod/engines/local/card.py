@@ -6,23 +6,49 @@ from typing import Final
 
 from readdod.engines.base import EngineInput
 from readdod.engines.local.analysis import TextAnalysis, analyze
+from readdod.engines.local.intent import parse_intent
+from readdod.engines.local.score import band
 from readdod.engines.local.summary import fact_points
 from readdod.engines.local.wording import dup_key, normalize_space, trim
 from readdod.models import TL_DR_MAX, Card, CardSource, RenderSpec, Score, Summary, Todos
-from readdod.text import join_sentences, split_sentences
+from readdod.text import join_sentences, split_clauses, split_sentences
 
 CARD_TITLE_MAX: Final = 300
+#: Said on the card when the engine can see no shared meaning either way.
+UNKNOWN_NOTE: Final = (
+    "Note: the offline engine found no words this text shares with your intent. It matches "
+    "words, not meaning, so it cannot tell a paraphrase from a mismatch: the card is kept for "
+    "you to judge."
+)
 CARD_SECTIONS: Final = ("one_liner", "summary", "key_points", "todos", "reasons", "source")
 
 
+#: Longest title made from the text itself.
+TEXT_TITLE_MAX: Final = 120
+
+
+def _shorten(s: str, limit: int) -> str:
+    """``s`` within ``limit``: its first clause when that fits, else whole words; never an
+    ellipsis, which would store a title that looks cut."""
+    s = normalize_space(s).removesuffix("…")
+    if len(s) <= limit:
+        return s
+    clause = split_clauses(s)[0].rstrip(" ,;:")
+    if 20 <= len(clause) <= limit:
+        return clause
+    head = s[: limit + 1]
+    space = head.rfind(" ")
+    return (head[:space] if space > limit // 2 else s[:limit]).rstrip(" ,;:-–—")
+
+
 def display_title(inp: EngineInput, an: TextAnalysis) -> str:
-    """The given title, else the first sentence, else a snippet of the text."""
+    """The given title, else the first sentence, else the opening of the text."""
     title = normalize_space(inp.title or "")
     if title:
-        return trim(title, CARD_TITLE_MAX)
+        return _shorten(title, CARD_TITLE_MAX)
     wordy = (s for s in an.sentences if not s.code and (s.words >= 3 or s.unspaced_chars >= 6))
     first = next(wordy, an.sentences[0] if an.sentences else None)
-    return trim(first.text if first else an.snippet, 120)
+    return _shorten(first.text if first else an.snippet, TEXT_TITLE_MAX)
 
 
 def build_card(inp: EngineInput, summary: Summary, score: Score, todos: Todos) -> Card:
@@ -39,6 +65,8 @@ def build_card(inp: EngineInput, summary: Summary, score: Score, todos: Todos) -
         None,
     )
     body = join_sentences([tl_dr, extra or ""])
+    if band(an, parse_intent(inp.intent, an.lang))[0] == "unknown":
+        body = join_sentences([body, UNKNOWN_NOTE])
     return Card(
         title=display_title(inp, an),
         one_liner=trim(one_liner or summary.tl_dr, TL_DR_MAX),

@@ -22,7 +22,8 @@ from readdod.engines.local.analysis import (
     length_phrase,
     tokenize,
 )
-from readdod.engines.local.intent import Intent, counts, match_intent, names, parse_intent
+from readdod.engines.local.intent import Intent, evidence, names, parse_intent
+from readdod.engines.local.score import band
 from readdod.engines.local.wording import (
     LINE_MAX,
     dedupe,
@@ -36,6 +37,8 @@ from readdod.models import TL_DR_MAX, Summary
 from readdod.text import is_complete, join_sentences, split_clauses
 
 RELEVANCE_MAX: Final = 1_000
+#: Below this weighted coverage, shared words are a hint, not a sign the text serves the intent.
+WEAK_COVERAGE: Final = 0.34
 
 
 #: Bonus for the first prose sentences: openings state what a text is about.
@@ -50,6 +53,31 @@ _DANGLING_RE: Final = re.compile(
 )
 
 
+# Page furniture that extraction can leave in: bylines, datelines and image captions.
+_BYLINE_RE: Final = re.compile(
+    r"^(?:by|von|par|por|автор|written by|posted by|posted on|published|updated|last updated|"
+    r"veröffentlicht|aktualisiert|stand|publié|mis à jour|publicado|actualizado|опубликовано|"
+    r"обновлено)\b",
+    re.IGNORECASE,
+)
+_CAPTION_RE: Final = re.compile(
+    r"^(?:photo|image|picture|illustration|figure|fig\.|foto|bild|abbildung|imagen|фото|"
+    r"source|quelle|credit|caption)\b|\((?:photo|foto|image|bild)\b|getty images|©|"
+    r"\b(?:ap|afp|reuters|dpa) photo\b",
+    re.IGNORECASE,
+)
+
+
+def is_furniture(text: str) -> bool:
+    """A byline, dateline or caption: true of the page, not what the text says."""
+    return _BYLINE_RE.match(text) is not None or _CAPTION_RE.search(text) is not None
+
+
+def _is_point(s: Sentence) -> bool:
+    """A sentence that can stand as a key point: finished, long enough, not a heading."""
+    return is_complete(s.text) and (s.words >= 4 or s.unspaced_chars >= 8)
+
+
 def _rank(an: TextAnalysis, intent: Intent) -> list[tuple[float, Sentence]]:
     """Sentences with content, best first.
 
@@ -59,7 +87,7 @@ def _rank(an: TextAnalysis, intent: Intent) -> list[tuple[float, Sentence]]:
     Distinct terms, so that a sentence repeating the top word ("run git bisect good; ...
     git bisect bad") does not pass for the most central one.
     """
-    candidates = [s for s in an.sentences if s.terms and not s.code]
+    candidates = [s for s in an.sentences if s.terms and not s.code and not is_furniture(s.text)]
     candidates = candidates or [s for s in an.sentences if s.terms]
     if not candidates:
         return []
@@ -134,37 +162,46 @@ def fact_points(an: TextAnalysis, rt: int) -> list[str]:
         facts.append(f"Most frequent terms: {terms}.")
     else:
         facts.append(f"No words to summarise; the text reads {quote(an.snippet, 200)}.")
-    if an.numbers:
-        facts.append("Numbers mentioned: " + ", ".join(an.numbers[:6]) + ".")
     return facts
 
 
-def _clause_points(sentences: Sequence[Sentence]) -> list[str]:
+def _clause_points(sentences: Sequence[Sentence], s_lang: str | None) -> list[str]:
     out: list[str] = []
     for s in sentences:
         clauses = [c.strip(" ,;:，、；：") for c in split_clauses(s.text)]
         if len(clauses) > 1:
-            out.extend(c for c in clauses if len(tokenize(c).terms) >= 2)
+            out.extend(c for c in clauses if len(tokenize(c, s_lang).terms) >= 2)
     return out
 
 
 def _intent_relevance(an: TextAnalysis, intent: Intent, best: Sentence | None) -> str:
     """Say concretely how the text serves the intent: which terms, how often, where."""
-    topics = ", ".join(an.surface[t] for t, _ in an.top_terms(3)) or "no identifiable topic"
+    topics = (
+        ", ".join(an.surface[t] for t, _ in (an.topics(3) or an.top_terms(3)))
+        or "no identifiable topic"
+    )
     if not intent.terms:
         return (
             f"The intent {intent.label} names no topic to look for, so relevance cannot be "
             f"measured; the text is mainly about {topics}."
         )
-    m = match_intent(an, intent)
-    if not m.found:
+    kind, m = band(an, intent)
+    assert m is not None
+    if kind != "related":
+        if kind == "unrelated":
+            return (
+                f"None of the intent terms ({names(m.missing)}) appear in the text; it is mainly "
+                f"about {topics}, so it likely does not serve {intent.label}."
+            )
         return (
-            f"None of the intent terms ({names(m.missing)}) appear in the text; it is mainly "
-            f"about {topics}, so it likely does not serve {intent.label}."
+            f"The offline engine sees no shared meaning with {intent.label}: it matches words, "
+            f"not meaning, and the text never uses the intent's words ({names(m.missing)}). "
+            f"It may still serve it in other words; it is mainly about {topics}."
         )
     total = len(m.found) + len(m.missing)
-    text = f"Serves {intent.label}: mentions {len(m.found)} of {total} intent terms"
-    text += f" ({counts(m.found)})"
+    verdict = "Serves" if m.coverage >= WEAK_COVERAGE else "Shares little with"
+    text = f"{verdict} {intent.label}: mentions {len(m.found)} of {total} intent terms"
+    text += f" ({evidence(m.found)})"
     if m.missing:
         text += f" but not {names(m.missing, 4)}"
     text += "."
@@ -193,16 +230,28 @@ def _tl_dr(chosen: Sequence[Sentence]) -> tuple[str, list[Sentence]]:
 
 
 def _key_points(
-    an: TextAnalysis, chosen: Sequence[Sentence], used: Sequence[Sentence]
+    an: TextAnalysis,
+    ranked: Sequence[tuple[float, Sentence]],
+    chosen: Sequence[Sentence],
+    used: Sequence[Sentence],
 ) -> list[str]:
-    """3-7 distinct points: ranked sentences, then their clauses, then facts about the text."""
+    """3-7 distinct points: finished sentences (no headings, bylines or captions) by rank,
+    then their clauses, then the tl;dr's own sentences, then headings, and only for a text
+    too short for any of that, facts about the text."""
     k = min(6, 3 + len(an.sentences) // 15)
-    rest = [s for s in chosen if s not in used]
-    body = sorted(rest[:k] if len(rest) >= 3 else chosen[:k], key=lambda s: s.index)
+    good = [s for s in chosen if _is_point(s)]
+    if len(good) < k:
+        more = _select([(v, s) for v, s in ranked if _is_point(s) and s not in good], 2 * k)
+        good += [s for s in more if not any(_near_duplicate(s, g) for g in good)]
+    rest = [s for s in good if s not in used]
+    body = sorted(rest[:k] if len(rest) >= 3 else good[:k], key=lambda s: s.index)
     points = dedupe((trim(s.text, LINE_MAX) for s in body), 7)
     if len(points) < 3:
-        clauses = (trim(c, LINE_MAX) for c in _clause_points(chosen))
+        clauses = (trim(c, LINE_MAX) for c in _clause_points(good, an.lang))
         points = dedupe([*points, *clauses], 3)
+    if len(points) < 3:
+        headings = (trim(s.text, LINE_MAX) for s in chosen if s.words >= 3)
+        points = dedupe([*points, *headings], 3)
     if len(points) < 3:
         # The facts are >= 3 mutually distinct strings, so this always reaches 3.
         points = dedupe([*points, *fact_points(an, an.reading_time_min)], 7)
@@ -212,7 +261,7 @@ def _key_points(
 def summarize_text(inp: EngineInput) -> Summary:
     """An extractive, intent-aware summary of ``inp.text``."""
     an = analyze(inp.text)
-    intent = parse_intent(inp.intent)
+    intent = parse_intent(inp.intent, an.lang)
     ranked = _rank(an, intent)
     chosen = _select(ranked, 8)
     if chosen:
@@ -227,7 +276,7 @@ def summarize_text(inp: EngineInput) -> Summary:
     best = next((s for _, s in ranked if wanted.intersection(s.terms)), None)
     return Summary(
         tl_dr=tl_dr,
-        key_points=_key_points(an, chosen, used),
+        key_points=_key_points(an, ranked, chosen, used),
         intent_relevance=trim(_intent_relevance(an, intent, best), RELEVANCE_MAX),
         reading_time_min=an.reading_time_min,
         lang=inp.lang or an.lang,

@@ -1,4 +1,12 @@
-"""Four or five todos shaped by the text's genre and the intent."""
+"""Todos from the text's own instructions, else a few honest ones shaped by its genre.
+
+A how-to text's instructions (:mod:`.instructions`) become todos in its own
+words. A text that gives none gets fewer, plainer todos: read it, note what it
+means for the intent, decide; one more fitting its genre (check a study's
+method, weigh an argument, put a coming date in the calendar). Titles never
+paste lists of terms, never quote a title cut short, and name a date only
+when it is still ahead of the capture.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +15,11 @@ from typing import Final, Literal
 
 from readdod.engines.base import EngineInput
 from readdod.engines.local.analysis import TextAnalysis, analyze
-from readdod.engines.local.card import display_title
-from readdod.engines.local.intent import Intent, match_intent, names, parse_intent
-from readdod.engines.local.wording import join_and, quote, reading_phrase, trim
+from readdod.engines.local.instructions import find_instructions
+from readdod.engines.local.intent import parse_intent
+from readdod.engines.local.wording import normalize_space, reading_phrase
 from readdod.models import Score, Summary, Todo, TodoKind, Todos
+from readdod.text.dates import find_dates
 
 Genre = Literal["tutorial", "research", "opinion", "news", "reference", "general"]
 
@@ -90,29 +99,82 @@ def detect_genre(text: str, words: int) -> Genre:
     return best if scores[best] >= GENRE_THRESHOLD else "general"
 
 
-_MONTHS: Final = (
-    "January|February|March|April|May|June|July|August|September|October|November|December"
-)
-_DATE_RE: Final = re.compile(rf"\b(?:{_MONTHS})(?:\s+\d{{1,2}})?\b|\b(?:19|20)\d{{2}}\b")
-_FUTURE_RE: Final = re.compile(
-    r"\b(?:will|next|from|until|starts?|begins?|expected|deadline|scheduled)\b", re.IGNORECASE
-)
+#: The rubric's minimum (models.Todos).
+MIN_TODOS: Final = 3
+#: Most todos taken from the text: the list also needs a note (kind output) and room to read.
+MAX_STEPS: Final = 5
+#: A title longer than this is referred to as "this text" rather than quoted.
+TITLE_QUOTE_MAX: Final = 70
+#: A date's sentence longer than this is not quoted in a todo.
+DATE_SENTENCE_MAX: Final = 150
+
+Item = tuple[str, TodoKind, int]
 
 
-def _next_date(an: TextAnalysis) -> str | None:
-    """The first sentence that names a date and looks ahead ("work will begin in May")."""
+def _ref(inp: EngineInput) -> str:
+    """The text's title in quotes when it has a short one; else "this text"."""
+    title = normalize_space(inp.title or "")
+    if not title or len(title) > TITLE_QUOTE_MAX or title.endswith(("…", "...")):
+        return "this text"
+    return f"“{title}”"
+
+
+def coming_date(an: TextAnalysis, captured_at: int | None) -> Item | None:
+    """A todo for the first date in the text still ahead of the capture; None without one
+    (or without a capture time to compare with)."""
+    if captured_at is None:
+        return None
     for s in an.sentences:
-        if not s.code and _DATE_RE.search(s.text) and _FUTURE_RE.search(s.text):
-            return s.text
+        if s.code:
+            continue
+        ahead = [d for d in find_dates(s.text) if d.ahead_of(captured_at)]
+        if not ahead:
+            continue
+        if len(s.text) <= DATE_SENTENCE_MAX and "…" not in s.text:
+            return (f"Put the date in your calendar: {s.text}", "action", 5)
+        return (f"Put {ahead[0].text} in your calendar", "action", 5)
     return None
 
 
-def _focus(an: TextAnalysis, intent: Intent, n: int) -> list[str]:
-    """What the text says about the intent: intent terms found (most frequent first), then
-    the text's own most frequent terms."""
-    found = sorted(match_intent(an, intent).found, key=lambda h: -h.count)
-    labels = [h.label for h in found] + [an.surface[t] for t, _ in an.top_terms(n)]
-    return list(dict.fromkeys(labels))[:n]
+def _step_minutes(title: str) -> int:
+    return max(5, min(30, len(title.split()) // 2))
+
+
+def _generic(rec: str, ref: str, goal: str, rt: int) -> list[Item]:
+    """Read, note, decide: what any text asks of its reader, sized by the recommendation."""
+    if rec == "read":
+        return [
+            (f"Read {ref} in full ({reading_phrase(rt)})", "read", rt),
+            (f"Write a short note on what {ref} means for {goal}", "output", 10),
+            ("Decide what you will do differently after reading it", "action", 5),
+        ]
+    if rec == "skim":
+        return [
+            (f"Skim {ref} for the parts that bear on {goal}", "read", max(1, rt // 3)),
+            (f"Note the one point from {ref} worth keeping", "output", 5),
+            ("Decide whether it deserves a full read", "action", 2),
+        ]
+    return [
+        (f"Glance at the opening of {ref} to confirm it does not serve {goal}", "read", 1),
+        (f"Note where else to look for {goal}", "output", 5),
+        (f"Archive {ref} if it does not serve {goal}", "action", 1),
+    ]
+
+
+def _genre_todo(genre: Genre, ref: str, rt: int) -> Item | None:
+    if genre == "research":
+        return (
+            "Check how the study was done (sample, method) before relying on its findings",
+            "learn",
+            15,
+        )
+    if genre == "opinion":
+        return ("Decide whether you agree with the argument, and why", "action", 10)
+    if genre == "reference":
+        return (f"Bookmark {ref} where you keep references", "action", 2)
+    if genre == "tutorial":
+        return (f"Try what {ref} shows on a real case of your own", "action", rt * 2 + 10)
+    return None
 
 
 def _clamp_minutes(n: int) -> int:
@@ -120,99 +182,41 @@ def _clamp_minutes(n: int) -> int:
 
 
 def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
-    """Four or five todos shaped by genre, one of kind 'output': a tutorial gets "Try the
-    steps", research "Write a note on the findings", an opinion piece "Decide whether you
-    agree", news "Write down what changed", a reference "Write a cheat sheet".
-
-    The first todos name the intent, so the list says what the reading is for; a page to skip
-    also gets "Find a better source" naming the intent terms it never mentions.
-    """
+    """3-7 todos: the text's own instructions when it gives some (plus a note of kind
+    'output' and, for a text worth reading, reading it), else read / note / decide and at
+    most one fitting the genre or a coming date."""
     an = analyze(inp.text)
-    intent = parse_intent(inp.intent)
+    intent = parse_intent(inp.intent, an.lang)
     genre = detect_genre(inp.text, an.words)
-    title = quote(display_title(inp, an), 60)
-    topics = join_and(_focus(an, intent, 3)) or "the key points"
+    ref = _ref(inp)
     goal = intent.label
     rt = summary.reading_time_min
-    items: list[tuple[str, TodoKind, int]]
-    if genre == "tutorial":
-        has_code = any(s.code for s in an.sentences) or _CODE_RE.search(inp.text) is not None
-        made = "working commands or code" if has_code else "steps"
-        items = [
-            (f"Try the steps from {title} yourself, aiming at {goal}", "action", rt * 3 + 10),
-            (f"Write down the {made} from {title} that you will use for {goal}", "output", 15),
-            (f"Look up anything unclear about {topics} before relying on it", "learn", 10),
-        ]
-    elif genre == "research":
-        items = [
-            (
-                f"Write a note on the findings of {title} and what they mean for {goal}",
-                "output",
-                20,
-            ),
-            (f"Check the method and evidence behind the claims about {topics}", "learn", 15),
-            (f"Save the key reference from {title} where you keep sources", "action", 5),
-        ]
-    elif genre == "opinion":
-        items = [
-            (f"Decide whether you agree with the argument of {title} for {goal}", "action", 10),
-            (
-                f"Write a short response: where you agree or disagree with {title}, and why",
-                "output",
-                15,
-            ),
-            (f"Find one counter-argument or independent source on {topics}", "learn", 15),
-        ]
-    elif genre == "news":
-        when = _next_date(an)
-        follow: tuple[str, TodoKind, int] = (
-            (f"Put the next date in your calendar: {quote(when, 100)}", "action", 5)
-            if when
-            else (f"Check in a week for a follow-up on {topics}", "action", 5)
-        )
-        items = [
-            (f"Write down what changed, per {title}, and what it means for {goal}", "output", 10),
-            follow,
-            (f"Find a second source on {topics} before acting on it", "learn", 15),
-        ]
-    elif genre == "reference":
-        has_code = any(s.code for s in an.sentences)
-        practice: tuple[str, TodoKind, int] = (
-            (f"Try two of the examples from {title} on a real case", "action", 10)
-            if has_code
-            else (f"Test yourself on {topics} without looking at {title}", "learn", 10)
-        )
-        items = [
-            (f"Write a cheat sheet of the entries in {title} you need for {goal}", "output", 15),
-            practice,
-            (f"Bookmark {title} where you keep references", "action", 2),
-        ]
+    rec = score.recommendation
+    steps = find_instructions(inp.text, an.lang, MAX_STEPS) if rec != "skip" else []
+    items: list[Item]
+    if steps:
+        items = [(s, "action", _step_minutes(s)) for s in steps]
+        items.append(("Note which of these steps you will follow, and when", "output", 5))
+        if rec == "read":
+            items.append((f"Read {ref} in full ({reading_phrase(rt)})", "read", rt))
+        # One step and a note are too few: the reading todo and a decision fill the minimum.
+        items += _generic(rec, ref, goal, rt)[::2][: max(0, MIN_TODOS - len(items))]
     else:
-        items = [
-            (f"Write three takeaways from {title} that serve {goal}", "output", 10),
-            (f"Pick one idea about {topics} and act on it this week", "action", 15),
-            (f"Look further into {topics}", "learn", 20),
-        ]
-    if score.recommendation == "read":
-        items.append((f"Read {title} in full ({reading_phrase(rt)})", "read", rt))
-    elif score.recommendation == "skim":
-        items.append((f"Skim {title} for the parts about {topics}", "read", max(1, rt // 3)))
-    else:
-        missing = match_intent(an, intent).missing
-        if missing:
-            items.append(
-                (
-                    f"Find a better source for {goal}: this one never mentions {names(missing, 4)}",
-                    "learn",
-                    15,
-                )
-            )
-        items.append(
-            (f"Archive {title}: it matches {goal} poorly (score {score.match_score})", "action", 1)
-        )
-    return Todos(
-        items=[
-            Todo(title=trim(t, TODO_TITLE_MAX), kind=k, estimate_min=_clamp_minutes(m))
-            for t, k, m in items
-        ]
-    )
+        items = _generic(rec, ref, goal, rt)
+        extra = _genre_todo(genre, ref, rt) if rec != "skip" else None
+        if extra is not None and extra[0].startswith("Decide"):
+            items[2] = extra  # one decision is enough: the argument's
+        elif extra is not None:
+            items.append(extra)
+    if rec != "skip":
+        date = coming_date(an, inp.captured_at)
+        if date is not None and len(items) < 7:
+            items.append(date)
+    todos: list[Todo] = []
+    seen: set[str] = set()
+    for title, kind, minutes in items:
+        if len(title) > TODO_TITLE_MAX or title.casefold() in seen:
+            continue
+        seen.add(title.casefold())
+        todos.append(Todo(title=title, kind=kind, estimate_min=_clamp_minutes(minutes)))
+    return Todos(items=todos[:7])

@@ -3,10 +3,11 @@
 ``ai.base_url`` points it at OpenAI, Ollama, vLLM, llama.cpp's server or LM
 Studio. Each step renders a versioned prompt template (``templates/``,
 chosen by ``ai.profile``), asks for JSON matching the payload's generated
-JSON Schema (``response_format`` ``json_schema`` where the server supports
-it, ``json_object`` plus validation where not), and judges the answer with
-:mod:`readdod.rubric`. An invalid answer gets one repair request that tells
-the model what was wrong; a second invalid answer fails the step.
+JSON Schema in the most structured ``response_format`` the server takes
+(:mod:`.formats`), and judges the answer with :mod:`readdod.rubric`. An
+invalid answer gets one repair request that tells the model what was wrong
+(an answer cut at ``max_tokens`` is asked again, shorter, instead); a second
+invalid answer fails the step.
 
 Resilience, from the inside out:
 
@@ -22,7 +23,14 @@ Resilience, from the inside out:
 
 Text beyond the context budget (``ai.context_tokens``) is split on paragraph
 boundaries; the summary maps over the chunks and reduces their notes, each
-chunk's state kept in the step's :class:`ChunkLedger`.
+chunk's state kept in the step's :class:`ChunkLedger`. A server that answers
+that a request exceeds its context gets the text split again, smaller (to
+the context it names, else half), and the context it names is remembered.
+
+Every request carries ``max_tokens`` (``[ai.max_tokens]``, per step) and is
+streamed; the response format is learned from the server's answers and
+remembered per server and model in ``model-servers.json`` in the data
+directory (:mod:`.formats`, :mod:`.servers`).
 
 The card is assembled from the run's summary, score and todos; the model
 only names it (title and one-liner), so the card cannot drift from what the
@@ -31,7 +39,9 @@ earlier steps decided.
 One module per concept: :mod:`.templates` (the prompts), :mod:`.answers`
 (what is asked for and how an answer is judged), :mod:`.budget` (tokens and
 chunks), :mod:`.limits` (rpm/tpm), :mod:`.tally` (what a step cost),
-:mod:`.errors` (the library's exceptions as readdod's codes),
+:mod:`.errors` (the library's exceptions as readdod's codes), :mod:`.formats`
+(what a server accepts, told from its answers), :mod:`.servers` (what was
+learned, kept),
 :mod:`.transport` (one request through every safeguard), :mod:`.asking`
 (one typed answer, one repair) and :mod:`.steps` (the map over chunks, the
 card). :class:`OpenAIEngine` composes them into the four steps.
@@ -40,12 +50,16 @@ card). :class:`OpenAIEngine` composes them into the four steps.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import anyio
 
 from readdod import schemas
 from readdod.clock import Clock
 from readdod.config import AIConfig
-from readdod.engines.base import EngineInput, EngineOutput, current_hooks
+from readdod.engines.base import EngineInput, EngineOutput, ModelUsage, current_hooks
 from readdod.engines.openai.answers import CardText, ChunkNotes, struct_schema
 from readdod.engines.openai.asking import Asker
 from readdod.engines.openai.budget import (
@@ -55,8 +69,9 @@ from readdod.engines.openai.budget import (
     estimate_tokens,
     split_paragraphs,
 )
-from readdod.engines.openai.errors import CLIENT_TIMEOUT_RATIO
+from readdod.engines.openai.errors import CLIENT_TIMEOUT_RATIO, ContextExceeded
 from readdod.engines.openai.limits import MAX_NAP_S, RateLimiter
+from readdod.engines.openai.servers import FILENAME, ServerMemory
 from readdod.engines.openai.steps import (
     assemble_card,
     common_values,
@@ -67,7 +82,7 @@ from readdod.engines.openai.steps import (
 )
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import Template, load_template
-from readdod.engines.openai.transport import Transport, display_url
+from readdod.engines.openai.transport import CLOSE_S, Transport, display_url
 from readdod.errors import ConfigError
 from readdod.logging import add_secret, get_logger
 from readdod.models import Card, Score, Summary, Todos
@@ -82,7 +97,9 @@ __all__ = [
     "ChunkNotes",
     "OpenAIEngine",
     "RateLimiter",
+    "ServerMemory",
     "Template",
+    "budget_for",
     "clip_tokens",
     "estimate_tokens",
     "load_template",
@@ -92,6 +109,16 @@ __all__ = [
 ]
 
 log = get_logger("readdod.engines.openai")
+T = TypeVar("T")
+
+#: How often one step splits its text smaller after the server said it does not fit.
+RESPLITS: Final = 3
+
+
+def budget_for(context_tokens: int) -> int:
+    """Tokens of text one request may carry in a context of ``context_tokens``: the rest is
+    kept for the prompt, the schema and the answer."""
+    return max(context_tokens - RESERVED_TOKENS, 256)
 
 
 def read_api_key(env_name: str, environ: dict[str, str] | None = None) -> str | None:
@@ -115,7 +142,7 @@ class OpenAIEngine:
     """The :class:`readdod.engines.base.Engine` for OpenAI-compatible servers."""
 
     name: str = "openai"
-    version: str = "1"
+    version: str = "2"
 
     def __init__(
         self,
@@ -123,6 +150,7 @@ class OpenAIEngine:
         *,
         environ: dict[str, str] | None = None,
         clock: Clock | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         if cfg.circuit_failures > cfg.attempts:
             raise ConfigError(
@@ -136,102 +164,171 @@ class OpenAIEngine:
         add_secret(key)
         if key is None:
             log.info("ai.no_api_key", api_key_env=cfg.api_key_env, base_url=self.server)
-        self.transport = Transport(cfg, api_key=key, server=self.server, clock=clock)
-        self.asker = Asker(self.transport, cfg.profile)
-        self.budget = max(cfg.context_tokens - RESERVED_TOKENS, 256)
+        #: What this server took before (format, context), kept in the data directory.
+        self.memory = ServerMemory(state_dir / FILENAME if state_dir is not None else None)
+        self.transport = Transport(
+            cfg, api_key=key, server=self.server, clock=clock, memory=self.memory
+        )
+        self.asker = Asker(self.transport, cfg.profile, cfg.max_tokens)
+        #: The context each model is known to have, once smaller than ai.context_tokens.
+        self.contexts: dict[str, int] = {}
+
+    @property
+    def budget(self) -> int:
+        """The text budget of ``ai.model`` in tokens."""
+        return budget_for(self.context_of(self.cfg.model))
+
+    def context_of(self, model: str) -> int:
+        if model not in self.contexts:
+            learned = self.memory.get(self.server, model).context_tokens
+            self.contexts[model] = min(self.cfg.context_tokens, learned or self.cfg.context_tokens)
+        return self.contexts[model]
 
     def circuit_state(self) -> str:
         return self.transport.circuit.state.value
 
+    def model_usage(self) -> ModelUsage:
+        return self.transport.usage
+
     async def aclose(self) -> None:
-        await self.transport.aclose()
+        """Close the client's connections; shielded and bounded, so a cancelled caller
+        (a deadline, a shutdown) still closes them."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_S):
+            await self.transport.aclose()
         log.info("ai.closed", base_url=self.server)
 
     def model_for(self, step: str) -> str:
         per_step: str | None = getattr(self.cfg, f"model_{step}", None)
         return per_step or self.cfg.model
 
+    async def _fitted(self, model: str, run: Callable[[int], Awaitable[T]]) -> T:
+        """``run(budget)``, with the text split smaller each time the server says the
+        request exceeds its context."""
+        for _ in range(RESPLITS):
+            context = self.context_of(model)
+            try:
+                return await run(budget_for(context))
+            except ContextExceeded as exc:
+                said = exc.server_context
+                smaller = said if said is not None and said < context else context // 2
+                if budget_for(smaller) >= budget_for(context):
+                    raise
+                log.warning(
+                    "ai.context_exceeded",
+                    base_url=self.server,
+                    model=model,
+                    context_tokens=context,
+                    server_context=said,
+                    next_context=smaller,
+                )
+                self.contexts[model] = smaller
+                if said is not None:
+                    self.memory.remember(self.server, model, context=said)
+        return await run(budget_for(self.context_of(model)))
+
     async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
         require_text(inp.text)
         hooks = current_hooks()
-        tally = Tally(self.model_for("summary"))
+        model = self.model_for("summary")
+        tally = Tally(model)
         schema = schemas.json_schema("summary")
-        if estimate_tokens(inp.text) <= self.budget:
-            payload = await self.asker.ask(
-                "summary",
-                Summary,
-                schema,
-                "summary",
-                {**common_values(inp), "text": inp.text},
-                tally,
-                hooks,
-            )
-        else:
-            notes = await map_chunks(self.asker, inp, self.budget, tally, hooks)
-            payload = await self.asker.ask(
+        computed = {"reading_time_min": reading_minutes(inp.text)}
+
+        async def run(budget: int) -> Summary:
+            if estimate_tokens(inp.text) <= budget:
+                return await self.asker.ask(
+                    "summary",
+                    Summary,
+                    schema,
+                    "summary",
+                    common_values(inp),
+                    tally,
+                    hooks,
+                    material=inp.text,
+                    computed=computed,
+                )
+            notes = await map_chunks(self.asker, inp, budget, tally, hooks)
+            return await self.asker.ask(
                 "summary",
                 Summary,
                 schema,
                 "summary_reduce",
-                {
-                    **common_values(inp),
-                    "total": str(len(notes)),
-                    "reading_time_min": str(reading_minutes(inp.text)),
-                    "notes": clip_tokens(render_notes(notes), self.budget),
-                },
+                {**common_values(inp), "total": str(len(notes))},
                 tally,
                 hooks,
+                material=clip_tokens(render_notes(notes), budget),
+                heading="Notes",
+                computed=computed,
             )
+
+        payload = await self._fitted(model, run)
         payload.reading_time_min = reading_minutes(inp.text)
         return tally.output(payload)
 
+    async def _about_text(
+        self,
+        step: str,
+        kind: str,
+        typ: type[T],
+        schema: dict[str, Any],
+        values: dict[str, str],
+        inp: EngineInput,
+    ) -> EngineOutput[T]:
+        """One answer about the article (clipped to the budget), the run's shared prefix."""
+        model = self.model_for(step)
+        tally = Tally(model)
+        hooks = current_hooks()
+
+        async def run(budget: int) -> T:
+            return await self.asker.ask(
+                kind,
+                typ,
+                schema,
+                step,
+                values,
+                tally,
+                hooks,
+                material=clip_tokens(inp.text, budget),
+            )
+
+        return tally.output(await self._fitted(model, run))
+
     async def score(self, inp: EngineInput, summary: Summary) -> EngineOutput[Score]:
         require_text(inp.text)
-        tally = Tally(self.model_for("score"))
-        payload = await self.asker.ask(
-            "score",
-            Score,
-            schemas.json_schema("score"),
-            "score",
-            {**digest_values(inp, summary), "text": clip_tokens(inp.text, self.budget)},
-            tally,
-            current_hooks(),
+        return await self._about_text(
+            "score", "score", Score, schemas.json_schema("score"), digest_values(inp, summary), inp
         )
-        return tally.output(payload)
 
     async def todos(self, inp: EngineInput, summary: Summary, score: Score) -> EngineOutput[Todos]:
-        tally = Tally(self.model_for("todos"))
-        payload = await self.asker.ask(
-            "todos",
-            Todos,
-            schemas.json_schema("todos"),
-            "todos",
-            {
-                **digest_values(inp, summary),
-                "match_score": str(score.match_score),
-                "priority": score.priority,
-                "recommendation": score.recommendation,
-            },
-            tally,
-            current_hooks(),
+        values = {
+            **digest_values(inp, summary),
+            "match_score": str(score.match_score),
+            "priority": score.priority,
+            "recommendation": score.recommendation,
+        }
+        return await self._about_text(
+            "todos", "todos", Todos, schemas.json_schema("todos"), values, inp
         )
-        return tally.output(payload)
 
     async def card(
         self, inp: EngineInput, summary: Summary, score: Score, todos: Todos
     ) -> EngineOutput[Card]:
-        tally = Tally(self.model_for("card"))
-        words = await self.asker.ask(
-            "card_text",
-            CardText,
-            struct_schema(CardText),
-            "card",
-            {
-                **digest_values(inp, summary),
-                "priority": score.priority,
-                "match_score": str(score.match_score),
-            },
-            tally,
-            current_hooks(),
+        values = {
+            **digest_values(inp, summary),
+            "priority": score.priority,
+            "match_score": str(score.match_score),
+        }
+        out = await self._about_text(
+            "card", "card_text", CardText, struct_schema(CardText), values, inp
         )
-        return tally.output(assemble_card(words, inp, summary, score, todos))
+        card = assemble_card(out.payload, inp, summary, score, todos)
+        return EngineOutput(
+            payload=card,
+            template_version=out.template_version,
+            model=out.model,
+            prompt_tokens=out.prompt_tokens,
+            completion_tokens=out.completion_tokens,
+            cached_tokens=out.cached_tokens,
+            latency_ms=out.latency_ms,
+            attempts=out.attempts,
+        )

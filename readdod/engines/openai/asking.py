@@ -1,8 +1,13 @@
 """Asking the model for one typed answer: the prompt, the request, one repair.
 
-The system and user prompts are rendered from the profile's templates; an
-answer that fails :func:`~readdod.engines.openai.answers.judge` is sent back
-once with what was wrong, and a second wrong answer fails the step.
+Every prompt has the same long part first, the system text and the article
+(:func:`Asker.messages`), and the step's own instruction and schema after it,
+so a server with a prompt cache (llama.cpp, vLLM, OpenAI) reads the article
+once per run. An answer that fails
+:func:`~readdod.engines.openai.answers.judge` is sent back once with what was
+wrong; an answer cut off at ``max_tokens`` is not sent back (it would only
+fill the context again): the question is asked again with a request to be
+brief. A second wrong answer fails the step.
 """
 
 from __future__ import annotations
@@ -11,8 +16,9 @@ import json
 from typing import Any, TypeVar
 
 from readdod import retrying
+from readdod.config import AnswerTokens
 from readdod.engines.base import StepHooks
-from readdod.engines.openai.answers import judge, problem_list, still_invalid
+from readdod.engines.openai.answers import judge, model_schema, problem_list, still_invalid
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import load_template
 from readdod.engines.openai.transport import Messages, Transport
@@ -25,9 +31,34 @@ T = TypeVar("T")
 class Asker:
     """Typed answers from one server, in one prompt profile (``ai.profile``)."""
 
-    def __init__(self, transport: Transport, profile: str) -> None:
+    def __init__(self, transport: Transport, profile: str, max_tokens: AnswerTokens) -> None:
         self.transport = transport
         self.profile = profile
+        self.max_tokens = max_tokens
+
+    def messages(
+        self, template: str, values: dict[str, str], material: str, heading: str, asked: str
+    ) -> tuple[Messages, str]:
+        """The prompt: system text and article first (shared by the run's steps), then the
+        step's instruction and the schema; and the step template's version."""
+        system = load_template("system", self.profile)
+        article = load_template("article", self.profile)
+        task = load_template(template, self.profile)
+        answer = load_template("answer", self.profile)
+        prefix = article.body.substitute(
+            intent=values["intent"], title=values["title"], heading=heading, material=material
+        )
+        user = (
+            prefix.rstrip("\n")
+            + "\n\n---\n"
+            + task.body.substitute(values).rstrip("\n")
+            + "\n"
+            + answer.body.substitute(schema=asked)
+        )
+        return [
+            {"role": "system", "content": system.body.template.strip()},
+            {"role": "user", "content": user},
+        ], task.version
 
     async def ask(
         self,
@@ -40,39 +71,63 @@ class Asker:
         hooks: StepHooks,
         on_retry: retrying.OnRetry | None = None,
         on_attempt: retrying.OnAttempt | None = None,
+        *,
+        material: str,
+        heading: str = "Text",
+        computed: dict[str, Any] | None = None,
     ) -> T:
-        """Ask for one ``typ``: the request, its retries, one repair, the typed failure."""
-        system = load_template("system", self.profile)
-        user = load_template(template, self.profile)
-        tally.templates.append(user.version)
-        messages: Messages = [
-            {
-                "role": "system",
-                "content": system.body.substitute(
-                    artifact=kind, schema=json.dumps(schema, ensure_ascii=False)
-                ),
-            },
-            {"role": "user", "content": user.body.substitute(values)},
-        ]
+        """Ask for one ``typ``: the request, its retries, one repair, the typed failure.
+
+        ``material`` is what the prompt is about (the article, a chunk, notes);
+        ``computed`` fields are readdod's own and are not asked for.
+        """
+        asked = model_schema(schema, computed or {})
+        messages, version = self.messages(
+            template, values, material, heading, json.dumps(asked, ensure_ascii=False)
+        )
+        tally.templates.append(version)
+        max_tokens: int = getattr(self.max_tokens, kind)
         problems: list[str] = []
         parsed = True
+        cut = False
         for turn in range(2):
-            content = await self.transport.complete(
-                tally, messages, kind, schema, hooks, on_retry, on_attempt
+            answer = await self.transport.complete(
+                tally, messages, kind, asked, max_tokens, hooks, on_retry, on_attempt
             )
-            payload, problems, parsed = judge(kind, typ, content)
+            payload, problems, parsed = judge(
+                kind, typ, answer.content, schema=schema, computed=computed
+            )
             if payload is not None and not problems:
                 return payload
-            if turn == 0:
-                repair = load_template("repair", self.profile)
-                tally.templates.append(repair.version)
-                log.info("ai.repair", kind=kind, problems=problems[:5])
-                messages = [
-                    *messages,
-                    {"role": "assistant", "content": content},
-                    {
-                        "role": "user",
-                        "content": repair.body.substitute(problems=problem_list(problems)),
-                    },
+            cut = answer.finish_reason == "length"
+            if cut:
+                problems = [
+                    f"the answer was cut off at max_tokens ({max_tokens} tokens)",
+                    *problems,
                 ]
-        raise still_invalid(kind, problems, parsed)
+            if turn == 0:
+                log.info("ai.repair", kind=kind, truncated=cut, problems=problems[:5])
+                if cut:
+                    note = load_template("truncated", self.profile)
+                    tally.templates.append(note.version)
+                    first = messages[:2]
+                    messages = [
+                        first[0],
+                        {
+                            "role": "user",
+                            "content": first[1]["content"]
+                            + note.body.substitute(max_tokens=max_tokens),
+                        },
+                    ]
+                else:
+                    repair = load_template("repair", self.profile)
+                    tally.templates.append(repair.version)
+                    messages = [
+                        *messages,
+                        {"role": "assistant", "content": answer.content},
+                        {
+                            "role": "user",
+                            "content": repair.body.substitute(problems=problem_list(problems)),
+                        },
+                    ]
+        raise still_invalid(kind, problems, parsed, f"ai.max_tokens.{kind}" if cut else None)

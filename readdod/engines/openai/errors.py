@@ -7,21 +7,44 @@ breaker: only an unreachable server or a 5xx counts against it.
 
 from __future__ import annotations
 
+import re
 from typing import Final, Literal
 
 import openai
 
 from readdod import retrying
 from readdod.config import AIConfig
+from readdod.engines.openai import formats
 from readdod.errors import AIError, ErrorCode
 
 #: The client gives up this much before readdod's own deadline, so its error is the one seen.
 CLIENT_TIMEOUT_RATIO: Final = 0.9
 
+#: The most characters of a server's own error message that readdod's messages quote.
+QUOTE_CHARS: Final = 300
+
 #: ``down`` (counts against the circuit), ``answered`` (the server is up), ``neutral``
-#: (a timeout says neither), ``fallback`` (retry in JSON mode) or ``foreign`` (not a
+#: (a timeout says neither), ``fallback`` (the server named the response format: ask in
+#: the next one), ``adapt`` (the server named a request parameter readdod can change),
+#: ``context`` (the request does not fit the model's context) or ``foreign`` (not a
 #: request failure: let it through).
-Verdict = Literal["down", "answered", "neutral", "fallback", "foreign"]
+Verdict = Literal["down", "answered", "neutral", "fallback", "adapt", "context", "foreign"]
+
+
+class ContextExceeded(AIError):
+    """The request does not fit the model's context; ``server_context``: its size, if said."""
+
+    def __init__(self, message: str, server_context: int | None, debug: str | None) -> None:
+        super().__init__(message, code=ErrorCode.AI_PROVIDER_ERROR, retryable=False, debug=debug)
+        self.server_context = server_context
+
+
+def quote(exc: openai.APIStatusError) -> str:
+    """The server's own explanation of an error answer, shortened for a person."""
+    text = formats.error_text(exc.body, fallback=str(exc.message or ""))
+    if len(text) > QUOTE_CHARS:
+        text = text[: QUOTE_CHARS - 1].rstrip() + "…"
+    return f': "{text}"' if text else ""
 
 
 class Down(Exception):
@@ -66,19 +89,61 @@ def map_status(exc: openai.APIStatusError, where: str, api_key_env: str) -> AIEr
             retryable=False,
         )
     return AIError(
-        f"the model server {where} answered HTTP {status}",
+        f"the model server {where} answered HTTP {status}{quote(exc)}",
         code=ErrorCode.AI_PROVIDER_ERROR,
         retryable=status in (408, 409),
         debug=str(exc.body)[:1000] if exc.body is not None else None,
     )
 
 
+def _about_request(exc: openai.APIStatusError) -> tuple[str, Verdict | None]:
+    """What an error answer's own words say it is about: the format, the context, a
+    parameter readdod can change, or none of those."""
+    text = formats.error_text(exc.body, fallback=str(exc.message or ""))
+    said = f"{text} {formats.error_code(exc.body)}"
+    if exc.status_code in (400, 413, 422, 500) and formats.context_overflow(said):
+        return text, "context"
+    if exc.status_code in (400, 422) and re.search(
+        r"max_completion_tokens|stream_options", said, re.I
+    ):
+        return text, "adapt"
+    if exc.status_code not in (401, 403, 404, 429) and formats.names_format(said):
+        return text, "fallback"
+    return text, None
+
+
 def classify(
     exc: Exception, *, server: str, model: str, cfg: AIConfig, mode: str
 ) -> tuple[AIError | None, Verdict]:
     """Type a failed request to ``server``: (error, verdict); ``mode``: the response format
-    the request asked for (``json_schema`` or ``json_object``)."""
+    the request asked for (one of :data:`formats.LADDER`)."""
     where = f"{server} (model {model})"
+    if isinstance(exc, openai.APIStatusError):
+        text, about = _about_request(exc)
+        if about == "context":
+            # llama-server gives its context as a field of the error: n_ctx.
+            size = formats.context_size(text) or formats.context_size(str(exc.body))
+            fits = f"at most {size}, the server's context" if size else "what the server has"
+            return ContextExceeded(
+                f"the text does not fit the context of the model at {where}{quote(exc)};"
+                f" readdod splits texts to fit ai.context_tokens: set it to {fits}",
+                size,
+                str(exc.body)[:1000] if exc.body is not None else None,
+            ), "context"
+        if about == "adapt":
+            # The error stands if readdod has nothing left to change.
+            return map_status(exc, where, cfg.api_key_env), "adapt"
+        if about == "fallback":
+            if cfg.structured_output == "auto" and formats.next_format(mode) is not None:
+                return None, "fallback"
+            return AIError(
+                f"the model server {where} does not take the response format {mode!r}"
+                f'{quote(exc)}; set ai.structured_output to "auto" so readdod finds one'
+                " it takes",
+                code=ErrorCode.AI_PROVIDER_ERROR,
+                retryable=False,
+                debug=str(exc.body)[:1000] if exc.body is not None else None,
+            ), "answered"
     if isinstance(exc, TimeoutError):
         return AIError(
             f"the model server {where} did not answer within {cfg.timeout_s:g} s (ai.timeout_s)",
@@ -107,17 +172,11 @@ def classify(
         ), "down"
     if isinstance(exc, openai.InternalServerError):
         return AIError(
-            f"the model server {where} failed (HTTP {exc.status_code})",
+            f"the model server {where} failed (HTTP {exc.status_code}){quote(exc)}",
             code=ErrorCode.AI_PROVIDER_ERROR,
             retryable=True,
             debug=str(exc.body)[:1000] if exc.body is not None else None,
         ), "down"
-    if (
-        isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError)
-        and mode == "json_schema"
-        and cfg.structured_output == "auto"
-    ):
-        return None, "fallback"
     if isinstance(exc, openai.APIStatusError):
         return map_status(exc, where, cfg.api_key_env), "answered"
     if isinstance(exc, ValueError):

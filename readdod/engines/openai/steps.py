@@ -73,16 +73,12 @@ async def map_chunks(
                 ChunkNotes,
                 schema,
                 "summary_chunk",
-                {
-                    **common_values(inp),
-                    "number": str(idx + 1),
-                    "total": str(len(chunks)),
-                    "text": piece,
-                },
+                {**common_values(inp), "number": str(idx + 1), "total": str(len(chunks))},
                 tally,
                 hooks,
                 on_retry,
                 on_attempt,
+                material=piece,
             )
         except StepError as exc:
             if ledger is not None:

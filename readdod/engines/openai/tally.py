@@ -16,6 +16,8 @@ class Tally:
         self.model = model
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        #: Prompt tokens the server took from its cache; None when it does not say.
+        self.cached_tokens: int | None = None
         self.latency_ms = 0.0
         self.requests = 0
         self.templates: list[str] = []
@@ -27,6 +29,7 @@ class Tally:
             model=self.model,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
+            cached_tokens=self.cached_tokens,
             latency_ms=round(self.latency_ms),
             attempts=self.requests,
         )

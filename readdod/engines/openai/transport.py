@@ -1,15 +1,23 @@
 """One chat completion, sent through every safeguard readdod keeps around a model server.
 
-From the inside out: the client never retries by itself and gives up before
-readdod's deadline (``ai.timeout_s``); ``ai.concurrency`` bounds requests in
-flight and ``ai.rpm``/``ai.tpm`` requests and tokens per minute; the
-:class:`CircuitBreaker` parks requests while the server is down; and
-:mod:`readdod.retrying` retries what a retry may fix, each retry recorded
+From the inside out: every request carries ``max_tokens`` and is streamed, so
+a request readdod gives up on (``ai.timeout_s``) closes its connection and a
+server that honours the disconnect stops generating instead of keeping the
+next request waiting; the client never retries by itself; ``ai.concurrency``
+bounds requests in flight and ``ai.rpm``/``ai.tpm`` requests and tokens per
+minute; the :class:`CircuitBreaker` parks requests while the server is down;
+and :mod:`readdod.retrying` retries what a retry may fix, each retry recorded
 through the step's hooks.
+
+The response format is learned from the server's answers (:mod:`.formats`):
+an error that names the format moves the request one step down the ladder,
+at once and without counting against the circuit, and the format that works
+is remembered per server and model (:class:`.servers.ServerMemory`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -17,19 +25,21 @@ import urllib.parse
 from typing import Any, cast
 
 import anyio
+import openai
 from openai import AsyncOpenAI
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
-from openai.types.chat.completion_create_params import ResponseFormat
+from openai.types import CompletionUsage
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from readdod import retrying
 from readdod.clock import Clock
 from readdod.config import AIConfig
-from readdod.engines.base import StepHooks, StepStopped
+from readdod.engines.base import ModelUsage, StepHooks, StepStopped
 from readdod.engines.circuit import CircuitBreaker, State
-from readdod.engines.openai.answers import bare_schema
-from readdod.engines.openai.budget import ANSWER_TOKENS, estimate_tokens
+from readdod.engines.openai import formats
+from readdod.engines.openai.budget import estimate_tokens
 from readdod.engines.openai.errors import CLIENT_TIMEOUT_RATIO, Down, classify
 from readdod.engines.openai.limits import RateLimiter
+from readdod.engines.openai.servers import ServerMemory
 from readdod.engines.openai.tally import Tally
 from readdod.errors import AIError, ErrorCode
 from readdod.logging import get_logger
@@ -37,6 +47,53 @@ from readdod.logging import get_logger
 log = get_logger("readdod.engines.openai")
 
 Messages = list[dict[str, str]]
+
+#: Seconds a closing stream may take once readdod gave up on it.
+CLOSE_S = 2.0
+
+
+class StreamBroken(Exception):
+    """A streamed answer that ended without finishing: the connection broke, or no
+    finish reason came."""
+
+
+@dataclasses.dataclass
+class Answer:
+    """One streamed answer, put together: its text, why it ended, what it cost."""
+
+    content: str = ""
+    refusal: str = ""
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def add(self, chunk: ChatCompletionChunk) -> None:
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta is not None:
+                self.content += delta.content or ""
+                self.refusal += getattr(delta, "refusal", None) or ""
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        self.count(chunk.usage, chunk.model_extra)
+
+    def count(self, usage: CompletionUsage | None, extra: dict[str, Any] | None) -> None:
+        """The tokens an answer says it cost: ``usage``, and llama.cpp's ``timings``."""
+        if usage is not None:
+            self.prompt_tokens = usage.prompt_tokens
+            self.completion_tokens = usage.completion_tokens
+            details = usage.prompt_tokens_details
+            if details is not None and details.cached_tokens is not None:
+                self.cached_tokens = details.cached_tokens
+        # llama.cpp's server: tokens evaluated (prompt_n) and taken from its cache (cache_n).
+        timings = (extra or {}).get("timings")
+        if isinstance(timings, dict):
+            fresh, cached = timings.get("prompt_n"), timings.get("cache_n")
+            if isinstance(cached, int):
+                self.cached_tokens = cached
+                if isinstance(fresh, int) and self.prompt_tokens is None:
+                    self.prompt_tokens = fresh + cached
 
 
 def display_url(url: str) -> str:
@@ -52,7 +109,13 @@ class Transport:
     """Requests to one OpenAI-compatible server, with their limits, circuit and retries."""
 
     def __init__(
-        self, cfg: AIConfig, *, api_key: str | None, server: str, clock: Clock | None = None
+        self,
+        cfg: AIConfig,
+        *,
+        api_key: str | None,
+        server: str,
+        clock: Clock | None = None,
+        memory: ServerMemory | None = None,
     ) -> None:
         self.cfg = cfg
         self.server = server
@@ -74,11 +137,25 @@ class Transport:
         )
         self.limiter = RateLimiter(cfg.rpm, cfg.tpm)
         self.slots = anyio.CapacityLimiter(cfg.concurrency)
-        #: The response format asked for; ``auto`` falls back to ``json_object`` once.
-        self.mode = "json_object" if cfg.structured_output == "json_object" else "json_schema"
+        self.memory = memory or ServerMemory(None)
+        #: The response format each model is asked in, once known.
+        self.modes: dict[str, str] = {}
+        #: Request parameters this server refused, and what replaces them.
+        self.token_param = "max_tokens"
+        self.usage_in_stream = True
+        self.usage = ModelUsage()
 
     async def aclose(self) -> None:
         await self.client.close()
+
+    def mode(self, model: str) -> str:
+        """The response format ``model`` is asked in: ``ai.structured_output``, else learned."""
+        if self.cfg.structured_output != "auto":
+            return self.cfg.structured_output
+        if model not in self.modes:
+            known = self.memory.get(self.server, model).format
+            self.modes[model] = known if known in formats.LADDER else formats.LADDER[0]
+        return self.modes[model]
 
     async def complete(
         self,
@@ -86,35 +163,41 @@ class Transport:
         messages: Messages,
         kind: str,
         schema: dict[str, Any],
+        max_tokens: int,
         hooks: StepHooks,
         on_retry: retrying.OnRetry | None,
         on_attempt: retrying.OnAttempt | None = None,
-    ) -> str:
+    ) -> Answer:
         """The model's answer to ``messages``, after the retries it needed; its cost tallied."""
 
-        async def attempt() -> Any:
-            return await self._request(tally, messages, kind, schema, hooks)
+        async def attempt() -> Answer:
+            return await self._request(tally, messages, kind, schema, max_tokens, hooks)
 
-        resp = await retrying.call(attempt, self.policy, on_retry or hooks.on_retry, on_attempt)
-        if resp.usage is not None:
-            tally.prompt_tokens += resp.usage.prompt_tokens or 0
-            tally.completion_tokens += resp.usage.completion_tokens or 0
-        if not resp.choices:
-            return ""
-        choice = resp.choices[0]
-        message = choice.message
-        refusal = getattr(message, "refusal", None)
-        if refusal or choice.finish_reason == "content_filter":
+        answer = await retrying.call(attempt, self.policy, on_retry or hooks.on_retry, on_attempt)
+        tally.prompt_tokens += answer.prompt_tokens or 0
+        tally.completion_tokens += answer.completion_tokens or 0
+        if answer.cached_tokens is not None:
+            tally.cached_tokens = (tally.cached_tokens or 0) + answer.cached_tokens
+        self.usage.prompt_tokens += answer.prompt_tokens or 0
+        self.usage.completion_tokens += answer.completion_tokens or 0
+        if answer.refusal or answer.finish_reason == "content_filter":
             raise AIError(
-                f"the model declined to write the {kind}: {str(refusal or 'content filter')[:300]}",
+                f"the model declined to write the {kind}:"
+                f" {(answer.refusal or 'content filter')[:300]}",
                 code=ErrorCode.AI_REFUSED,
                 retryable=False,
             )
-        return message.content or ""
+        return answer
 
     async def _request(
-        self, tally: Tally, messages: Messages, kind: str, schema: dict[str, Any], hooks: StepHooks
-    ) -> Any:
+        self,
+        tally: Tally,
+        messages: Messages,
+        kind: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        hooks: StepHooks,
+    ) -> Answer:
         """One request, parked while the circuit is open; raises a retryable AIError otherwise."""
         noted = False
         last: AIError | None = None
@@ -134,7 +217,7 @@ class Transport:
                     },
                 )
             try:
-                return await self._once(tally, messages, kind, schema, hooks)
+                return await self._once(tally, messages, kind, schema, max_tokens, hooks)
             except Down as down:
                 if self.circuit.state is State.CLOSED:
                     raise down.error from down
@@ -146,15 +229,17 @@ class Transport:
         messages: Messages,
         kind: str,
         schema: dict[str, Any],
+        max_tokens: int,
         hooks: StepHooks,
-    ) -> Any:
+    ) -> Answer:
         """One request through the circuit, the limits and the deadline; errors typed."""
         model = tally.model
-        tokens = sum(estimate_tokens(m["content"]) for m in messages) + ANSWER_TOKENS
+        tokens = sum(estimate_tokens(m["content"]) for m in messages) + max_tokens
         stop_reason = hooks.stop_reason
         give_up = (lambda: stop_reason() is not None) if stop_reason is not None else None
         on_wait = functools.partial(self._note_throttled, hooks) if hooks.note else None
         while True:
+            mode = self.mode(model)
             probe = await self.circuit.enter(give_up=give_up)
             if probe is None:
                 raise StepStopped((stop_reason() if stop_reason else None) or "stop")
@@ -162,24 +247,35 @@ class Transport:
                 if not await self.limiter.acquire(tokens, on_wait=on_wait, give_up=give_up):
                     raise StepStopped((stop_reason() if stop_reason else None) or "stop")
                 async with self.slots:
+                    # Read once the slot is ours: a request queued behind the one that
+                    # found the format goes out in it.
+                    mode = self.mode(model)
                     tally.requests += 1
+                    self.usage.requests += 1
                     started = time.perf_counter()
+                    answer: Answer | None = None
                     try:
-                        resp = await self._send(model, messages, kind, schema)
+                        answer = await self._send(model, messages, kind, schema, max_tokens, mode)
                     finally:
-                        tally.latency_ms += (time.perf_counter() - started) * 1000
+                        spent = time.perf_counter() - started
+                        tally.latency_ms += spent * 1000
+                        self._logged(model, kind, mode, max_tokens, spent, answer)
             except Exception as exc:
                 error, verdict = classify(
-                    exc, server=self.server, model=model, cfg=self.cfg, mode=self.mode
+                    exc, server=self.server, model=model, cfg=self.cfg, mode=mode
                 )
                 if verdict == "fallback":
-                    log.info("ai.structured_output_fallback", base_url=self.server)
-                    self.mode = "json_object"
+                    self._step_down(model, mode, exc)
                     self.circuit.succeeded()
                     continue
+                if verdict == "adapt" and self._adapt(exc):
+                    self.circuit.succeeded()
+                    continue
+                code = error.error_code if error is not None else ErrorCode.INTERNAL_ERROR
+                self.usage.errors[code] = self.usage.errors.get(code, 0) + 1
                 if verdict == "down":
                     self.circuit.failed()
-                elif verdict == "answered":
+                elif verdict in ("answered", "context", "adapt"):
                     self.circuit.succeeded()
                 elif probe:
                     self.circuit.abandoned()
@@ -193,26 +289,126 @@ class Transport:
                     self.circuit.abandoned()
                 raise
             self.circuit.succeeded()
-            return resp
+            assert answer is not None
+            return answer
+
+    def _logged(
+        self,
+        model: str,
+        kind: str,
+        mode: str,
+        max_tokens: int,
+        spent: float,
+        answer: Answer | None,
+    ) -> None:
+        """One line per request: the format, its limit, its time and what it cost."""
+        got = answer or Answer()
+        log.info(
+            "ai.request",
+            base_url=self.server,
+            model=model,
+            kind=kind,
+            format=mode,
+            max_tokens=max_tokens,
+            seconds=round(spent, 3),
+            answered=answer is not None,
+            finish_reason=got.finish_reason,
+            prompt_tokens=got.prompt_tokens,
+            cached_tokens=got.cached_tokens,
+            completion_tokens=got.completion_tokens,
+        )
+
+    def _step_down(self, model: str, mode: str, exc: Exception) -> None:
+        """The server named the format ``mode``: ask ``model`` in the next one from now on."""
+        nxt = formats.next_format(mode)
+        assert nxt is not None
+        log.info(
+            "ai.structured_output_fallback",
+            base_url=self.server,
+            model=model,
+            refused=mode,
+            next=nxt,
+            message=str(exc)[:300],
+        )
+        self.modes[model] = nxt
+        self.memory.remember(self.server, model, format=nxt)
+
+    def _adapt(self, exc: Exception) -> bool:
+        """Change the request parameter the server refused; False when nothing is left to
+        change."""
+        said = str(exc)
+        if "max_completion_tokens" in said and self.token_param == "max_tokens":
+            self.token_param = "max_completion_tokens"
+        elif "stream_options" in said and self.usage_in_stream:
+            self.usage_in_stream = False
+        else:
+            return False
+        log.info("ai.request_adapted", base_url=self.server, message=said[:300])
+        return True
 
     async def _send(
-        self, model: str, messages: Messages, kind: str, schema: dict[str, Any]
-    ) -> ChatCompletion:
-        fmt: dict[str, Any]
-        if self.mode == "json_schema":
-            fmt = {
-                "type": "json_schema",
-                "json_schema": {"name": kind, "schema": bare_schema(schema), "strict": False},
-            }
-        else:
-            fmt = {"type": "json_object"}
+        self,
+        model: str,
+        messages: Messages,
+        kind: str,
+        schema: dict[str, Any],
+        max_tokens: int,
+        mode: str,
+    ) -> Answer:
+        params: dict[str, Any] = {
+            "model": model,
+            "messages": cast("list[ChatCompletionMessageParam]", messages),
+            "temperature": self.cfg.temperature,
+            self.token_param: max_tokens,
+            "stream": True,
+        }
+        if self.usage_in_stream:
+            params["stream_options"] = {"include_usage": True}
+        fmt = formats.response_format(mode, kind, schema)
+        if fmt is not None:
+            params["response_format"] = fmt
         with anyio.fail_after(self.cfg.timeout_s):
-            return await self.client.chat.completions.create(
-                model=model,
-                messages=cast("list[ChatCompletionMessageParam]", messages),
-                temperature=self.cfg.temperature,
-                response_format=cast("ResponseFormat", fmt),
-            )
+            try:
+                return await self._streamed(params)
+            except StreamBroken as broken:
+                # Some servers fail a streamed request after its 200 (llama-cpp-python on a
+                # prompt beyond its context): asked whole, they answer with the error itself.
+                log.info("ai.stream_broken", base_url=self.server, error=str(broken)[:300])
+                whole = {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
+                return await self._whole(whole)
+
+    async def _streamed(self, params: dict[str, Any]) -> Answer:
+        answer = Answer()
+        stream = await self.client.chat.completions.create(**params)
+        try:
+            async for chunk in stream:
+                answer.add(chunk)
+        except openai.APITimeoutError:
+            raise  # a slow server, not a broken answer: timed as any request
+        except openai.APIConnectionError as exc:
+            raise StreamBroken(f"the answer broke off: {exc.__cause__ or exc!r}") from exc
+        except openai.APIError:
+            raise  # an error event in the stream: the server's answer
+        except Exception as exc:
+            # The connection broke mid-stream (the HTTP library's own error type).
+            raise StreamBroken(f"the answer broke off: {exc!r}") from exc
+        finally:
+            # Closing the connection is what tells the server to stop generating.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_S):
+                await stream.close()
+        if answer.finish_reason is None:
+            raise StreamBroken("the answer ended without a finish reason")
+        return answer
+
+    async def _whole(self, params: dict[str, Any]) -> Answer:
+        resp = await self.client.chat.completions.create(**params)
+        answer = Answer()
+        for choice in resp.choices[:1]:
+            answer.content = choice.message.content or ""
+            answer.refusal = getattr(choice.message, "refusal", None) or ""
+            answer.finish_reason = choice.finish_reason
+        answer.count(resp.usage, resp.model_extra)
+        return answer
 
     async def _note_throttled(self, hooks: StepHooks, limit: str, wait_s: float) -> None:
         assert hooks.note is not None

@@ -12,17 +12,20 @@ purpose: it runs whole inside one transaction, so a read-check-write
 sequence within it is atomic.
 
 The queries are grouped by concept, one Protocol each (items, leases, runs,
-artifacts, records, reports, todos); :class:`UnitOfWork` is all of them, and a unit
+artifacts, records, reports, todos, feeds); :class:`UnitOfWork` is all of them, and a unit
 asks for no less.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from readdod.store.api.artifacts import ArtifactQueries
+from readdod.store.api.daemons import DaemonQueries
+from readdod.store.api.feeds import FeedQueries
 from readdod.store.api.items import ItemQueries
 from readdod.store.api.leases import LeaseQueries
 from readdod.store.api.records import RecordQueries
@@ -32,6 +35,8 @@ from readdod.store.api.todos import TodoQueries
 from readdod.store.rows import BackupResult, StoreCounters
 
 T = TypeVar("T")
+#: The largest notice :meth:`Store.notify` carries (PostgreSQL's NOTIFY takes under 8000 bytes).
+NOTICE_MAX_BYTES: Final = 7900
 
 
 class UnitOfWork(
@@ -41,7 +46,9 @@ class UnitOfWork(
     ArtifactQueries,
     RecordQueries,
     ReportQueries,
+    FeedQueries,
     TodoQueries,
+    DaemonQueries,
     Protocol,
 ):
     """The named queries one unit of work may run, inside the store's transaction.
@@ -79,9 +86,23 @@ class Store(Protocol):
         """A consistent copy of the whole database at ``dest``, while work goes on."""
         ...
 
+    async def notify(self, payload: str) -> None:
+        """Hand ``payload`` (at most :data:`NOTICE_MAX_BYTES` of UTF-8) to every listener of
+        this database, in this process or another (PostgreSQL: ``NOTIFY``)."""
+        ...
+
+    def listen(self) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        """The payloads notified from now on, in the order they were sent, until the block
+        ends. Best effort: a listener that falls behind, or whose connection drops, loses
+        notices, so what it is told must also be found another way (a poll)."""
+        ...
+
 
 __all__ = [
+    "NOTICE_MAX_BYTES",
     "ArtifactQueries",
+    "DaemonQueries",
+    "FeedQueries",
     "ItemQueries",
     "LeaseQueries",
     "RecordQueries",

@@ -1,11 +1,12 @@
 """The plumbing every PostgreSQL query runs through: one connection inside the store's
 transaction, and the statements it ran, counted.
 
-The connection is in pipeline mode: a statement whose answer nobody reads
-(an event appended, a run's step) goes out without waiting for the server,
-together with the next one; reading rows waits for them, and so does
-:meth:`PostgresUnitBase.changed` (a compare-and-set's row count). A unit of
-a few writes and one read costs about one round trip, not one a statement.
+Each statement waits for the server's answer before the next goes out. Not
+pipeline mode, which would save round trips: a daemon frozen (a paused VM,
+SIGSTOP) between two pipelined statements, no Sync sent, holds its row locks
+with no timeout to end them, and the other daemons could never take its
+items; waiting for each answer keeps the session "idle in transaction",
+which the server ends (``IDLE_IN_TRANSACTION_MS``).
 ``IN`` lists are arrays (``= ANY(%s)``), one statement shape whatever their
 length, so the server's prepared statements are reused.
 """
@@ -48,15 +49,8 @@ def assignments(fields: dict[str, Any], allowed: frozenset[str]) -> tuple[str, l
 class PostgresUnitBase:
     """One connection inside the store's transaction, and the count of statements run."""
 
-    def __init__(
-        self,
-        conn: psycopg.Connection[Any],
-        *,
-        writing: bool,
-        pipeline: psycopg.Pipeline | None = None,
-    ) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], *, writing: bool) -> None:
         self.conn = conn
-        self.pipeline = pipeline
         #: Inside a writing unit: a lease check locks the item's row until the commit.
         self.writing = writing
         #: Statement executions through this unit.
@@ -68,9 +62,7 @@ class PostgresUnitBase:
         return self.conn.execute(sql, params)
 
     def changed(self, cur: psycopg.Cursor[Any]) -> int:
-        """The rows ``cur``'s statement changed, once the server has answered it."""
-        if self.pipeline is not None:
-            self.pipeline.sync()
+        """The rows ``cur``'s statement changed."""
         return cur.rowcount
 
     def one(self, sql: str, params: Params = ()) -> Any:

@@ -18,8 +18,10 @@ from readdod.store.rows import (
     ARTIFACT_COLUMNS,
     ATTEMPT_COLUMNS,
     CHUNK_COLUMNS,
+    DAEMON_COLUMNS,
     EVENT_COLUMNS,
     EXPORT_COLUMNS,
+    FEED_COLUMNS,
     ITEM_COLUMNS,
     RUN_COLUMNS,
 )
@@ -35,6 +37,8 @@ _TABLES = {
     "attempt": ATTEMPT_COLUMNS,
     "chunk": CHUNK_COLUMNS,
     "export": EXPORT_COLUMNS,
+    "feed": FEED_COLUMNS,
+    "daemon": DAEMON_COLUMNS,
 }
 
 #: The files of ``sql/``, in the order they are read: fragments first.
@@ -47,6 +51,8 @@ SQL_FILES = (
     "records.sql",
     "reports.sql",
     "todos.sql",
+    "feeds.sql",
+    "daemons.sql",
 )
 
 

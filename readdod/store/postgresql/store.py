@@ -51,7 +51,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -63,6 +63,8 @@ import stamina.instrumentation
 
 from readdod.errors import InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
+from readdod.store.api import NOTICE_MAX_BYTES
+from readdod.store.postgresql import notifications
 from readdod.store.postgresql.backup import dump_database, shown_dsn
 from readdod.store.postgresql.schema import migrate
 from readdod.store.postgresql.unit import PostgresUnitOfWork
@@ -136,22 +138,12 @@ def _store_error(exc: BaseException) -> BaseException:
     return InternalError(f"database error: {exc}")
 
 
-def _settle(pipe: psycopg.Pipeline) -> None:
-    """Wait for what the pipeline sent; an error there is the one being handled already."""
-    try:
-        pipe.sync()
-    except psycopg.Error:
-        pass
-
-
-def _rollback(conn: psycopg.Connection[Any], pipe: psycopg.Pipeline) -> None:
+def _rollback(conn: psycopg.Connection[Any]) -> None:
     """Undo the open transaction; on a broken connection the pool throws it away instead."""
     if conn.broken:
         return
-    _settle(pipe)
     try:
         conn.execute("ROLLBACK")
-        pipe.sync()
     except psycopg.Error:
         pass  # the error that made the unit fail is the one to report
 
@@ -372,17 +364,15 @@ class PostgresStore:
 
     def _unit(self, fn: Callable[[PostgresUnitOfWork], T], begin: str) -> tuple[T, int]:
         """In a worker thread: ``fn`` inside one transaction; (its result, statements)."""
-        with self._lend() as conn, conn.pipeline() as pipe:
+        with self._lend() as conn:
             conn.execute(begin)
-            tx = PostgresUnitOfWork(conn, writing=begin is _WRITE, pipeline=pipe)
+            tx = PostgresUnitOfWork(conn, writing=begin is _WRITE)
             try:
                 result = fn(tx)
-                pipe.sync()
             except BaseException:
-                _rollback(conn, pipe)
+                _rollback(conn)
                 raise
             conn.execute("COMMIT" if begin is _WRITE else "ROLLBACK")
-            pipe.sync()
             return result, tx.statements + 2
 
     async def write(self, fn: Callable[[PostgresUnitOfWork], T], *, alone: bool = False) -> T:
@@ -479,40 +469,28 @@ class PostgresStore:
         for job in batch:
             job.result = job.error = None
             job.requeue = False
-        with self._lend() as conn, conn.pipeline() as pipe:
+        with self._lend() as conn:
             conn.execute(_WRITE)
-            tx = PostgresUnitOfWork(conn, writing=True, pipeline=pipe)
+            tx = PostgresUnitOfWork(conn, writing=True)
             for job in batch:
                 if savepoints:
                     conn.execute("SAVEPOINT unit")
                 try:
                     job.result = job.fn(tx)
-                    if savepoints:
-                        pipe.sync()  # the unit's own errors surface here, not in the next
                 except Exception as exc:
                     if not savepoints or _batch_wide(exc):
-                        _rollback(conn, pipe)
+                        _rollback(conn)
                         if _batch_wide(exc):
                             raise
                         raise _Again from exc
-                    _settle(pipe)
                     conn.execute("ROLLBACK TO SAVEPOINT unit")
-                    pipe.sync()
                     self._failed(job, exc)
                 except BaseException:
-                    _rollback(conn, pipe)
+                    _rollback(conn)
                     raise
                 if savepoints:
                     conn.execute("RELEASE SAVEPOINT unit")
-            try:
-                pipe.sync()  # a write no unit read back may fail only now
-            except psycopg.Error as exc:
-                _rollback(conn, pipe)
-                if _batch_wide(exc):
-                    raise
-                raise _Again from exc
             conn.execute("COMMIT")
-            pipe.sync()
             return tx.statements + 2 + (2 * len(batch) if savepoints else 0)
 
     @staticmethod
@@ -560,6 +538,22 @@ class PostgresStore:
         """A consistent copy of the database at ``dest``, made by ``pg_dump`` (custom format,
         for ``pg_restore``); BackupUnsupported, naming the command to run, when it cannot."""
         return await dump_database(self._dsn, self._password, dest)
+
+    async def notify(self, payload: str) -> None:
+        if len(payload.encode()) > NOTICE_MAX_BYTES:
+            raise ValueError(f"a notice is at most {NOTICE_MAX_BYTES} bytes")
+
+        def send() -> None:
+            with self._pool.connection() as conn:
+                notifications.notify(conn, payload)
+
+        try:
+            await self._call(send)
+        except psycopg.Error as exc:
+            raise _store_error(exc) from exc
+
+    def listen(self) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        return notifications.listen(self._dsn, self._password)
 
     @property
     def dsn(self) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from readdod.store.postgresql.artifacts import PostgresArtifactQueries
+from readdod.store.postgresql.daemons import PostgresDaemonQueries
+from readdod.store.postgresql.feeds import PostgresFeedQueries
 from readdod.store.postgresql.items import PostgresItemQueries
 from readdod.store.postgresql.leases import PostgresLeaseQueries
 from readdod.store.postgresql.records import PostgresRecordQueries
@@ -24,6 +26,7 @@ from readdod.store.postgresql.todos import PostgresTodoQueries
 if TYPE_CHECKING:
     from readdod.store.api import (
         ArtifactQueries,
+        FeedQueries,
         ItemQueries,
         LeaseQueries,
         RecordQueries,
@@ -42,6 +45,8 @@ class PostgresUnitOfWork(
     PostgresRecordQueries,
     PostgresReportQueries,
     PostgresTodoQueries,
+    PostgresDaemonQueries,
+    PostgresFeedQueries,
 ):
     """Named operations over one connection, inside the store's transaction."""
 
@@ -55,4 +60,5 @@ if TYPE_CHECKING:
     _RECORDS: type[RecordQueries] = PostgresRecordQueries
     _REPORTS: type[ReportQueries] = PostgresReportQueries
     _TODOS: type[TodoQueries] = PostgresTodoQueries
+    _FEEDS: type[FeedQueries] = PostgresFeedQueries
     _UNIT: type[UnitOfWork] = PostgresUnitOfWork

@@ -19,8 +19,10 @@ from readdod.store.rows import (
     ARTIFACT_COLUMNS,
     ATTEMPT_COLUMNS,
     CHUNK_COLUMNS,
+    DAEMON_COLUMNS,
     EVENT_COLUMNS,
     EXPORT_COLUMNS,
+    FEED_COLUMNS,
     ITEM_COLUMNS,
     RUN_COLUMNS,
 )
@@ -36,6 +38,8 @@ _TABLES = {
     "attempt": ATTEMPT_COLUMNS,
     "chunk": CHUNK_COLUMNS,
     "export": EXPORT_COLUMNS,
+    "feed": FEED_COLUMNS,
+    "daemon": DAEMON_COLUMNS,
 }
 
 
@@ -56,7 +60,9 @@ SQL_FILES = (
     "artifacts.sql",
     "records.sql",
     "reports.sql",
+    "feeds.sql",
     "todos.sql",
+    "daemons.sql",
 )
 
 

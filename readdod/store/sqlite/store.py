@@ -47,7 +47,7 @@ import concurrent.futures
 import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -56,6 +56,8 @@ import anyio
 
 from readdod.errors import InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
+from readdod.store import channel as channels
+from readdod.store.api import NOTICE_MAX_BYTES
 from readdod.store.rows import BackupResult, StoreCounters
 from readdod.store.sqlite.backup import backup_database
 from readdod.store.sqlite.reader import Reader
@@ -362,6 +364,8 @@ class SqliteStore:
         self.statements = 0
         self.reads = 0
         self.read_statements = 0
+        #: Notices to the other users of this database (all in this process: one daemon).
+        self._channel = channels.LocalChannel()
 
     @classmethod
     @asynccontextmanager
@@ -382,14 +386,15 @@ class SqliteStore:
             raise
         store = cls(path, reader, writer)
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(store._write_loop)
-                tg.start_soon(store._checkpoint_loop, checkpointer)
-                try:
-                    yield store
-                finally:
-                    store._closed = True
-                    store._wake.set()
+            with channels.for_database(path) as store._channel:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(store._write_loop)
+                    tg.start_soon(store._checkpoint_loop, checkpointer)
+                    try:
+                        yield store
+                    finally:
+                        store._closed = True
+                        store._wake.set()
         finally:
             await reader.close()
             store._committer.shutdown()
@@ -571,6 +576,15 @@ class SqliteStore:
         """An online copy of the database to ``dest``, made in a worker thread
         (:func:`readdod.store.sqlite.backup.backup_database`)."""
         return await anyio.to_thread.run_sync(backup_database, self.path, dest)
+
+    async def notify(self, payload: str) -> None:
+        if len(payload.encode()) > NOTICE_MAX_BYTES:
+            raise ValueError(f"a notice is at most {NOTICE_MAX_BYTES} bytes")
+        self._channel.send(payload)
+        await anyio.lowlevel.checkpoint()
+
+    def listen(self) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        return self._channel.listen()
 
     def counters(self) -> StoreCounters:
         return StoreCounters(

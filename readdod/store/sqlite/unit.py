@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from readdod.store.sqlite.artifacts import SqliteArtifactQueries
+from readdod.store.sqlite.daemons import SqliteDaemonQueries
+from readdod.store.sqlite.feeds import SqliteFeedQueries
 from readdod.store.sqlite.items import SEARCH_WORDS_MAX, SqliteItemQueries, search_query
 from readdod.store.sqlite.leases import SqliteLeaseQueries
 from readdod.store.sqlite.records import SqliteRecordQueries
@@ -30,6 +32,8 @@ from readdod.store.sqlite.todos import SqliteTodoQueries
 if TYPE_CHECKING:
     from readdod.store.api import (
         ArtifactQueries,
+        DaemonQueries,
+        FeedQueries,
         ItemQueries,
         LeaseQueries,
         RecordQueries,
@@ -46,7 +50,9 @@ class SqliteUnitOfWork(
     SqliteArtifactQueries,
     SqliteRecordQueries,
     SqliteReportQueries,
+    SqliteFeedQueries,
     SqliteTodoQueries,
+    SqliteDaemonQueries,
 ):
     """Named operations over one connection, inside the store's transaction.
 
@@ -61,10 +67,12 @@ if TYPE_CHECKING:
     _ITEMS: type[ItemQueries] = SqliteItemQueries
     _LEASES: type[LeaseQueries] = SqliteLeaseQueries
     _RUNS: type[RunQueries] = SqliteRunQueries
+    _FEEDS: type[FeedQueries] = SqliteFeedQueries
     _ARTIFACTS: type[ArtifactQueries] = SqliteArtifactQueries
     _RECORDS: type[RecordQueries] = SqliteRecordQueries
     _REPORTS: type[ReportQueries] = SqliteReportQueries
     _TODOS: type[TodoQueries] = SqliteTodoQueries
+    _DAEMONS: type[DaemonQueries] = SqliteDaemonQueries
 
 #: The name callers have used for the unit of work.
 Tx = SqliteUnitOfWork

@@ -1,0 +1,97 @@
+"""Netscape bookmark HTML: what every browser exports, and Pocket's older HTML export.
+
+Each link is ``<DT><A HREF=... ADD_DATE=... TAGS="a,b">title</A>``, optionally
+followed by ``<DD>`` and a description the person wrote. Pocket's HTML export
+writes ``TIME_ADDED`` instead of ``ADD_DATE``. Folders (``<H3>``) are not kept.
+"""
+
+from __future__ import annotations
+
+import html.parser
+from collections.abc import Iterator
+
+import msgspec
+
+from readdod.capture.formats.entry import Entry, Problem, clean, from_epoch, tag_list
+
+#: Tags that end a ``<DD>`` description.
+_ENDS_NOTE = frozenset({"dt", "dl", "h3", "hr"})
+
+
+class _Reader(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[Entry | Problem] = []
+        self._link: dict[str, str | None] | None = None
+        self._line = 0
+        self._title: list[str] = []
+        self._last: Entry | None = None
+        self._note: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _ENDS_NOTE or tag == "a":
+            self._end_note()
+        if tag == "h3":
+            self._last = None  # a <DD> after a folder's name describes the folder
+        if tag == "a":
+            self._flush()
+            self._link = dict(attrs)
+            self._line = self.getpos()[0]
+            self._title = []
+        elif tag == "dd" and self._last is not None:
+            self._note = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._link is not None:
+            self._flush()
+        elif tag in _ENDS_NOTE:
+            self._end_note()
+
+    def handle_data(self, data: str) -> None:
+        if self._link is not None:
+            self._title.append(data)
+        elif self._note is not None:
+            self._note.append(data)
+
+    def close(self) -> None:
+        super().close()
+        self._flush()
+        self._end_note()
+
+    def _flush(self) -> None:
+        """The open link as an entry (it ends at ``</A>``, or at the next ``<A>``)."""
+        link, self._link = self._link, None
+        if link is None:
+            return
+        self._end_note()
+        href = clean(link.get("href"))
+        if href is None:
+            self.found.append(Problem(self._line, "a link without an address (no HREF)"))
+            self._last = None
+            return
+        self._last = Entry(
+            line=self._line,
+            url=href,
+            title=clean(" ".join("".join(self._title).split())),
+            tags=tag_list(link.get("tags") or "", ","),
+            saved_at=from_epoch(link.get("add_date") or link.get("time_added")),
+        )
+        self.found.append(self._last)
+
+    def _end_note(self) -> None:
+        """Attach the open ``<DD>`` text to the link before it."""
+        note, self._note = self._note, None
+        if note is None or self._last is None:
+            return
+        text = clean("".join(note))
+        if text:
+            # The link a <DD> belongs to is always the last thing read.
+            self._last = msgspec.structs.replace(self._last, note=text)
+            self.found[-1] = self._last
+
+
+def read(text: str) -> Iterator[Entry | Problem]:
+    reader = _Reader()
+    reader.feed(text)
+    reader.close()
+    yield from reader.found

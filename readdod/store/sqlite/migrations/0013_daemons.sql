@@ -1,0 +1,13 @@
+-- The daemon registry: every daemon that shares this database, as it last told it.
+-- One row per running daemon: it registers at start, beats with its heartbeat and
+-- leaves at a clean stop; a row silent for long is a dead daemon's.
+CREATE TABLE daemons (
+    daemon_id    TEXT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    version      TEXT NOT NULL,
+    started_at   INTEGER NOT NULL,
+    heartbeat_at INTEGER NOT NULL,
+    paused       INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+    in_flight    INTEGER NOT NULL DEFAULT 0 CHECK (in_flight >= 0)
+);

@@ -1,0 +1,29 @@
+-- Feeds readdod follows and the entries of each already captured.
+
+-- name: insert_feed
+INSERT INTO feeds ({feed_columns}) VALUES ({feed_params}) ON CONFLICT (url) DO NOTHING;
+
+-- name: feed
+SELECT {feed_columns} FROM feeds WHERE id = ?;
+
+-- name: feed_by_url
+SELECT {feed_columns} FROM feeds WHERE url = ?;
+
+-- name: feeds
+SELECT {feed_columns} FROM feeds ORDER BY created_at, id;
+
+-- name: feeds_due
+SELECT {feed_columns} FROM feeds WHERE next_poll_at <= ? ORDER BY next_poll_at, id LIMIT ?;
+
+-- name: next_feed_poll
+SELECT min(next_poll_at) FROM feeds;
+
+-- name: delete_feed_entries
+DELETE FROM feed_entries WHERE feed_id = ?;
+
+-- name: delete_feed
+DELETE FROM feeds WHERE id = ?;
+
+-- name: add_feed_entry
+INSERT INTO feed_entries (feed_id, key, item_id, seen_at) VALUES (?, ?, ?, ?)
+ ON CONFLICT (feed_id, key) DO NOTHING;

@@ -1,0 +1,99 @@
+"""What the browser tests share: the page that only a logged-in browser sees, a home
+with the host installed, the extension's copy, and the scripts run in its popup."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+EXTENSION = Path(__file__).resolve().parent.parent / "browser"
+#: Only a browser with the session behind the login sees this text: the daemon must get
+#: the page from the browser, never fetch it itself.
+SECRET = "The members-only tide table says high water at 14:07 on the north quay."
+PARAGRAPHS = [
+    SECRET,
+    "Harbour pilots plan each passage around the flood and the ebb, since the channel"
+    " over the bar carries barely two metres at low water springs.",
+    "A neap tide gives the smallest range of the month and the easiest crossing, while"
+    " a spring tide floods the saltings and runs hard through the narrows.",
+    "Sailors who arrive early anchor in the bay and wait for the young flood, then ride"
+    " it through the gap with the engine barely ticking over.",
+]
+READDOD = (sys.executable, "-m", "readdod")
+INTENT = "plan the crossing over the bar"
+#: Not ASCII: the title goes browser → host → daemon as UTF-8 JSON, untouched.
+TITLE = "Tides at the bar — Øresund, 潮汐 🌊"
+#: The statuses after which the popup stops following an item (its own list, not
+#: reachable from a WebDriver script: a page's ``const`` is no property of its window).
+SETTLED = [
+    *("READY", "SHIPPED", "ARCHIVED", "CAPTURED"),
+    *("FAILED_EXTRACTION", "FAILED_AI", "FAILED_EXPORT"),
+]
+
+
+def home_env(home: Path) -> dict[str, str]:
+    """The environment of a person whose home is ``home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("READDOD_", "XDG_"))}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+    )
+    return env
+
+
+def readdod_browser(env: dict[str, str], *args: str) -> None:
+    """``readdod browser ARGS`` as that person runs it; it must succeed."""
+    done = subprocess.run(
+        [*READDOD, "browser", *args], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def extension_copy(dest: Path) -> Path:
+    """``browser/`` with a host permission for the loopback test server: the toolbar
+    button grants ``activeTab`` when clicked, which a test cannot do."""
+    shutil.copytree(EXTENSION, dest)
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["host_permissions"] = ["http://127.0.0.1/*"]
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    return dest
+
+
+def submit_script(intent: str) -> str:
+    """A promise, run in the popup: type ``intent``, press Save, settle with what shows."""
+    return """
+    new Promise((resolve) => {
+      const done = () => {
+        const s = document.getElementById("status").dataset.state;
+        return ["error", "saved", ...SETTLED_STATES].includes(s);
+      };
+      const report = () => resolve({
+        state: document.getElementById("status").dataset.state,
+        text: document.getElementById("status").textContent,
+        card: document.getElementById("card").textContent,
+      });
+      const start = () => {
+        document.getElementById("intent").value = INTENT_TEXT;
+        document.getElementById("form").requestSubmit();
+        new MutationObserver(() => { if (done()) report(); })
+          .observe(document.getElementById("status"), { attributes: true, childList: true });
+      };
+      if (document.body.dataset.ready) start();
+      else new MutationObserver((_, obs) => {
+        if (document.body.dataset.ready) { obs.disconnect(); start(); }
+      }).observe(document.body, { attributes: true });
+    })
+    """.replace("INTENT_TEXT", json.dumps(intent)).replace("SETTLED_STATES", json.dumps(SETTLED))
+
+
+#: A promise, run in the popup: the intents it offers, once it has shown them.
+OFFERED_SCRIPT = (
+    "new Promise(r => { const f = () => document.body.dataset.ready ? r("
+    "[...document.querySelectorAll('#recent button')].map(b => b.textContent))"
+    " : setTimeout(f, 50); f(); })"
+)

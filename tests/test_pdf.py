@@ -1,0 +1,156 @@
+"""PDFs: extracted with their metadata, refused clearly when there is nothing to read,
+fetched by URL (whatever the server calls them) and captured from a file."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.pdfencrypt import StandardEncryption
+from reportlab.pdfgen import canvas
+
+from readdod.config import FetchConfig
+from readdod.errors import ErrorCode, ExtractionError
+from readdod.extraction.fetch import extract_url, make_client
+from readdod.extraction.pdf import extract_pdf
+from tests import pdfs
+from tests.daemon_proc import DaemonProc, run_cli
+from tests.pageserver import fast_fetch, serve
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip(".,").lower() for w in text.split() if w.strip(".,")]
+
+
+def test_text_metadata_and_page_count() -> None:
+    made = pdfs.headings(title="Field notes", author="Ada Writer")
+    got = extract_pdf(made.data, "https://example.org/notes.pdf")
+    assert got.title == "Field notes"
+    assert got.byline == "Ada Writer"
+    assert got.page_count == made.pages == 2
+    assert got.content_type == "application/pdf"
+    assert got.published_at is not None and got.published_at.endswith("Z")
+    assert got.extractor.startswith("pypdf/")
+    assert _words(got.text) == made.words
+    assert got.word_count == len(made.words)
+
+
+@pytest.mark.parametrize("make", [pdfs.two_columns, pdfs.table])
+def test_columns_and_tables_keep_every_word_in_reading_order(make: object) -> None:
+    assert callable(make)
+    made = make()
+    assert isinstance(made, pdfs.Made)
+    assert _words(extract_pdf(made.data).text) == made.words
+
+
+def test_a_scan_without_text_layer_says_it_needs_ocr() -> None:
+    with pytest.raises(ExtractionError) as info:
+        extract_pdf(pdfs.scanned().data, "https://example.org/scan.pdf")
+    assert info.value.code is ErrorCode.UNSUPPORTED_CONTENT and not info.value.retryable
+    assert "no text layer" in info.value.message and "OCR" in info.value.message
+    assert "https://example.org/scan.pdf" in info.value.message
+
+
+def _encrypted(user_password: str) -> bytes:
+    buf = io.BytesIO()
+    enc = StandardEncryption(user_password, ownerPassword="owner", strength=128)
+    c = canvas.Canvas(buf, pagesize=A4, encrypt=enc)
+    c.drawString(72, 720, "A locked page with a few words of text on it.")
+    c.save()
+    return buf.getvalue()
+
+
+def test_a_password_protected_pdf_is_refused_and_an_owner_locked_one_read() -> None:
+    with pytest.raises(ExtractionError) as info:
+        extract_pdf(_encrypted("secret"))
+    assert info.value.code is ErrorCode.UNSUPPORTED_CONTENT
+    assert "password" in info.value.message
+    # Only an owner password (printing, copying rights): anyone may read it.
+    assert "locked page" in extract_pdf(_encrypted("")).text
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"%PDF-1.7\n", b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\n%%EOF", pdfs.headings().data[:900]],
+)
+def test_a_damaged_pdf_is_a_parse_failure(data: bytes) -> None:
+    with pytest.raises(ExtractionError) as info:
+        extract_pdf(data)
+    assert info.value.code is ErrorCode.EXTRACTION_PARSE_FAILED and not info.value.retryable
+
+
+@pytest.mark.anyio
+async def test_fetched_by_url_whatever_the_server_calls_it() -> None:
+    made = pdfs.headings()
+    with serve() as srv:
+        srv.page("/paper.pdf", made.data, content_type="application/pdf")
+        srv.page("/download", made.data, content_type="application/octet-stream")
+        srv.redirect("/latest", "/paper.pdf")
+        srv.page("/scan.pdf", pdfs.scanned().data, content_type="application/pdf")
+        srv.page("/big.pdf", pdfs.long_document(pages=40).data, content_type="application/pdf")
+        cfg = FetchConfig(allow_private=True, max_bytes=20_000)
+        async with make_client(cfg) as client:
+            for path in ("/paper.pdf", "/download", "/latest"):
+                got = await extract_url(srv.url(path), client=client)
+                assert (got.title, got.page_count, got.source) == ("Field notes", 2, "fetched")
+                assert got.http_status == 200 and got.content_type == "application/pdf"
+            assert got.final_url == srv.url("/paper.pdf")
+            with pytest.raises(ExtractionError) as scan:
+                await extract_url(srv.url("/scan.pdf"), client=client)
+            assert scan.value.code is ErrorCode.UNSUPPORTED_CONTENT
+            with pytest.raises(ExtractionError) as big:
+                await extract_url(srv.url("/big.pdf"), client=client)
+            assert big.value.code is ErrorCode.EXTRACTION_TOO_LARGE
+
+
+def test_the_daemon_reads_a_pdf_link_and_a_pdf_file(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    made = pdfs.two_columns()
+    with serve() as srv:
+        url = srv.page("/cols.pdf", made.data, content_type="application/pdf")
+        d = DaemonProc(tmp_path, ai={"engine": "fixed"}, fetch=fast_fetch())
+        daemons.append(d)
+        d.start()
+        scan = srv.page("/scan.pdf", pdfs.scanned().data, content_type="application/pdf")
+        item = d.call("capture", {"url": url, "intent": "compare the layouts"})["item"]
+        d.wait_status("READY", 1)
+        failed = d.call("capture", {"url": scan, "intent": "read the scan"})["item"]
+        d.wait_status("FAILED_EXTRACTION", 1)
+        failure = d.call("get", {"id": failed["id"]})["item"]["failure"]
+        assert (failure["error_code"], failure["retryable"]) == ("UNSUPPORTED_CONTENT", False)
+        assert "OCR" in failure["message"] and failure["failed_step"] == "extract"
+        got = d.call("get", {"id": item["id"]})
+        extraction = got["artifacts"]["extraction"]["payload"]
+        assert got["item"]["title"] == "Two columns"
+        assert (extraction["byline"], extraction["page_count"]) == ("Col Umnist", 1)
+        assert _words(extraction["text"]) == made.words
+
+        paper = tmp_path / "paper.pdf"
+        paper.write_bytes(pdfs.headings(title="Local paper").data)
+        out = run_cli(d, "capture", "--pdf", str(paper), "-i", "read it", "--json")
+        assert out.returncode == 0, out.stderr
+        captured = d.call("get", {"id": json.loads(out.stdout)["item"]["id"]})
+        assert captured["item"]["title"] == "Local paper"
+        assert captured["item"]["source_type"] == "text"
+
+
+def test_capture_pdf_refuses_a_scan_or_a_non_pdf_before_sending(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = DaemonProc(tmp_path, daemon={"auto_process": False})
+    daemons.append(d)
+    d.start()
+    scan = tmp_path / "scan.pdf"
+    scan.write_bytes(pdfs.scanned().data)
+    out = run_cli(d, "capture", "--pdf", str(scan), "-i", "x")
+    assert out.returncode == 1
+    assert "UNSUPPORTED_CONTENT" in out.stderr and "OCR" in out.stderr and "scan.pdf" in out.stderr
+    page = tmp_path / "page.html"
+    page.write_text("<p>hello</p>")
+    out = run_cli(d, "capture", "--pdf", str(page), "-i", "x")
+    assert out.returncode == 1 and "is not a PDF" in out.stderr
+    assert d.call("list", {})["items"] == []
