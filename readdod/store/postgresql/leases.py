@@ -48,7 +48,8 @@ class PostgresLeaseQueries(PostgresUnitBase):
         self, item_id: str, owner: str, run_id: str, *, token: int | None = None
     ) -> bool:
         sql = Q["holds_lease_locked" if self.writing else "holds_lease"]
-        return self.one(sql, (item_id, owner, run_id, token)) is not None
+        # Only the item row: nothing held back bears on it.
+        return self.execute_now(sql, (item_id, owner, run_id, token)).fetchone() is not None
 
     def update_fenced(
         self, item_id: str, owner: str, run_id: str, *, token: int | None = None, **fields: Any
