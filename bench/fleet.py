@@ -66,8 +66,10 @@ def databases(dsn: str | None) -> Iterator[Any]:
 
     cluster = pg.Cluster().start()
     try:
-        # The test cluster runs with fsync=off; a benchmark of durable work must not.
-        cluster.execute("ALTER SYSTEM SET fsync = on")
+        # The test cluster runs with fsync, synchronous_commit and full_page_writes off; a
+        # benchmark of durable work must not: a commit answers once its WAL is on disk.
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            cluster.execute(f"ALTER SYSTEM SET {setting} = on")
         cluster.execute("SELECT pg_reload_conf()")
         yield cluster
     finally:
