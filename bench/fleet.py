@@ -41,7 +41,15 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from bench._common import Daemon, article, capture_all, parse_ts, percentiles, report
+from bench._common import (
+    Daemon,
+    article,
+    capture_all,
+    parse_ts,
+    percentiles,
+    report,
+    store_counters,
+)
 from bench.throughput import STEPS, _item_writes
 from readdod.store.rows import ITEM_COLUMNS, RUN_COLUMNS
 
@@ -58,8 +66,10 @@ def databases(dsn: str | None) -> Iterator[Any]:
 
     cluster = pg.Cluster().start()
     try:
-        # The test cluster runs with fsync=off; a benchmark of durable work must not.
-        cluster.execute("ALTER SYSTEM SET fsync = on")
+        # The test cluster runs with fsync, synchronous_commit and full_page_writes off; a
+        # benchmark of durable work must not: a commit answers once its WAL is on disk.
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            cluster.execute(f"ALTER SYSTEM SET {setting} = on")
         cluster.execute("SELECT pg_reload_conf()")
         yield cluster
     finally:
@@ -116,8 +126,9 @@ def _fleet(root: Path, dsn: str, count: int, **daemon: Any) -> list[Daemon]:
 
 def fleet_run(
     dbs: Any, root: Path, daemons: int, items: int, *, concurrency: int, batch_size: int
-) -> tuple[float, float, str]:
-    """One fleet on a fresh database: (capture s, process s, its DSN)."""
+) -> tuple[float, float, str, dict[str, int]]:
+    """One fleet on a fresh database: (capture s, process s, its DSN, the fleet's store
+    counters while processing, summed over its daemons)."""
     dsn = dbs.new_database()
     ds = _fleet(root, dsn, daemons, concurrency=concurrency, batch_size=batch_size)
     try:
@@ -137,15 +148,21 @@ def fleet_run(
         for t in threads:
             t.join()
         capture_s = time.perf_counter() - t0
+        before = [store_counters(d) or {} for d in ds]
         t1 = time.perf_counter()
         ds[0].call("resume")
         done = _wait_count(dsn, "READY", items)
+        after = [store_counters(d) or {} for d in ds]
+        counters: dict[str, int] = {}
+        for b, a in zip(before, after, strict=True):
+            for k, v in a.items():
+                counters[k] = counters.get(k, 0) + v - b.get(k, 0)
         for d in ds:
             assert d.stop() == 0
     finally:
         for d in ds:
             d.close()
-    return capture_s, done - t1, dsn
+    return capture_s, done - t1, dsn, counters
 
 
 class _Replay:
@@ -225,7 +242,7 @@ def throughput(args: argparse.Namespace) -> None:
         for count in args.daemons:
             rates = []
             for r in range(args.runs):
-                capture_s, process_s, last_dsn = fleet_run(
+                capture_s, process_s, last_dsn, counters = fleet_run(
                     dbs,
                     Path(tmp) / f"n{count}-r{r}",
                     count,
@@ -233,12 +250,21 @@ def throughput(args: argparse.Namespace) -> None:
                     concurrency=args.concurrency,
                     batch_size=args.batch_size,
                 )
-                rates.append((args.items / process_s, args.items / capture_s))
-            rates.sort()
+                rates.append((args.items / process_s, args.items / capture_s, counters))
+            rates.sort(key=lambda r: r[0])
             mid = rates[len(rates) // 2]
             per_count[str(count)] = {
                 "items_per_s": round(mid[0], 1),
                 "captures_per_s": round(mid[1], 1),
+                **{
+                    f"{name}_per_item": round(mid[2].get(key, 0) / args.items, 2)
+                    for name, key in (
+                        ("statements", "statements"),
+                        ("transactions", "transactions"),
+                        ("units", "units"),
+                        ("reads", "reads"),
+                    )
+                },
                 "items_per_s_each_run": [round(r[0], 1) for r in rates],
             }
         floor_rate, statements = floor(dbs, _Replay(last_dsn, args.floor_items))

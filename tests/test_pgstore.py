@@ -107,6 +107,31 @@ async def test_two_daemons_claiming_at_once_never_take_the_same_item(
     assert taken["a"] and taken["b"]
 
 
+async def test_a_renewal_skips_a_lease_row_another_transaction_holds_and_counts_it_held(
+    pg_cluster: pg.Cluster,
+) -> None:
+    dsn = pg_cluster.new_database()
+    async with PostgresStore.open(dsn) as store:
+        await rows.insert(store, *(rows.item(f"i{n}", created_at=n) for n in range(3)))
+        await rows.insert(store, rows.item("other", created_at=9))
+        assert len(await store.write(lambda tx: tx.claim("a", 3, 10_000, 1))) == 3
+        await store.write(lambda tx: tx.claim("b", 1, 10_000, 1))
+        ids = ["i0", "i1", "i2", "other"]
+        # A step commit of the same daemon, say, holding i1's row locked meanwhile.
+        with psycopg.connect(dsn) as other:
+            other.execute("SELECT 1 FROM items WHERE id = 'i1' FOR NO KEY UPDATE")
+            try:
+                with anyio.fail_after(5):
+                    held = await store.write(lambda tx: tx.renew_leases("a", ids, 50_000))
+            finally:
+                other.rollback()
+        leases = await store.read(
+            lambda tx: {i: r.lease_expires_at for i in ids if (r := tx.item(i)) is not None}
+        )
+    assert held == {"i0", "i1", "i2"}
+    assert leases == {"i0": 50_000, "i1": 10_000, "i2": 50_000, "other": 10_000}
+
+
 async def test_a_race_on_a_unique_key_is_run_again_and_finds_the_winner(
     pg_cluster: pg.Cluster,
 ) -> None:

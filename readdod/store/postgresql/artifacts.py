@@ -40,15 +40,23 @@ def extracted_text(payload: str) -> str | None:
 class PostgresArtifactQueries(PostgresUnitBase):
     """The artifacts and chunks of :class:`~readdod.store.api.ArtifactQueries`, on PostgreSQL."""
 
+    def _item_artifacts(self, sql: str, params: Sequence[Any], item_id: str) -> list[Any]:
+        """The rows of ``sql``, a read of ``item_id``'s artifacts: a flush only when some
+        of that item's are held back."""
+        if item_id in self.held.artifact_items:
+            self.flush()
+        return self.execute_now(sql, params).fetchall()
+
     def _index_extraction(self, item_id: str, payload: str | None, *, by_user: bool) -> None:
         """The extraction ``payload`` becomes the item's searchable body: a person's (or
         the one shown after theirs was set aside) always, the system's unless a
         person's is shown."""
         body = search.body_vector(None if payload is None else extracted_text(payload))
+        # The item row, and a person's artifacts (never held back): no flush.
         if by_user:
-            self.execute(Q["set_search_body"], (body, item_id))
+            self.execute_now(Q["set_search_body"], (body, item_id))
         else:
-            self.execute(Q["index_system_extraction"], (body, item_id, item_id))
+            self.execute_now(Q["index_system_extraction"], (body, item_id, item_id))
 
     def insert_artifact(
         self,
@@ -80,19 +88,19 @@ class PostgresArtifactQueries(PostgresUnitBase):
         return int(row[0])
 
     def artifacts_of_run(self, item_id: str, run_id: str) -> dict[str, ArtifactRow]:
-        rows = self.all(Q["artifacts_of_run"], (item_id, run_id))
+        rows = self._item_artifacts(Q["artifacts_of_run"], (item_id, run_id), item_id)
         return {a.artifact_type: a for a in map(_artifact, rows)}
 
     def run_payloads(
         self, item_id: str, run_id: str, types: Sequence[str]
     ) -> dict[str, tuple[str | None, str]]:
-        rows = self.all(Q["run_payloads"], (item_id, run_id, list(types)))
+        rows = self._item_artifacts(Q["run_payloads"], (item_id, run_id, list(types)), item_id)
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def gate_inputs(
         self, item_id: str, run_id: str, types: Sequence[str]
     ) -> tuple[dict[str, tuple[str | None, str]], str | None]:
-        rows = self.all(Q["gate_inputs"], (item_id, list(types), run_id))
+        rows = self._item_artifacts(Q["gate_inputs"], (item_id, list(types), run_id), item_id)
         found: dict[str, tuple[str | None, str]] = {}
         mine: tuple[int, str] | None = None
         for kind, of_run, payload, created_by, version in rows:
@@ -105,10 +113,13 @@ class PostgresArtifactQueries(PostgresUnitBase):
     def step_slot(
         self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
-        row = self.one(
+        # The item row and this item's artifacts: a flush only when some of those are held.
+        if item_id in self.held.artifact_items:
+            self.flush()
+        row: Any = self.execute_now(
             Q["step_slot_locked" if self.writing else "step_slot"],
             (item_id, owner, run_id, token, run_id, item_id, artifact_type),
-        )
+        ).fetchone()
         return row[0], int(row[1]), bool(row[2]), row[3]
 
     def add_artifact(
@@ -121,9 +132,8 @@ class PostgresArtifactQueries(PostgresUnitBase):
         meta: str,
         now: int,
     ) -> None:
-        self.execute(
-            Q["add_artifact"], (item_id, artifact_type, version, run_id, payload, meta, now)
-        )
+        """Add a system artifact at the version :meth:`step_slot` found for it (held back)."""
+        self.held.add_artifact((item_id, artifact_type, version, run_id, payload, meta, now))
         if artifact_type == "extraction":
             self._index_extraction(item_id, payload, by_user=False)
 

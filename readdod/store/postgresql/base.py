@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 
 from readdod.store.postgresql import search
+from readdod.store.postgresql.held import HeldRows
 from readdod.store.postgresql.queries import QUERIES as Q
 from readdod.store.rows import ITEM_COLUMNS, RUN_COLUMNS, ItemRow, RunRow
 
@@ -47,19 +48,43 @@ def assignments(fields: dict[str, Any], allowed: frozenset[str]) -> tuple[str, l
 
 
 class PostgresUnitBase:
-    """One connection inside the store's transaction, and the count of statements run."""
+    """One connection inside the store's transaction, the rows held back on it, and the
+    count of statements sent.
+
+    Appends on the hot path (step artifacts, events, a run's current step)
+    are held back (:class:`~readdod.store.postgresql.held.HeldRows`) and sent
+    as one statement per table: before any statement that could see them, or
+    by the store before it commits (:meth:`flush`). So whatever a unit reads
+    sees all that was written before it, in order. The few statements on the
+    hot path that only touch the item row, or one item's artifacts, skip the
+    flush when nothing of theirs is held (:meth:`execute_now`).
+    """
 
     def __init__(self, conn: psycopg.Connection[Any], *, writing: bool) -> None:
         self.conn = conn
         #: Inside a writing unit: a lease check locks the item's row until the commit.
         self.writing = writing
-        #: Statement executions through this unit.
+        #: Statements sent through this unit (a flush of held rows: one per table).
         self.statements = 0
+        self.held = HeldRows()
 
     def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor[Any]:
         """Run one statement; placeholders are always read, so a literal ``%`` is ``%%``."""
+        if self.held:
+            self.flush()
         self.statements += 1
         return self.conn.execute(sql, params)
+
+    def execute_now(self, sql: str, params: Params = ()) -> psycopg.Cursor[Any]:
+        """A statement the rows held back cannot bear on: sent without a flush."""
+        self.statements += 1
+        return self.conn.execute(sql, params)
+
+    def flush(self) -> None:
+        """Send the rows held back, in the order they were added (a table at a time)."""
+        for sql, columns in self.held.take():
+            self.statements += 1
+            self.conn.execute(sql, columns)
 
     def changed(self, cur: psycopg.Cursor[Any]) -> int:
         """The rows ``cur``'s statement changed."""
@@ -77,13 +102,14 @@ class PostgresUnitBase:
         follows the columns it is made of."""
         sets, values = assignments(fields, ITEM_SETTABLE)
         if _SEARCHED.isdisjoint(fields):
-            cur = self.execute(f"UPDATE items SET {sets} WHERE {where}", [*values, *args])
+            # Only the item row: nothing held back bears on it.
+            cur = self.execute_now(f"UPDATE items SET {sets} WHERE {where}", [*values, *args])
             return self.changed(cur) == 1
-        row = self.one(
+        row = self.execute_now(
             f"UPDATE items SET {sets} WHERE {where} RETURNING id, title, url, intent_text",
             [*values, *args],
-        )
+        ).fetchone()
         if row is None:
             return False
-        self.execute(Q["set_search_head"], (search.head_vector(row[1], row[2], row[3]), row[0]))
+        self.execute_now(Q["set_search_head"], (search.head_vector(row[1], row[2], row[3]), row[0]))
         return True

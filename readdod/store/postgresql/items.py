@@ -19,7 +19,8 @@ class PostgresItemQueries(PostgresUnitBase):
     """The items of :class:`~readdod.store.api.ItemQueries`, on PostgreSQL."""
 
     def item(self, item_id: str) -> ItemRow | None:
-        row = self.one(Q["item_by_id"], (item_id,))
+        # Only the item row: nothing held back bears on it.
+        row = self.execute_now(Q["item_by_id"], (item_id,)).fetchone()
         return item_row(row) if row else None
 
     def item_by_capture_id(self, capture_id: str) -> ItemRow | None:
@@ -101,7 +102,7 @@ class PostgresItemQueries(PostgresUnitBase):
         self.execute(Q["insert_source"], (item_id, html, text))
 
     def source(self, item_id: str) -> tuple[str | None, str | None]:
-        row = self.one(Q["source"], (item_id,))
+        row = self.execute_now(Q["source"], (item_id,)).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
     def small_sources(

@@ -35,11 +35,15 @@ class PostgresLeaseQueries(PostgresUnitBase):
         return items
 
     def renew_leases(self, owner: str, item_ids: Iterable[str], until: int) -> set[str]:
-        """Extend the leases ``owner`` still holds, all in one statement; the ids renewed."""
+        """Extend the leases ``owner`` still holds, all in one statement; the ids held.
+        A row locked by another transaction at that moment is not waited for (see the
+        query): it counts as held, and is renewed at the next beat."""
         ids = list(item_ids)
         if not ids:
             return set()
-        return {r[0] for r in self.all(Q["renew_leases"], (until, owner, ids))}
+        return {
+            r[0] for r in self.all(Q["renew_leases"], {"until": until, "owner": owner, "ids": ids})
+        }
 
     def held_by(self, owner: str) -> list[ItemRow]:
         return [item_row(r) for r in self.all(Q["held_by"], (owner,))]
@@ -48,7 +52,8 @@ class PostgresLeaseQueries(PostgresUnitBase):
         self, item_id: str, owner: str, run_id: str, *, token: int | None = None
     ) -> bool:
         sql = Q["holds_lease_locked" if self.writing else "holds_lease"]
-        return self.one(sql, (item_id, owner, run_id, token)) is not None
+        # Only the item row: nothing held back bears on it.
+        return self.execute_now(sql, (item_id, owner, run_id, token)).fetchone() is not None
 
     def update_fenced(
         self, item_id: str, owner: str, run_id: str, *, token: int | None = None, **fields: Any

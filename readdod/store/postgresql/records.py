@@ -31,19 +31,15 @@ class PostgresRecordQueries(PostgresUnitBase):
         trigger: str,
         detail: str = "{}",
     ) -> None:
-        self.execute(
-            Q["insert_event"], (at, item_id, run_id, kind, from_status, to_status, trigger, detail)
+        self.held.events.append(
+            (at, item_id, run_id, kind, from_status, to_status, trigger, detail)
         )
 
     def insert_events(
         self, rows: Sequence[tuple[int, str, str, str, str, str, str]], trigger: str
     ) -> None:
         """Many events of one trigger in one round trip, in order."""
-        if not rows:
-            return
-        with self.conn.cursor() as cur:
-            cur.executemany(Q["insert_event"], [(*r[:6], trigger, r[6]) for r in rows])
-        self.statements += len(rows)
+        self.held.events.extend((*r[:6], trigger, r[6]) for r in rows)
 
     def events_for(self, item_id: str) -> list[EventRow]:
         return [_event(r) for r in self.all(Q["events_of_item"], (item_id,))]

@@ -24,10 +24,12 @@ class PostgresRunQueries(PostgresUnitBase):
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         sets, values = assignments(fields, _RUN_SETTABLE)
-        self.execute(f"UPDATE runs SET {sets} WHERE run_id = %s", [*values, run_id])
+        if run_id in self.held.steps:
+            self.flush()
+        self.execute_now(f"UPDATE runs SET {sets} WHERE run_id = %s", [*values, run_id])
 
     def set_current_step(self, run_id: str, step: str | None) -> None:
-        self.execute(Q["set_current_step"], (step, run_id))
+        self.held.steps[run_id] = step
 
     def run(self, run_id: str) -> RunRow | None:
         row = self.one(Q["run_by_id"], (run_id,))
@@ -60,7 +62,10 @@ class PostgresRunQueries(PostgresUnitBase):
         error_code: str | None = None,
         error_message: str | None = None,
     ) -> bool:
-        cur = self.execute(Q["end_attempt"], (status, now, error_code, error_message, run_id))
+        # It reads the run's current step, which may be held back.
+        if run_id in self.held.steps:
+            self.flush()
+        cur = self.execute_now(Q["end_attempt"], (status, now, error_code, error_message, run_id))
         return self.changed(cur) > 0
 
     def last_attempt(self, run_id: str) -> AttemptRow | None:

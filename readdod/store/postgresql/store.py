@@ -369,6 +369,7 @@ class PostgresStore:
             tx = PostgresUnitOfWork(conn, writing=begin is _WRITE)
             try:
                 result = fn(tx)
+                tx.flush()
             except BaseException:
                 _rollback(conn)
                 raise
@@ -477,12 +478,15 @@ class PostgresStore:
                     conn.execute("SAVEPOINT unit")
                 try:
                     job.result = job.fn(tx)
+                    if savepoints:
+                        tx.flush()  # its held rows fail with it, not with a later unit
                 except Exception as exc:
                     if not savepoints or _batch_wide(exc):
                         _rollback(conn)
                         if _batch_wide(exc):
                             raise
                         raise _Again from exc
+                    tx.held.discard()
                     conn.execute("ROLLBACK TO SAVEPOINT unit")
                     self._failed(job, exc)
                 except BaseException:
@@ -490,6 +494,17 @@ class PostgresStore:
                     raise
                 if savepoints:
                     conn.execute("RELEASE SAVEPOINT unit")
+            try:
+                tx.flush()
+            except Exception as exc:
+                # A held row refused: the batch runs again, each unit sending its own.
+                _rollback(conn)
+                if _batch_wide(exc):
+                    raise
+                raise _Again from exc
+            except BaseException:
+                _rollback(conn)
+                raise
             conn.execute("COMMIT")
             return tx.statements + 2 + (2 * len(batch) if savepoints else 0)
 

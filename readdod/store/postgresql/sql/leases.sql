@@ -28,9 +28,23 @@ UPDATE items SET status = 'PROCESSING', lease_owner = %(owner)s,
  RETURNING {item_columns};
 
 -- name: renew_leases
--- Every lease an owner still holds among the ids, in one statement.
-UPDATE items SET lease_expires_at = %s WHERE lease_owner = %s
- AND status = 'PROCESSING' AND id = ANY(%s) RETURNING id;
+-- Every lease an owner still holds among the ids, in one statement. A row another
+-- transaction holds locked (most often this daemon's own step commit) is skipped,
+-- not waited for: waiting for hundreds of rows while holding the ones already
+-- renewed stalls every commit behind it, and deadlocks with the commits that lock
+-- them in another order. A skipped row still counts as held if it was when the
+-- statement began; it is renewed at the next beat, and a lease lost meanwhile is
+-- caught by the fencing token.
+WITH mine AS (
+  SELECT id FROM items WHERE lease_owner = %(owner)s AND status = 'PROCESSING'
+   AND id = ANY(%(ids)s)),
+renewed AS (
+  UPDATE items SET lease_expires_at = %(until)s WHERE id IN (
+    SELECT id FROM items WHERE id IN (SELECT id FROM mine)
+     AND lease_owner = %(owner)s AND status = 'PROCESSING'
+     FOR NO KEY UPDATE SKIP LOCKED)
+  RETURNING id)
+SELECT id FROM mine;
 
 -- name: held_by
 SELECT {item_columns} FROM items WHERE status = 'PROCESSING' AND lease_owner = %s;
