@@ -100,7 +100,8 @@ def host_manifest(browser: Browser, wrapper: Path, extension_id: str) -> dict[st
 def wrapper_script(python: str, socket: Path, config: str | None) -> str:
     """The program a browser runs: this Python, this socket; the browser's own
     arguments (the caller's origin) are passed on and ignored."""
-    argv = [python, "-m", "readdod", "browser-host", "--socket", str(socket)]
+    # -P: the browser's working directory never decides which readdod is imported.
+    argv = [python, "-P", "-m", "readdod", "browser-host", "--socket", str(socket)]
     if config:
         argv += ["--config", config]
     return (

@@ -64,7 +64,9 @@ def run_demo(*, render_card: CardRenderer, json_out: bool = False, keep: bool = 
     )
     _say(f"readdod demo: starting a private daemon in {tmp}")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "readdod", "serve", "--config", str(cfg)],
+        # -P: the readdod that runs is the installed one, never a folder of that name
+        # in the directory the demo was started from.
+        [sys.executable, "-P", "-m", "readdod", "serve", "--config", str(cfg)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
