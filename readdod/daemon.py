@@ -387,7 +387,6 @@ async def _run(
     )
     async with anyio.create_task_group() as tg:
         await tg.start(server.serve, listener)
-        await tg.start(supervise)
         await tg.start(heartbeat.run)
         await tg.start(retries.run)
         tg.start_soon(extra.presence.run)
@@ -408,6 +407,9 @@ async def _run(
             reporter = systemd.StatusReporter(lambda: _status_line(core, supervisor))
             core.units.on_enqueue(reporter.poke)
             tg.start_soon(reporter.run)
+        # Work starts last, with no await between it and the ready line: every loop is
+        # up before the first claim, and `daemon.ready` precedes whatever the work does.
+        await tg.start(supervise)
         log.info(
             "daemon.ready",
             version=__version__,
