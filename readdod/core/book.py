@@ -24,13 +24,26 @@ from readdod.core.workers import Lease
 from readdod.errors import StepError
 from readdod.models import CHUNK_ACTIVE, ArtifactMeta, Item
 from readdod.states import Trigger
-from readdod.store import ArtifactRow, ItemRow, UnitOfWork
+from readdod.store import ArtifactRow, ItemRow
 from readdod.views import item_view
 
 
-def _holds(tx: UnitOfWork, lease: Lease) -> bool:
-    """Whether ``lease`` still holds its item: owner, run and the claim's fencing token."""
-    return tx.holds_lease(lease.item_id, lease.owner, lease.run_id, token=lease.token)
+def _holds(work: Work, lease: Lease, step: str) -> bool:
+    """Whether ``lease`` still holds its item: owner, run and the claim's fencing token.
+
+    A refused write is noted as ``lease.lost`` whatever it was, so every late
+    write of an actor whose item was claimed again shows in the log and metrics.
+    """
+    if work.tx.holds_lease(lease.item_id, lease.owner, lease.run_id, token=lease.token):
+        return True
+    _refused(work, lease, step)
+    return False
+
+
+def _refused(work: Work, lease: Lease, step: str) -> None:
+    work.note(
+        "lease.lost", item_id=lease.item_id, run_id=lease.run_id, step=step, worker_id=lease.owner
+    )
 
 
 class LeaseChunks:
@@ -107,13 +120,7 @@ class LeaseBook:
             now = self.clock.now_ms()
             held, newest, version = _hold(work, lease, step, item_fields, now)
             if not held:
-                work.note(
-                    "lease.lost",
-                    item_id=lease.item_id,
-                    run_id=lease.run_id,
-                    step=step,
-                    worker_id=lease.owner,
-                )
+                _refused(work, lease, step)
                 return None
             if version is None:
                 version = newest + 1
@@ -141,7 +148,7 @@ class LeaseBook:
 
         def unit(work: Work) -> bool:
             tx = work.tx
-            if not _holds(tx, lease):
+            if not _holds(work, lease, step):
                 return False
             now = self.clock.now_ms()
             run = tx.run(lease.run_id)
@@ -183,7 +190,7 @@ class LeaseBook:
 
         def unit(work: Work) -> bool:
             tx = work.tx
-            if not _holds(tx, lease):
+            if not _holds(work, lease, step):
                 return False
             full = {"step": step, "event": event, **detail}
             tx.insert_event(
@@ -220,7 +227,7 @@ class LeaseBook:
 
         def unit(work: Work) -> dict[int, str]:
             tx = work.tx
-            if not _holds(tx, lease):
+            if not _holds(work, lease, step):
                 return {}
             now = self.clock.now_ms()
             rows = tx.chunks(lease.run_id, step)
@@ -260,7 +267,7 @@ class LeaseBook:
 
         def unit(work: Work) -> bool:
             tx = work.tx
-            if not _holds(tx, lease):
+            if not _holds(work, lease, step):
                 return False
             now = self.clock.now_ms()
             fields: dict[str, Any] = {"status": status, "updated_at": now}
@@ -312,8 +319,7 @@ class LeaseBook:
         def unit(work: Work) -> ItemRow | None:
             tx = work.tx
             row = tx.item(lease.item_id)
-            if row is None or not _holds(tx, lease):
-                work.note("lease.lost", item_id=lease.item_id, run_id=lease.run_id, step="gate")
+            if row is None or not _holds(work, lease, "gate"):
                 return None
             return runs.finish(work, self.policy, row, lease.run_id, self.clock.now_ms())
 
@@ -324,8 +330,7 @@ class LeaseBook:
         def unit(work: Work) -> ItemRow | None:
             tx = work.tx
             row = tx.item(lease.item_id)
-            if row is None or not _holds(tx, lease):
-                work.note("lease.lost", item_id=lease.item_id, run_id=lease.run_id, step=step)
+            if row is None or not _holds(work, lease, step):
                 return None
             return fail(
                 work,
@@ -350,7 +355,7 @@ class LeaseBook:
         def unit(work: Work) -> bool:
             tx = work.tx
             row = tx.item(lease.item_id)
-            if row is None or not _holds(tx, lease):
+            if row is None or not _holds(work, lease, "release"):
                 return False
             requeue(work, row, reason, self.clock.now_ms())
             return True
