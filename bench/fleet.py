@@ -64,13 +64,10 @@ def databases(dsn: str | None) -> Iterator[Any]:
         return
     from tests import pg
 
-    cluster = pg.Cluster().start()
+    # A test cluster runs with fsync, synchronous_commit and full_page_writes off; a
+    # benchmark of durable work must not: a commit answers once its WAL is on disk.
+    cluster = pg.Cluster(durable=True).start()
     try:
-        # The test cluster runs with fsync, synchronous_commit and full_page_writes off; a
-        # benchmark of durable work must not: a commit answers once its WAL is on disk.
-        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
-            cluster.execute(f"ALTER SYSTEM SET {setting} = on")
-        cluster.execute("SELECT pg_reload_conf()")
         yield cluster
     finally:
         cluster.stop()

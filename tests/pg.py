@@ -53,7 +53,12 @@ def bin_dir() -> Path:
 class Cluster:
     """One PostgreSQL server in a directory of its own; :meth:`stop` removes it all."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False, settings: dict[str, str] | None = None) -> None:
+        """``durable``: a commit waits for its WAL on disk (fsync, synchronous_commit and
+        full_page_writes on), as a benchmark of durable work needs; tests run without.
+        ``settings``: more server settings, given on the command line."""
+        self.durable = durable
+        self.settings = dict(settings or {})
         self.bin = bin_dir()
         self.root = Path(tempfile.mkdtemp(prefix="readdod-pg-"))
         self.data = self.root / "data"
@@ -127,11 +132,11 @@ class Cluster:
             f"-k {self.sockets}",
             "-c listen_addresses=''",
             "-c max_connections=300",
-            # A test cluster is thrown away: it need not survive a power cut.
-            "-c fsync=off",
-            "-c synchronous_commit=off",
-            "-c full_page_writes=off",
         ]
+        if not self.durable:
+            # A test cluster is thrown away: it need not survive a power cut.
+            options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
+        options += [f"-c {name}={value}" for name, value in self.settings.items()]
         self._run(
             str(self.bin / "pg_ctl"),
             "start",

@@ -14,6 +14,7 @@ import msgspec
 
 from readdod.store.postgresql import search
 from readdod.store.postgresql.base import PostgresUnitBase, assignments
+from readdod.store.postgresql.held import HeldArtifact
 from readdod.store.postgresql.queries import QUERIES as Q
 from readdod.store.rows import ARTIFACT_COLUMNS, CHUNK_COLUMNS, ArtifactRow, ChunkRow
 
@@ -22,6 +23,20 @@ _CHUNK_SETTABLE = frozenset(CHUNK_COLUMNS) - {"run_id", "step", "idx"}
 
 def _artifact(row: Sequence[Any]) -> ArtifactRow:
     return ArtifactRow(**dict(zip(ARTIFACT_COLUMNS, row, strict=True)))
+
+
+def _held_artifact(held: HeldArtifact) -> ArtifactRow:
+    item_id, artifact_type, version, run_id, payload, meta, created_at = held
+    return ArtifactRow(
+        item_id=item_id,
+        artifact_type=artifact_type,
+        version=version,
+        created_by="system",
+        run_id=run_id,
+        payload=payload,
+        meta=meta,
+        created_at=created_at,
+    )
 
 
 class _Text(msgspec.Struct):
@@ -40,23 +55,12 @@ def extracted_text(payload: str) -> str | None:
 class PostgresArtifactQueries(PostgresUnitBase):
     """The artifacts and chunks of :class:`~readdod.store.api.ArtifactQueries`, on PostgreSQL."""
 
-    def _item_artifacts(self, sql: str, params: Sequence[Any], item_id: str) -> list[Any]:
-        """The rows of ``sql``, a read of ``item_id``'s artifacts: a flush only when some
-        of that item's are held back."""
-        if item_id in self.held.artifact_items:
-            self.flush()
-        return self.execute_now(sql, params).fetchall()
-
     def _index_extraction(self, item_id: str, payload: str | None, *, by_user: bool) -> None:
-        """The extraction ``payload`` becomes the item's searchable body: a person's (or
-        the one shown after theirs was set aside) always, the system's unless a
-        person's is shown."""
+        """The extraction ``payload`` becomes the item's searchable body (held back): a
+        person's (or the one shown after theirs was set aside) always, the system's
+        unless a person's is shown."""
         body = search.body_vector(None if payload is None else extracted_text(payload))
-        # The item row, and a person's artifacts (never held back): no flush.
-        if by_user:
-            self.execute_now(Q["set_search_body"], (body, item_id))
-        else:
-            self.execute_now(Q["index_system_extraction"], (body, item_id, item_id))
+        self.held.set_body(item_id, body, always=by_user)
 
     def insert_artifact(
         self,
@@ -87,20 +91,36 @@ class PostgresArtifactQueries(PostgresUnitBase):
             self._index_extraction(item_id, payload, by_user=created_by == "user")
         return int(row[0])
 
+    # The reads below see this item's artifacts held back as if they were written: what
+    # the database answers, plus the held rows that match (a system's, never set aside).
+
     def artifacts_of_run(self, item_id: str, run_id: str) -> dict[str, ArtifactRow]:
-        rows = self._item_artifacts(Q["artifacts_of_run"], (item_id, run_id), item_id)
-        return {a.artifact_type: a for a in map(_artifact, rows)}
+        rows = self.execute_now(Q["artifacts_of_run"], (item_id, run_id)).fetchall()
+        found = {a.artifact_type: a for a in map(_artifact, rows)}
+        for held in self.held.of_item(item_id):
+            if held[3] == run_id:
+                found[held[1]] = _held_artifact(held)
+        return found
 
     def run_payloads(
         self, item_id: str, run_id: str, types: Sequence[str]
     ) -> dict[str, tuple[str | None, str]]:
-        rows = self._item_artifacts(Q["run_payloads"], (item_id, run_id, list(types)), item_id)
-        return {r[0]: (r[1], r[2]) for r in rows}
+        rows = self.execute_now(Q["run_payloads"], (item_id, run_id, list(types))).fetchall()
+        found = {r[0]: (r[1], r[2]) for r in rows}
+        for held in self.held.of_item(item_id):
+            if held[3] == run_id and held[1] in types:
+                found[held[1]] = (held[3], held[4])
+        return found
 
     def gate_inputs(
         self, item_id: str, run_id: str, types: Sequence[str]
     ) -> tuple[dict[str, tuple[str | None, str]], str | None]:
-        rows = self._item_artifacts(Q["gate_inputs"], (item_id, list(types), run_id), item_id)
+        rows = self.execute_now(Q["gate_inputs"], (item_id, list(types), run_id)).fetchall()
+        rows += [
+            (held[1], held[3], held[4], "system", held[2])
+            for held in self.held.of_item(item_id)
+            if held[3] == run_id and held[1] in types
+        ]
         found: dict[str, tuple[str | None, str]] = {}
         mine: tuple[int, str] | None = None
         for kind, of_run, payload, created_by, version in rows:
@@ -113,14 +133,17 @@ class PostgresArtifactQueries(PostgresUnitBase):
     def step_slot(
         self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
-        # The item row and this item's artifacts: a flush only when some of those are held.
-        if item_id in self.held.artifact_items:
-            self.flush()
         row: Any = self.execute_now(
             Q["step_slot_locked" if self.writing else "step_slot"],
             (item_id, owner, run_id, token, run_id, item_id, artifact_type),
         ).fetchone()
-        return row[0], int(row[1]), bool(row[2]), row[3]
+        orphaned, newest, edited, existing = row[0], int(row[1]), bool(row[2]), row[3]
+        for held in self.held.of_item(item_id):
+            if held[1] == artifact_type:
+                newest = max(newest, held[2])
+                if held[3] == run_id:
+                    existing = held[2] if existing is None else max(existing, held[2])
+        return orphaned, newest, edited, existing
 
     def add_artifact(
         self,

@@ -20,7 +20,6 @@ import psycopg
 
 from readdod.store.postgresql import search
 from readdod.store.postgresql.held import HeldRows
-from readdod.store.postgresql.queries import QUERIES as Q
 from readdod.store.rows import ITEM_COLUMNS, RUN_COLUMNS, ItemRow, RunRow
 
 #: Item columns a caller may set (never the key nor the creation time).
@@ -111,5 +110,5 @@ class PostgresUnitBase:
         ).fetchone()
         if row is None:
             return False
-        self.execute_now(Q["set_search_head"], (search.head_vector(row[1], row[2], row[3]), row[0]))
+        self.held.set_head(row[0], search.head_vector(row[1], row[2], row[3]))
         return True

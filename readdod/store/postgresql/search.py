@@ -36,10 +36,13 @@ _WORD = re.compile(r"[^\W_]+")
 
 def tokens(text: str) -> list[str]:
     """Runs of letters and digits, lower-cased, diacritics removed."""
-    bare = "".join(
-        c for c in unicodedata.normalize("NFD", text.lower()) if not unicodedata.combining(c)
-    )
-    return [t for t in _WORD.findall(bare) if len(t.encode()) <= MAX_LEXEME_BYTES]
+    low = text.lower()
+    if not low.isascii():
+        low = "".join(c for c in unicodedata.normalize("NFD", low) if not unicodedata.combining(c))
+    found = _WORD.findall(low)
+    if len(low) > MAX_LEXEME_BYTES // 4:  # only then can a token be too long
+        found = [t for t in found if len(t.encode()) <= MAX_LEXEME_BYTES]
+    return found
 
 
 def vector(columns: Iterable[str | None], *, start: int = 1) -> str:
@@ -50,14 +53,19 @@ def vector(columns: Iterable[str | None], *, start: int = 1) -> str:
     size = 0
     pos = start
     for text in columns:
-        for token in tokens(text or ""):
-            part = f"'{token}':{min(pos, MAX_POSITION)}"
-            size += len(part) + 1
-            if size > MAX_VECTOR_CHARS:
-                return " ".join(parts)
-            parts.append(part)
-            pos += 1
-        pos += 1
+        found = tokens(text or "")
+        made = [f"'{token}':{min(at, MAX_POSITION)}" for at, token in enumerate(found, start=pos)]
+        grown = size + sum(map(len, made)) + len(made)
+        if grown > MAX_VECTOR_CHARS:
+            for part in made:
+                size += len(part) + 1
+                if size > MAX_VECTOR_CHARS:
+                    break
+                parts.append(part)
+            return " ".join(parts)
+        parts += made
+        size = grown
+        pos += len(found) + 1
     return " ".join(parts)
 
 

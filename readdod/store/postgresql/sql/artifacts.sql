@@ -45,13 +45,6 @@ WITH lease AS ({lease_of_step}) {versions_of_step};
 -- commits, as in holds_lease_locked.
 WITH lease AS ({lease_of_step} FOR NO KEY UPDATE) {versions_of_step};
 
--- name: index_system_extraction
--- A system extraction becomes the searchable body unless a person's extraction
--- (not set aside) is shown instead.
-UPDATE items SET search_body = %s::tsvector WHERE id = %s AND NOT EXISTS (
- SELECT 1 FROM artifacts WHERE item_id = %s AND artifact_type = 'extraction'
-  AND created_by = 'user' AND discarded = 0);
-
 -- name: latest_artifact
 -- The newest version, a person's edit winning over any system version.
 SELECT {artifact_columns} FROM artifacts

@@ -9,12 +9,6 @@ SELECT {item_columns} FROM items WHERE capture_id = %s;
 -- name: insert_item
 INSERT INTO items ({item_columns}, search_head) VALUES ({item_params}, %s::tsvector);
 
--- name: set_search_head
-UPDATE items SET search_head = %s::tsvector WHERE id = %s;
-
--- name: set_search_body
-UPDATE items SET search_body = %s::tsvector WHERE id = %s;
-
 -- name: count_queued
 SELECT count(*) FROM items WHERE status = 'QUEUED';
 
