@@ -193,28 +193,29 @@ class PostgresArtifactQueries(PostgresUnitBase):
         return [_artifact(r) for r in self.all(Q["all_artifacts"], (item_id,))]
 
     # --- chunks ---------------------------------------------------------------
+    # Nothing held back is a chunk or bears on one: these never flush.
 
     def chunks(self, run_id: str, step: str | None = None) -> list[ChunkRow]:
         if step is None:
-            rows = self.all(Q["chunks_of_run"], (run_id,))
+            rows = self.execute_now(Q["chunks_of_run"], (run_id,)).fetchall()
         else:
-            rows = self.all(Q["chunks_of_step"], (run_id, step))
+            rows = self.execute_now(Q["chunks_of_step"], (run_id, step)).fetchall()
         return [ChunkRow(**dict(zip(CHUNK_COLUMNS, r, strict=True))) for r in rows]
 
     def reset_chunks(self, run_id: str, step: str, total: int, model: str | None, now: int) -> None:
-        self.execute(Q["delete_chunks"], (run_id, step))
+        self.execute_now(Q["delete_chunks"], (run_id, step))
         if total > 0:
-            self.execute(Q["insert_pending_chunks"], (run_id, step, model, now, total))
+            self.execute_now(Q["insert_pending_chunks"], (run_id, step, model, now, total))
 
     def reopen_chunks(self, run_id: str, step: str, model: str | None, now: int) -> None:
-        self.execute(Q["reopen_chunks"], (model, now, run_id, step))
+        self.execute_now(Q["reopen_chunks"], (model, now, run_id, step))
 
     def settle_chunks(self, run_id: str, now: int) -> None:
-        self.execute(Q["settle_chunks"], (now, run_id))
+        self.execute_now(Q["settle_chunks"], (now, run_id))
 
     def update_chunk(self, run_id: str, step: str, idx: int, **fields: Any) -> None:
         sets, values = assignments(fields, _CHUNK_SETTABLE)
-        self.execute(
+        self.execute_now(
             f"UPDATE chunks SET {sets} WHERE run_id = %s AND step = %s AND idx = %s",
             [*values, run_id, step, idx],
         )

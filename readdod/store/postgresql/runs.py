@@ -23,9 +23,11 @@ class PostgresRunQueries(PostgresUnitBase):
         self.execute(Q["insert_run"], [getattr(run, c) for c in RUN_COLUMNS])
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        sets, values = assignments(fields, _RUN_SETTABLE)
         if run_id in self.held.steps:
-            self.flush()
+            # The step held back goes out with this update (which wins if it sets one too).
+            held = self.held.steps.pop(run_id)
+            fields = {"current_step": held, **fields}
+        sets, values = assignments(fields, _RUN_SETTABLE)
         self.execute_now(f"UPDATE runs SET {sets} WHERE run_id = %s", [*values, run_id])
 
     def set_current_step(self, run_id: str, step: str | None) -> None:
