@@ -25,6 +25,7 @@ from readdod.errors import StepError
 from readdod.models import CHUNK_ACTIVE, ArtifactMeta, Item
 from readdod.states import Trigger
 from readdod.store import ArtifactRow, ItemRow
+from readdod.store.api import StepSlot
 from readdod.views import item_view
 
 
@@ -139,7 +140,8 @@ class LeaseBook:
                 runs.finish(work, self.policy, row, lease.run_id, now)
             return version
 
-        return await self.units.commit(unit)
+        slot = StepSlot(lease.item_id, step, lease.owner, lease.run_id, lease.token)
+        return await self.units.commit(unit, slot=slot)
 
     async def note_retry(
         self, lease: Lease, step: str, attempt: int, error: StepError, delay_s: float

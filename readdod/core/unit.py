@@ -22,7 +22,7 @@ from readdod.errors import ErrorCode, InvalidTransition, NotFound
 from readdod.events import EventBus
 from readdod.logging import get_logger
 from readdod.states import Status, Trigger, allowed, refusal_code, require
-from readdod.store.api import Store, UnitOfWork
+from readdod.store.api import StepSlot, Store, UnitOfWork
 from readdod.store.rows import ItemRow
 
 T = TypeVar("T")
@@ -217,8 +217,11 @@ class Units:
     async def read(self, fn: Callable[[UnitOfWork], T]) -> T:
         return await self.store.read(fn)
 
-    async def commit(self, fn: Callable[[Work], T], *, alone: bool = False) -> T:
-        """Run ``fn`` in one transaction; once committed, tell what it noted."""
+    async def commit(
+        self, fn: Callable[[Work], T], *, alone: bool = False, slot: StepSlot | None = None
+    ) -> T:
+        """Run ``fn`` in one transaction; once committed, tell what it noted. ``slot``: the
+        step slot ``fn`` reads first (see :meth:`Store.write`)."""
         work: Work | None = None
 
         def unit(tx: UnitOfWork) -> T:
@@ -227,7 +230,7 @@ class Units:
             work = Work(tx)
             return fn(work)
 
-        result = await self.store.write(unit, alone=alone)
+        result = await self.store.write(unit, alone=alone, slot=slot)
         assert work is not None
         self._tell(work.notes)
         return result

@@ -35,7 +35,7 @@ import anyio.lowlevel
 import msgspec
 
 from readdod.errors import InternalError, ShuttingDown, ValidationFailed
-from readdod.store.api import NOTICE_MAX_BYTES, Store, UnitOfWork
+from readdod.store.api import NOTICE_MAX_BYTES, StepSlot, Store, UnitOfWork
 from readdod.store.channel import LocalChannel
 from readdod.store.rows import (
     CHUNK_COLUMNS,
@@ -1468,9 +1468,11 @@ class MemoryStore:
         if self._closed:
             raise ShuttingDown("readdod is shutting down; try again when it is back")
 
-    async def write(self, fn: Callable[[UnitOfWork], T], *, alone: bool = False) -> T:
-        """Run ``fn`` as one transaction; ``alone`` changes nothing, as no unit waits on
-        another here."""
+    async def write(
+        self, fn: Callable[[UnitOfWork], T], *, alone: bool = False, slot: StepSlot | None = None
+    ) -> T:
+        """Run ``fn`` as one transaction; ``alone`` and ``slot`` change nothing, as no unit
+        waits on another here."""
         self._check_open()
         await anyio.lowlevel.checkpoint()
         self._check_open()

@@ -23,7 +23,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Final, Protocol, TypeVar
 
-from readdod.store.api.artifacts import ArtifactQueries
+from readdod.store.api.artifacts import ArtifactQueries, StepSlot
 from readdod.store.api.daemons import DaemonQueries
 from readdod.store.api.feeds import FeedQueries
 from readdod.store.api.items import ItemQueries
@@ -62,11 +62,15 @@ class UnitOfWork(
 class Store(Protocol):
     """A database that runs units of work, each atomic and, once written, durable."""
 
-    async def write(self, fn: Callable[[UnitOfWork], T], *, alone: bool = False) -> T:
+    async def write(
+        self, fn: Callable[[UnitOfWork], T], *, alone: bool = False, slot: StepSlot | None = None
+    ) -> T:
         """Run ``fn`` in a transaction; return once it is durable. If ``fn`` raises,
         its writes are undone (and only its own) and the error is raised here.
 
         ``alone``: a long unit (a retention prune) that must not hold up the others.
+        ``slot``: the step slot ``fn`` reads first, if it reads one; a store where
+        each statement is a round trip may read a batch's slots in one.
         """
         ...
 
@@ -108,6 +112,7 @@ __all__ = [
     "RecordQueries",
     "ReportQueries",
     "RunQueries",
+    "StepSlot",
     "Store",
     "TodoQueries",
     "UnitOfWork",

@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from readdod.store.rows import ArtifactRow, ChunkRow
+
+
+class StepSlot(NamedTuple):
+    """The arguments of a :meth:`ArtifactQueries.step_slot` a unit of work will make: told
+    to :meth:`~readdod.store.api.Store.write` ahead, a store may read the slots of a
+    whole batch of units in one statement."""
+
+    item_id: str
+    artifact_type: str
+    owner: str
+    run_id: str
+    token: int | None
 
 
 class ArtifactQueries(Protocol):

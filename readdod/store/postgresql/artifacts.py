@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from readdod.store.api.artifacts import StepSlot
 from readdod.store.postgresql import search
 from readdod.store.postgresql.base import PostgresUnitBase, assignments
 from readdod.store.postgresql.held import HeldArtifact
@@ -133,17 +134,32 @@ class PostgresArtifactQueries(PostgresUnitBase):
     def step_slot(
         self, item_id: str, artifact_type: str, owner: str, run_id: str, *, token: int | None = None
     ) -> tuple[int | None, int, bool, int | None]:
-        row: Any = self.execute_now(
-            Q["step_slot_locked" if self.writing else "step_slot"],
-            (item_id, owner, run_id, token, run_id, item_id, artifact_type),
-        ).fetchone()
-        orphaned, newest, edited, existing = row[0], int(row[1]), bool(row[2]), row[3]
+        known = self.slots.pop(StepSlot(item_id, artifact_type, owner, run_id, token), None)
+        if known is not None:
+            orphaned, newest, edited, existing = known
+        else:
+            row: Any = self.execute_now(
+                Q["step_slot_locked" if self.writing else "step_slot"],
+                (item_id, owner, run_id, token, run_id, item_id, artifact_type),
+            ).fetchone()
+            orphaned, newest, edited, existing = row[0], int(row[1]), bool(row[2]), row[3]
         for held in self.held.of_item(item_id):
             if held[1] == artifact_type:
                 newest = max(newest, held[2])
                 if held[3] == run_id:
                     existing = held[2] if existing is None else max(existing, held[2])
         return orphaned, newest, edited, existing
+
+    def read_slots(self, slots: Sequence[StepSlot]) -> None:
+        """Read ``slots`` in one statement, locking the rows of the leases that hold, for
+        the :meth:`step_slot` calls to come; they must come before anything else runs
+        (:meth:`forget_slots`), as a write of another unit could change what was read."""
+        columns = [list(c) for c in zip(*slots, strict=True)]
+        for row in self.execute_now(Q["step_slots_locked"], columns).fetchall():
+            self.slots[slots[row[0] - 1]] = (row[1], int(row[2]), bool(row[3]), row[4])
+
+    def forget_slots(self) -> None:
+        self.slots.clear()
 
     def add_artifact(
         self,

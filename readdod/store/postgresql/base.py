@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from readdod.store.api.artifacts import StepSlot
 from readdod.store.postgresql import search
 from readdod.store.postgresql.held import HeldRows
 from readdod.store.rows import ITEM_COLUMNS, RUN_COLUMNS, ItemRow, RunRow
@@ -66,24 +67,29 @@ class PostgresUnitBase:
         #: Statements sent through this unit (a flush of held rows: one per table).
         self.statements = 0
         self.held = HeldRows()
+        #: Step slots read ahead for the batch's units (:meth:`read_slots`), by their key.
+        self.slots: dict[StepSlot, tuple[int | None, int, bool, int | None]] = {}
+        # One cursor for the unit's statements (a new one each costs a fifth of a small
+        # statement's client time): a statement's rows are read before the next is sent.
+        self._cursor = conn.cursor()
 
     def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor[Any]:
         """Run one statement; placeholders are always read, so a literal ``%`` is ``%%``."""
         if self.held:
             self.flush()
         self.statements += 1
-        return self.conn.execute(sql, params)
+        return self._cursor.execute(sql, params)
 
     def execute_now(self, sql: str, params: Params = ()) -> psycopg.Cursor[Any]:
         """A statement the rows held back cannot bear on: sent without a flush."""
         self.statements += 1
-        return self.conn.execute(sql, params)
+        return self._cursor.execute(sql, params)
 
     def flush(self) -> None:
         """Send the rows held back, in the order they were added (a table at a time)."""
         for sql, columns in self.held.take():
             self.statements += 1
-            self.conn.execute(sql, columns)
+            self._cursor.execute(sql, columns)
 
     def changed(self, cur: psycopg.Cursor[Any]) -> int:
         """The rows ``cur``'s statement changed."""

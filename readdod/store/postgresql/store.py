@@ -63,7 +63,7 @@ import stamina.instrumentation
 
 from readdod.errors import InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
-from readdod.store.api import NOTICE_MAX_BYTES
+from readdod.store.api import NOTICE_MAX_BYTES, StepSlot
 from readdod.store.postgresql import notifications
 from readdod.store.postgresql.backup import dump_database, shown_dsn
 from readdod.store.postgresql.schema import migrate
@@ -156,10 +156,11 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 class _Job(Generic[T]):
     """A queued unit of work and where its answer goes."""
 
-    __slots__ = ("done", "duplicates", "error", "fn", "requeue", "result")
+    __slots__ = ("done", "duplicates", "error", "fn", "requeue", "result", "slot")
 
-    def __init__(self, fn: Callable[[PostgresUnitOfWork], T]) -> None:
+    def __init__(self, fn: Callable[[PostgresUnitOfWork], T], slot: StepSlot | None) -> None:
         self.fn = fn
+        self.slot = slot
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.result: T | None = None
         self.error: BaseException | None = None
@@ -376,11 +377,19 @@ class PostgresStore:
             conn.execute("COMMIT" if begin is _WRITE else "ROLLBACK")
             return result, tx.statements + 2
 
-    async def write(self, fn: Callable[[PostgresUnitOfWork], T], *, alone: bool = False) -> T:
+    async def write(
+        self,
+        fn: Callable[[PostgresUnitOfWork], T],
+        *,
+        alone: bool = False,
+        slot: StepSlot | None = None,
+    ) -> T:
         """Run a unit of work in a transaction; returns after its commit.
 
         Queued for the writers' next batch; ``alone``: a long unit (a retention
-        prune) in a transaction of its own, holding up no batch.
+        prune) in a transaction of its own, holding up no batch. ``slot``: the
+        step slot the unit reads first; the batch reads all its units' in one
+        statement (:meth:`_run_batch`).
 
         A caller cancelled while its unit waits may still see it commit, as on
         SQLite: every unit is guarded, so a late commit is harmless.
@@ -396,7 +405,7 @@ class PostgresStore:
             self.units += 1
             self.statements += statements
             return result
-        job = _Job(fn)
+        job = _Job(fn, slot)
         self._jobs.append(job)
         self._poke()
         await job.done
@@ -470,10 +479,19 @@ class PostgresStore:
         for job in batch:
             job.result = job.error = None
             job.requeue = False
+        # The units that told their step slot run first, on slots read (and their rows
+        # locked) in one statement; any other unit may change what those reads saw, so
+        # the slots not yet asked for are forgotten before the first of them runs.
+        told = [job for job in batch if job.slot is not None]
+        ordered = told + [job for job in batch if job.slot is None]
         with self._lend() as conn:
             conn.execute(_WRITE)
             tx = PostgresUnitOfWork(conn, writing=True)
-            for job in batch:
+            if len(told) > 1:
+                tx.read_slots([job.slot for job in told if job.slot is not None])
+            for index, job in enumerate(ordered):
+                if index == len(told):
+                    tx.forget_slots()
                 if savepoints:
                     conn.execute("SAVEPOINT unit")
                 try:

@@ -57,7 +57,7 @@ import anyio
 from readdod.errors import InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
 from readdod.store import channel as channels
-from readdod.store.api import NOTICE_MAX_BYTES
+from readdod.store.api import NOTICE_MAX_BYTES, StepSlot
 from readdod.store.rows import BackupResult, StoreCounters
 from readdod.store.sqlite.backup import backup_database
 from readdod.store.sqlite.reader import Reader
@@ -547,11 +547,18 @@ class SqliteStore:
             raise job.error
         return job.result  # type: ignore[return-value]
 
-    async def write(self, fn: Callable[[SqliteUnitOfWork], T], *, alone: bool = False) -> T:
+    async def write(
+        self,
+        fn: Callable[[SqliteUnitOfWork], T],
+        *,
+        alone: bool = False,
+        slot: StepSlot | None = None,
+    ) -> T:
         """Run a unit of work in a transaction; returns after it is durable.
 
         ``alone``: a long unit (a retention prune) runs in a transaction of its
         own in a worker thread, so the event loop is not held for its length.
+        ``slot`` changes nothing: a statement here costs no round trip.
         """
         return await self._submit(_Job(fn, alone=alone))
 

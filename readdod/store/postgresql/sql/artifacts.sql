@@ -36,6 +36,27 @@ SELECT (SELECT orphan_count FROM lease),
  max(CASE WHEN run_id = %s AND created_by = 'system' THEN version END)
  FROM artifacts WHERE item_id = %s AND artifact_type = %s;
 
+-- name: step_slots_locked
+-- step_slot_locked for a batch's units at once: one row per slot asked for, by its
+-- ordinal; the rows of the leases that hold are locked, in key order.
+WITH k AS (
+ SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::bigint[])
+  WITH ORDINALITY AS k(item_id, artifact_type, owner, run_id, token, n)),
+lease AS (
+ SELECT k.n, i.orphan_count FROM items i JOIN k ON i.id = k.item_id
+  AND i.status = 'PROCESSING' AND i.lease_owner = k.owner AND i.current_run_id = k.run_id
+  AND i.lease_token = coalesce(k.token, i.lease_token)
+  ORDER BY i.id FOR NO KEY UPDATE OF i)
+SELECT k.n, l.orphan_count, v.newest, v.edited, v.existing FROM k
+ LEFT JOIN lease l ON l.n = k.n
+ CROSS JOIN LATERAL (
+  SELECT coalesce(max(a.version), 0) AS newest,
+   coalesce(bool_or(a.created_by = 'user' AND a.discarded = 0), false) AS edited,
+   max(CASE WHEN a.run_id = k.run_id AND a.created_by = 'system' THEN a.version END)
+    AS existing
+  FROM artifacts a WHERE a.item_id = k.item_id AND a.artifact_type = k.artifact_type) v
+ ORDER BY k.n;
+
 -- name: step_slot
 -- All a step's commit needs to know, in one statement (see the unit's step_slot).
 WITH lease AS ({lease_of_step}) {versions_of_step};
