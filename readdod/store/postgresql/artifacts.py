@@ -209,9 +209,15 @@ class PostgresArtifactQueries(PostgresUnitBase):
         return [_artifact(r) for r in self.all(Q["all_artifacts"], (item_id,))]
 
     # --- chunks ---------------------------------------------------------------
-    # Nothing held back is a chunk or bears on one: these never flush.
+    # Nothing held back bears on a chunk but a run's settling (held back too): these
+    # flush only when the run they touch has one held.
+
+    def _settled(self, run_id: str) -> None:
+        if run_id in self.held.settles:
+            self.flush()
 
     def chunks(self, run_id: str, step: str | None = None) -> list[ChunkRow]:
+        self._settled(run_id)
         if step is None:
             rows = self.execute_now(Q["chunks_of_run"], (run_id,)).fetchall()
         else:
@@ -219,17 +225,22 @@ class PostgresArtifactQueries(PostgresUnitBase):
         return [ChunkRow(**dict(zip(CHUNK_COLUMNS, r, strict=True))) for r in rows]
 
     def reset_chunks(self, run_id: str, step: str, total: int, model: str | None, now: int) -> None:
+        self._settled(run_id)
         self.execute_now(Q["delete_chunks"], (run_id, step))
         if total > 0:
             self.execute_now(Q["insert_pending_chunks"], (run_id, step, model, now, total))
 
     def reopen_chunks(self, run_id: str, step: str, model: str | None, now: int) -> None:
+        self._settled(run_id)
         self.execute_now(Q["reopen_chunks"], (model, now, run_id, step))
 
     def settle_chunks(self, run_id: str, now: int) -> None:
-        self.execute_now(Q["settle_chunks"], (now, run_id))
+        """The run's chunks in flight go back to pending (held back: a run stopping on the
+        hot path seldom has any)."""
+        self.held.settles[run_id] = now
 
     def update_chunk(self, run_id: str, step: str, idx: int, **fields: Any) -> None:
+        self._settled(run_id)
         sets, values = assignments(fields, _CHUNK_SETTABLE)
         self.execute_now(
             f"UPDATE chunks SET {sets} WHERE run_id = %s AND step = %s AND idx = %s",

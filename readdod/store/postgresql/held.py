@@ -44,6 +44,12 @@ SET_SEARCH = (
     " FROM unnest(%b::text[], %b::text[], %b::text[], %b::boolean[]) AS v(id, head, body, always)"
     " WHERE items.id = v.id"
 )
+#: The chunks in flight of runs that stopped go back to pending.
+SETTLE_CHUNKS = (
+    "UPDATE chunks SET status = 'pending', updated_at = v.at"
+    " FROM unnest(%b::text[], %b::bigint[]) AS v(run_id, at)"
+    " WHERE chunks.run_id = v.run_id AND chunks.status IN ('processing', 'retrying')"
+)
 SET_STEPS = (
     "UPDATE runs SET current_step = v.step FROM unnest(%b::text[], %b::text[]) AS v(id, step)"
     " WHERE runs.run_id = v.id"
@@ -58,7 +64,7 @@ def _columns(rows: list[Any], width: int) -> list[list[Any]]:
 class HeldRows:
     """The rows held back, in the order they were added (a table at a time)."""
 
-    __slots__ = ("artifact_items", "artifacts", "bodies", "events", "heads", "steps")
+    __slots__ = ("artifact_items", "artifacts", "bodies", "events", "heads", "settles", "steps")
 
     def __init__(self) -> None:
         self.artifacts: list[HeldArtifact] = []
@@ -69,9 +75,13 @@ class HeldRows:
         self.steps: dict[str, str | None] = {}
         self.heads: dict[str, str] = {}
         self.bodies: dict[str, tuple[str, bool]] = {}
+        #: Runs whose chunks in flight go back to pending, and when.
+        self.settles: dict[str, int] = {}
 
     def __bool__(self) -> bool:
-        return bool(self.artifacts or self.events or self.steps or self.heads or self.bodies)
+        return bool(
+            self.artifacts or self.events or self.steps or self.heads or self.bodies or self.settles
+        )
 
     def add_artifact(self, row: HeldArtifact) -> None:
         self.artifacts.append(row)
@@ -100,6 +110,8 @@ class HeldRows:
             out.append((SET_STEPS, [list(self.steps), list(self.steps.values())]))
         if self.events:
             out.append((INSERT_EVENTS, _columns(self.events, 8)))
+        if self.settles:
+            out.append((SETTLE_CHUNKS, [list(self.settles), list(self.settles.values())]))
         if self.heads or self.bodies:
             # In key order, as every batch locks rows, so two batches never deadlock here.
             ids = sorted(self.heads.keys() | self.bodies.keys())
@@ -124,5 +136,6 @@ class HeldRows:
         self.artifact_items = {}
         self.heads = {}
         self.bodies = {}
+        self.settles = {}
         self.events = []
         self.steps = {}

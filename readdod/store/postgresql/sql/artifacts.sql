@@ -119,8 +119,3 @@ INSERT INTO chunks (run_id, step, idx, status, model, updated_at)
 -- Chunks left unfinished by a failure go back to pending, for a model.
 UPDATE chunks SET status = 'pending', model = %s, updated_at = %s
  WHERE run_id = %s AND step = %s AND status != 'done';
-
--- name: settle_chunks
--- A run's chunks in flight go back to pending.
-UPDATE chunks SET status = 'pending', updated_at = %s
- WHERE run_id = %s AND status IN ('processing', 'retrying');
