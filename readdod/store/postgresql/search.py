@@ -32,14 +32,18 @@ MAX_LEXEME_BYTES = 2_047
 MAX_VECTOR_CHARS = 900_000
 
 _WORD = re.compile(r"[^\W_]+")
+#: The same runs for a text all in ASCII, found faster.
+_ASCII_WORD = re.compile(r"[^\W_]+", re.ASCII)
 
 
 def tokens(text: str) -> list[str]:
     """Runs of letters and digits, lower-cased, diacritics removed."""
     low = text.lower()
-    if not low.isascii():
+    if low.isascii():
+        found = _ASCII_WORD.findall(low)
+    else:
         low = "".join(c for c in unicodedata.normalize("NFD", low) if not unicodedata.combining(c))
-    found = _WORD.findall(low)
+        found = _WORD.findall(low)
     if len(low) > MAX_LEXEME_BYTES // 4:  # only then can a token be too long
         found = [t for t in found if len(t.encode()) <= MAX_LEXEME_BYTES]
     return found
@@ -54,7 +58,9 @@ def vector(columns: Iterable[str | None], *, start: int = 1) -> str:
     pos = start
     for text in columns:
         found = tokens(text or "")
-        made = [f"'{token}':{min(at, MAX_POSITION)}" for at, token in enumerate(found, start=pos)]
+        end = pos + len(found)
+        positions = range(pos, end) if end <= MAX_POSITION else _capped(pos, end)
+        made = list(map("'{}':{}".format, found, positions))
         grown = size + sum(map(len, made)) + len(made)
         if grown > MAX_VECTOR_CHARS:
             for part in made:
@@ -67,6 +73,10 @@ def vector(columns: Iterable[str | None], *, start: int = 1) -> str:
         size = grown
         pos += len(found) + 1
     return " ".join(parts)
+
+
+def _capped(start: int, end: int) -> list[int]:
+    return [min(at, MAX_POSITION) for at in range(start, end)]
 
 
 def head_vector(title: str | None, url: str | None, intent: str | None) -> str:
