@@ -7,12 +7,13 @@ import signal
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from readdod.tui.app import ReaddodTui
 from readdod.tui.capture import CaptureScreen
 from readdod.tui.card import CardScreen
 from readdod.tui.inbox import InboxScreen
+from readdod.tui.table import ItemTable
 from tests.daemon_proc import DaemonProc
 from tests.tui_rig import seed, start_daemon, until, wait_until
 
@@ -42,7 +43,7 @@ def shown_keys(app: ReaddodTui) -> set[str]:
 
 
 def select(app: ReaddodTui, item_id: str) -> None:
-    table = app.screen.query_one(DataTable)
+    table = app.screen.query_one(ItemTable)
     table.move_cursor(row=table.get_row_index(item_id))
 
 
@@ -303,10 +304,10 @@ async def test_the_list_is_read_a_page_at_a_time(daemon: DaemonProc) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = inbox(app)
         await until(pilot, lambda: list(screen.items) == newest_first, "the first page")
-        assert screen.query_one(DataTable).row_count == 3 and "page 1+" in top(app)
+        assert screen.query_one(ItemTable).row_count == 3 and "page 1+" in top(app)
         await pilot.press("right_square_bracket")
         await until(pilot, lambda: list(screen.items) == [ids["Spaced repetition"]], "page 2")
-        assert screen.query_one(DataTable).row_count == 1 and "page 2 " in top(app)
+        assert screen.query_one(ItemTable).row_count == 1 and "page 2 " in top(app)
         await pilot.press("right_square_bracket")  # no page after the last: nothing asked
         await pilot.pause()
         assert screen.generation == screen.shown_generation and len(screen.cursors) == 2

@@ -15,6 +15,7 @@ from readdod.errors import ReaddodError
 from readdod.tui import card_text, operations
 from readdod.tui.host import Host, state_line
 from readdod.tui.keybar import KeyBar
+from readdod.tui.line import FixedLine
 
 #: How often a card that events touched is read again, at most.
 FLUSH_S = 0.25
@@ -42,7 +43,7 @@ class CardScreen(Screen[None]):
         self.stale = False
 
     def compose(self) -> ComposeResult:
-        yield Static(state_line(self.host, f"card {self.item_id}"), id="top")
+        yield FixedLine(state_line(self.host, f"card {self.item_id}"), id="top")
         with VerticalScroll():
             yield Static("loading…", id="card")
         yield KeyBar()
@@ -72,7 +73,7 @@ class CardScreen(Screen[None]):
         self.query_one(KeyBar).show_keys(self)
 
     def show_state(self) -> None:
-        self.query_one("#top", Static).update(state_line(self.host, f"card {self.item_id}"))
+        self.query_one("#top", FixedLine).show(state_line(self.host, f"card {self.item_id}"))
 
     def take_events(self, events: list[dict[str, Any]]) -> None:
         if any(ev.get("item_id") == self.item_id for ev in events):
