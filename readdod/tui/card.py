@@ -35,21 +35,25 @@ class CardScreen(Screen[None]):
     CardScreen VerticalScroll { height: 1fr; padding: 0 1; scrollbar-gutter: stable; }
     """
 
-    def __init__(self, host: Host, item_id: str) -> None:
+    def __init__(
+        self, host: Host, item_id: str, got: dict[str, Any] | None = None, *, stale: bool = False
+    ) -> None:
+        """``got``: the item as read just before (shown at once); ``stale``: read it again soon."""
         super().__init__()
         self.host = host
         self.item_id = item_id
-        self.got: dict[str, Any] | None = None
-        self.stale = False
+        self.got = got
+        self.stale = stale
 
     def compose(self) -> ComposeResult:
         yield FixedLine(state_line(self.host, f"card {self.item_id}"), id="top")
         with VerticalScroll():
-            yield Static("loading…", id="card")
+            yield Static(card_text.render(self.got) if self.got else "loading…", id="card")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.fetch()
+        if self.got is None:
+            self.fetch()
         self.set_interval(FLUSH_S, self._flush)
         self.query_one(VerticalScroll).focus()
         self.query_one(KeyBar).show_keys(self)
@@ -68,6 +72,8 @@ class CardScreen(Screen[None]):
             self.query_one("#card", Static).update(f"could not read {self.item_id}: {exc.message}")
 
     def _show(self, got: dict[str, Any]) -> None:
+        if got == self.got:
+            return  # read again, unchanged: nothing to lay out or repaint
         self.got = got
         self.query_one("#card", Static).update(card_text.render(got))
         self.query_one(KeyBar).show_keys(self)

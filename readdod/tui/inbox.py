@@ -33,6 +33,8 @@ REDRAW_S = 0.1
 #: How often rows marked stale are fetched again, and ages redrawn.
 FLUSH_S = 0.25
 AGES_S = 10.0
+#: How long a key waits for its page before what it changed is shown without it.
+STATE_LATE_S = 0.015
 
 
 def _op_bindings() -> list[BindingType]:
@@ -80,6 +82,9 @@ class InboxScreen(Screen[None]):
         #: The load whose page is on show (equal to :attr:`generation` once it has come).
         self.shown_generation = 0
         self.loaded = False
+        #: The item whose card is being read to open it, and whether events touched it since.
+        self._opening: str | None = None
+        self._opening_touched = False
         #: The highlighted item's (status, has a card): what decides the keys on offer.
         self._offer: tuple[str, bool] | None = None
 
@@ -213,6 +218,8 @@ class InboxScreen(Screen[None]):
             data = ev.get("data") or {}
             if kind == "item.captured" and len(self.cursors) == 1:
                 self.reload_wanted = True
+            if item_id is not None and item_id == self._opening:
+                self._opening_touched = True
             if item_id is None or item_id not in self.items:
                 continue
             item = self.items[item_id]
@@ -289,9 +296,33 @@ class InboxScreen(Screen[None]):
             self.host.operate(name, item)
 
     def action_open(self) -> None:
+        """Read the card first and open it with its content (one repaint, not two).
+
+        If the read takes longer than :data:`STATE_LATE_S` the card opens at once
+        and reads by itself, showing "loading…" meanwhile.
+        """
         item = self.highlighted()
-        if item is not None:
-            self.app.push_screen(CardScreen(self.host, item["id"]))
+        if item is None or self._opening is not None:
+            return
+        item_id = item["id"]
+        self._opening, self._opening_touched = item_id, False
+        self._read_card(item_id)
+        self.set_timer(STATE_LATE_S, lambda: self._open_card(item_id, None))
+
+    @work(thread=True, group="card", exclusive=True, exit_on_error=False)
+    def _read_card(self, item_id: str) -> None:
+        try:
+            got = self.host.link.call("get", {"id": item_id})
+        except ReaddodError:
+            got = None  # the card reads again by itself, and says what went wrong
+        self.app.call_from_thread(self._open_card, item_id, got)
+
+    def _open_card(self, item_id: str, got: dict[str, Any] | None) -> None:
+        if self._opening != item_id:
+            return  # open already: the later of the read and the deadline
+        self._opening = None
+        # Events about the item since the read began: the card reads it again.
+        self.app.push_screen(CardScreen(self.host, item_id, got, stale=self._opening_touched))
 
     def on_item_table_selected(self, _: ItemTable.Selected) -> None:
         self.action_open()
@@ -326,8 +357,11 @@ class InboxScreen(Screen[None]):
         self.filter = wanted
         self.cursors = [None]
         self.next_cursor = None
-        self.show_state()
         self.load_page()
+        # The page usually comes within a few milliseconds and names the filter with
+        # it (one repaint; Textual puts 17-33 ms between two repaints in a row); a
+        # slow daemon's is named a moment later, before the page comes.
+        self.set_timer(STATE_LATE_S, self.show_state)
 
     def action_search(self) -> None:
         box = self.query_one("#search", Input)

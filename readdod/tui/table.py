@@ -154,6 +154,7 @@ class ItemTable(ScrollView, can_focus=True, inherit_bindings=False):
             self.refresh(Region(0, y, self.size.width, 1))
 
     def notify_style_update(self) -> None:
+        """Styles changed (focus, theme): draw every line afresh."""
         super().notify_style_update()
         self._styles = None
         self._strips.clear()
@@ -167,16 +168,6 @@ class ItemTable(ScrollView, can_focus=True, inherit_bindings=False):
                 base + self.get_component_rich_style("item-table--cursor"),
             )
         return self._styles
-
-    def on_focus(self, event: events.Focus) -> None:
-        self._styles = None
-        self._strips.clear()
-        self.refresh()
-
-    def on_blur(self, event: events.Blur) -> None:
-        self._styles = None
-        self._strips.clear()
-        self.refresh()
 
     def _line(self, cells: Cells, style: Style, width: int) -> Strip:
         text = "".join(
