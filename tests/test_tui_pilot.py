@@ -94,6 +94,47 @@ async def test_the_inbox_lists_updates_live_and_opens_cards(daemon: DaemonProc) 
         await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox again")
 
 
+async def test_the_highlight_moves_by_key_and_mouse_and_the_lines_follow(
+    daemon: DaemonProc,
+) -> None:
+    ids = seed(daemon)
+    newest_first = [ids[t] for t in ("blocked", "SQLite WAL mode", "Sourdough starter")]
+    newest_first.append(ids["Spaced repetition"])
+    app = ReaddodTui(daemon.sock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = inbox(app)
+        await until(pilot, lambda: list(screen.items) == newest_first, "the four items")
+        table = screen.query_one(ItemTable)
+
+        def detail() -> str:
+            return str(screen.query_one("#detail", Static).render())
+
+        def row_text(n: int) -> str:
+            return table.render_line(n + 1).text  # line 0 is the header
+
+        for key, row in (("end", 3), ("up", 2), ("k", 1), ("home", 0), ("up", 0), ("pagedown", 3)):
+            await pilot.press(key)
+            assert table.cursor_row == row, key
+            assert screen.highlighted_id() == newest_first[row], key
+        assert newest_first[3] in detail()
+        await pilot.press("j")  # the last row: nowhere further to go
+        assert table.cursor_row == 3
+        assert "ready" in row_text(3) and "Spaced repetition" in row_text(3)
+        assert "STATUS" in table.render_line(0).text
+
+        # A row that changes is drawn again with what it says now.
+        table.update_row(newest_first[3], ("shipped", "", "P1", "99", "x", "Changed", "1d"))
+        assert "shipped" in row_text(3) and "Changed" in row_text(3)
+
+        await pilot.click(ItemTable, offset=(10, 2))  # the second row
+        assert table.cursor_row == 1 and newest_first[1] in detail()
+        await pilot.click(ItemTable, offset=(10, 2))  # the highlighted row again: open it
+        await until(pilot, lambda: isinstance(app.screen, CardScreen), "the card")
+        card = app.screen
+        assert isinstance(card, CardScreen) and card.item_id == newest_first[1]
+        await until(pilot, lambda: card.got is not None, "the card's content")
+
+
 async def test_keys_act_and_a_refusal_is_said_in_words(daemon: DaemonProc) -> None:
     ids = seed(daemon)
     # No watch: the TUI keeps believing what it last read, as it would before an event lands.
