@@ -133,6 +133,20 @@ async def test_the_highlight_moves_by_key_and_mouse_and_the_lines_follow(
         card = app.screen
         assert isinstance(card, CardScreen) and card.item_id == newest_first[1]
         await until(pilot, lambda: card.got is not None, "the card's content")
+        assert "SQLite WAL mode" in str(card.query_one("#card", Static).render())
+
+        # The next card is the same screen showing the other item, never the first's text.
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "the inbox again")
+        await pilot.press("end")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen is card, "the card again")
+        await until(pilot, lambda: card.got is not None, "the other card's content")
+        got = card.got
+        assert card.item_id == newest_first[3] and got is not None
+        assert got["item"]["id"] == newest_first[3]
+        text = str(card.query_one("#card", Static).render())
+        assert "Spaced repetition" in text and "SQLite WAL mode" not in text
 
 
 async def test_keys_act_and_a_refusal_is_said_in_words(daemon: DaemonProc) -> None:

@@ -58,22 +58,33 @@ class CardScreen(Screen[None]):
         self.query_one(VerticalScroll).focus()
         self.query_one(KeyBar).show_keys(self)
 
+    def show_item(self, item_id: str, got: dict[str, Any] | None, *, stale: bool = False) -> None:
+        """Show another item (the screen is kept between cards: opening one is a repaint)."""
+        self.item_id, self.got, self.stale = item_id, got, stale
+        self.show_state()
+        self.query_one("#card", Static).update(card_text.render(got) if got else "loading…")
+        self.query_one(VerticalScroll).scroll_home(animate=False, immediate=True)
+        self.query_one(KeyBar).show_keys(self)
+        if got is None:
+            self.fetch()
+
     @work(thread=True, group="card", exclusive=True, exit_on_error=False)
     def fetch(self) -> None:
+        item_id = self.item_id
         try:
-            got = self.host.link.call("get", {"id": self.item_id})
+            got = self.host.link.call("get", {"id": item_id})
         except ReaddodError as exc:
-            self.app.call_from_thread(self._failed, exc)
+            self.app.call_from_thread(self._failed, item_id, exc)
             return
         self.app.call_from_thread(self._show, got)
 
-    def _failed(self, exc: ReaddodError) -> None:
-        if self.got is None:
-            self.query_one("#card", Static).update(f"could not read {self.item_id}: {exc.message}")
+    def _failed(self, item_id: str, exc: ReaddodError) -> None:
+        if self.got is None and item_id == self.item_id:
+            self.query_one("#card", Static).update(f"could not read {item_id}: {exc.message}")
 
     def _show(self, got: dict[str, Any]) -> None:
-        if got == self.got:
-            return  # read again, unchanged: nothing to lay out or repaint
+        if got == self.got or got["item"]["id"] != self.item_id:
+            return  # unchanged (nothing to lay out or repaint), or a card no longer shown
         self.got = got
         self.query_one("#card", Static).update(card_text.render(got))
         self.query_one(KeyBar).show_keys(self)

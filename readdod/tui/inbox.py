@@ -85,6 +85,7 @@ class InboxScreen(Screen[None]):
         #: The item whose card is being read to open it, and whether events touched it since.
         self._opening: str | None = None
         self._opening_touched = False
+        self._card: CardScreen | None = None
         #: The highlighted item's (status, has a card): what decides the keys on offer.
         self._offer: tuple[str, bool] | None = None
 
@@ -322,7 +323,14 @@ class InboxScreen(Screen[None]):
             return  # open already: the later of the read and the deadline
         self._opening = None
         # Events about the item since the read began: the card reads it again.
-        self.app.push_screen(CardScreen(self.host, item_id, got, stale=self._opening_touched))
+        stale = self._opening_touched
+        if self._card is None:
+            # Kept (installed) once made: the next card is a repaint, not a new screen.
+            self._card = CardScreen(self.host, item_id, got, stale=stale)
+            self.app.install_screen(self._card, name=f"card-of-{id(self)}")
+        else:
+            self._card.show_item(item_id, got, stale=stale)
+        self.app.push_screen(self._card)
 
     def on_item_table_selected(self, _: ItemTable.Selected) -> None:
         self.action_open()
