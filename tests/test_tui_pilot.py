@@ -7,12 +7,13 @@ import signal
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from readdod.tui.app import ReaddodTui
 from readdod.tui.capture import CaptureScreen
 from readdod.tui.card import CardScreen
 from readdod.tui.inbox import InboxScreen
+from readdod.tui.table import ItemTable
 from tests.daemon_proc import DaemonProc
 from tests.tui_rig import seed, start_daemon, until, wait_until
 
@@ -42,7 +43,7 @@ def shown_keys(app: ReaddodTui) -> set[str]:
 
 
 def select(app: ReaddodTui, item_id: str) -> None:
-    table = app.screen.query_one(DataTable)
+    table = app.screen.query_one(ItemTable)
     table.move_cursor(row=table.get_row_index(item_id))
 
 
@@ -91,6 +92,61 @@ async def test_the_inbox_lists_updates_live_and_opens_cards(daemon: DaemonProc) 
             assert part in text, part
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, InboxScreen), "the inbox again")
+
+
+async def test_the_highlight_moves_by_key_and_mouse_and_the_lines_follow(
+    daemon: DaemonProc,
+) -> None:
+    ids = seed(daemon)
+    newest_first = [ids[t] for t in ("blocked", "SQLite WAL mode", "Sourdough starter")]
+    newest_first.append(ids["Spaced repetition"])
+    app = ReaddodTui(daemon.sock)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = inbox(app)
+        await until(pilot, lambda: list(screen.items) == newest_first, "the four items")
+        table = screen.query_one(ItemTable)
+
+        def detail() -> str:
+            return str(screen.query_one("#detail", Static).render())
+
+        def row_text(n: int) -> str:
+            return table.render_line(n + 1).text  # line 0 is the header
+
+        for key, row in (("end", 3), ("up", 2), ("k", 1), ("home", 0), ("up", 0), ("pagedown", 3)):
+            await pilot.press(key)
+            assert table.cursor_row == row, key
+            assert screen.highlighted_id() == newest_first[row], key
+        assert newest_first[3] in detail()
+        await pilot.press("j")  # the last row: nowhere further to go
+        assert table.cursor_row == 3
+        assert "ready" in row_text(3) and "Spaced repetition" in row_text(3)
+        assert "STATUS" in table.render_line(0).text
+
+        # A row that changes is drawn again with what it says now.
+        table.update_row(newest_first[3], ("shipped", "", "P1", "99", "x", "Changed", "1d"))
+        assert "shipped" in row_text(3) and "Changed" in row_text(3)
+
+        await pilot.click(ItemTable, offset=(10, 2))  # the second row
+        assert table.cursor_row == 1 and newest_first[1] in detail()
+        await pilot.click(ItemTable, offset=(10, 2))  # the highlighted row again: open it
+        await until(pilot, lambda: isinstance(app.screen, CardScreen), "the card")
+        card = app.screen
+        assert isinstance(card, CardScreen) and card.item_id == newest_first[1]
+        await until(pilot, lambda: card.got is not None, "the card's content")
+        assert "SQLite WAL mode" in str(card.query_one("#card", Static).render())
+
+        # The next card is the same screen showing the other item, never the first's text.
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "the inbox again")
+        await pilot.press("end")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen is card, "the card again")
+        await until(pilot, lambda: card.got is not None, "the other card's content")
+        got = card.got
+        assert card.item_id == newest_first[3] and got is not None
+        assert got["item"]["id"] == newest_first[3]
+        text = str(card.query_one("#card", Static).render())
+        assert "Spaced repetition" in text and "SQLite WAL mode" not in text
 
 
 async def test_keys_act_and_a_refusal_is_said_in_words(daemon: DaemonProc) -> None:
@@ -303,10 +359,10 @@ async def test_the_list_is_read_a_page_at_a_time(daemon: DaemonProc) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = inbox(app)
         await until(pilot, lambda: list(screen.items) == newest_first, "the first page")
-        assert screen.query_one(DataTable).row_count == 3 and "page 1+" in top(app)
+        assert screen.query_one(ItemTable).row_count == 3 and "page 1+" in top(app)
         await pilot.press("right_square_bracket")
         await until(pilot, lambda: list(screen.items) == [ids["Spaced repetition"]], "page 2")
-        assert screen.query_one(DataTable).row_count == 1 and "page 2 " in top(app)
+        assert screen.query_one(ItemTable).row_count == 1 and "page 2 " in top(app)
         await pilot.press("right_square_bracket")  # no page after the last: nothing asked
         await pilot.pause()
         assert screen.generation == screen.shown_generation and len(screen.cursors) == 2

@@ -15,6 +15,7 @@ from readdod.errors import ReaddodError
 from readdod.tui import card_text, operations
 from readdod.tui.host import Host, state_line
 from readdod.tui.keybar import KeyBar
+from readdod.tui.line import FixedLine
 
 #: How often a card that events touched is read again, at most.
 FLUSH_S = 0.25
@@ -34,45 +35,62 @@ class CardScreen(Screen[None]):
     CardScreen VerticalScroll { height: 1fr; padding: 0 1; scrollbar-gutter: stable; }
     """
 
-    def __init__(self, host: Host, item_id: str) -> None:
+    def __init__(
+        self, host: Host, item_id: str, got: dict[str, Any] | None = None, *, stale: bool = False
+    ) -> None:
+        """``got``: the item as read just before (shown at once); ``stale``: read it again soon."""
         super().__init__()
         self.host = host
         self.item_id = item_id
-        self.got: dict[str, Any] | None = None
-        self.stale = False
+        self.got = got
+        self.stale = stale
 
     def compose(self) -> ComposeResult:
-        yield Static(state_line(self.host, f"card {self.item_id}"), id="top")
+        yield FixedLine(state_line(self.host, f"card {self.item_id}"), id="top")
         with VerticalScroll():
-            yield Static("loading…", id="card")
+            yield Static(card_text.render(self.got) if self.got else "loading…", id="card")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.fetch()
+        if self.got is None:
+            self.fetch()
         self.set_interval(FLUSH_S, self._flush)
         self.query_one(VerticalScroll).focus()
         self.query_one(KeyBar).show_keys(self)
 
+    def show_item(self, item_id: str, got: dict[str, Any] | None, *, stale: bool = False) -> None:
+        """Show another item (the screen is kept between cards: opening one is a repaint)."""
+        self.item_id, self.got, self.stale = item_id, got, stale
+        self.show_state()
+        self.query_one("#card", Static).update(card_text.render(got) if got else "loading…")
+        self.query_one(VerticalScroll).scroll_home(animate=False, immediate=True)
+        self.query_one(KeyBar).show_keys(self)
+        if got is None:
+            self.fetch()
+
     @work(thread=True, group="card", exclusive=True, exit_on_error=False)
     def fetch(self) -> None:
+        item_id = self.item_id
         try:
-            got = self.host.link.call("get", {"id": self.item_id})
+            got = self.host.link.call("get", {"id": item_id})
         except ReaddodError as exc:
-            self.app.call_from_thread(self._failed, exc)
+            self.app.call_from_thread(self._failed, item_id, exc)
             return
         self.app.call_from_thread(self._show, got)
 
-    def _failed(self, exc: ReaddodError) -> None:
-        if self.got is None:
-            self.query_one("#card", Static).update(f"could not read {self.item_id}: {exc.message}")
+    def _failed(self, item_id: str, exc: ReaddodError) -> None:
+        if self.got is None and item_id == self.item_id:
+            self.query_one("#card", Static).update(f"could not read {item_id}: {exc.message}")
 
     def _show(self, got: dict[str, Any]) -> None:
+        if got == self.got or got["item"]["id"] != self.item_id:
+            return  # unchanged (nothing to lay out or repaint), or a card no longer shown
         self.got = got
         self.query_one("#card", Static).update(card_text.render(got))
         self.query_one(KeyBar).show_keys(self)
 
     def show_state(self) -> None:
-        self.query_one("#top", Static).update(state_line(self.host, f"card {self.item_id}"))
+        self.query_one("#top", FixedLine).show(state_line(self.host, f"card {self.item_id}"))
 
     def take_events(self, events: list[dict[str, Any]]) -> None:
         if any(ev.get("item_id") == self.item_id for ev in events):

@@ -15,9 +15,8 @@ from typing import Any, ClassVar
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.coordinate import Coordinate
 from textual.screen import Screen
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input
 
 from readdod.errors import ReaddodError
 from readdod.states import FAILED, Status
@@ -25,13 +24,17 @@ from readdod.tui import filters, operations, rows
 from readdod.tui.card import CardScreen
 from readdod.tui.host import Host, state_line
 from readdod.tui.keybar import KeyBar
+from readdod.tui.line import FixedLine
 from readdod.tui.progress import Progress, from_get
+from readdod.tui.table import ItemTable
 
 #: How often rows that events changed are redrawn: a burst of events costs one redraw.
 REDRAW_S = 0.1
 #: How often rows marked stale are fetched again, and ages redrawn.
 FLUSH_S = 0.25
 AGES_S = 10.0
+#: How long a key waits for its page before what it changed is shown without it.
+STATE_LATE_S = 0.015
 
 
 def _op_bindings() -> list[BindingType]:
@@ -40,18 +43,22 @@ def _op_bindings() -> list[BindingType]:
 
 class InboxScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open", "open", priority=False),
+        Binding("enter", "open", "open", show=False),  # in the key map (?), not the key line
         Binding("slash", "search", "search"),
         Binding("f", "filter", "filter"),
         Binding("right_square_bracket", "page(1)", "next page", show=False),
         Binding("left_square_bracket", "page(-1)", "prev page", show=False),
-        Binding("j", "cursor(1)", "down", show=False),
-        Binding("k", "cursor(-1)", "up", show=False),
+        Binding("down,j", "cursor(1)", "down", show=False),
+        Binding("up,k", "cursor(-1)", "up", show=False),
+        Binding("pagedown", "cursor_page(1)", "screen down", show=False),
+        Binding("pageup", "cursor_page(-1)", "screen up", show=False),
+        Binding("home", "cursor_to(0)", "first", show=False),
+        Binding("end", "cursor_to(-1)", "last", show=False),
         *_op_bindings(),
     ]
     DEFAULT_CSS = """
     InboxScreen #top { height: 1; background: $primary; color: $text; }
-    InboxScreen DataTable { height: 1fr; }
+    InboxScreen ItemTable { height: 1fr; }
     InboxScreen #detail { height: 1; color: $text-muted; }
     InboxScreen #search { display: none; height: 3; }
     InboxScreen #search.shown { display: block; }
@@ -75,23 +82,27 @@ class InboxScreen(Screen[None]):
         #: The load whose page is on show (equal to :attr:`generation` once it has come).
         self.shown_generation = 0
         self.loaded = False
+        #: The item whose card is being read to open it, and whether events touched it since.
+        self._opening: str | None = None
+        self._opening_touched = False
+        self._card: CardScreen | None = None
         #: The highlighted item's (status, has a card): what decides the keys on offer.
         self._offer: tuple[str, bool] | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(state_line(self.host, "inbox"), id="top")
-        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=False, id="table")
-        yield table
+        yield FixedLine(state_line(self.host, "inbox"), id="top")
+        yield ItemTable(id="table")
         yield Input(
             placeholder="words  #tag  P1  is:ready   (Enter applies, Esc clears)", id="search"
         )
-        yield Static("", id="detail")
+        yield FixedLine("", id="detail")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, heading, width in rows.COLUMNS:
-            table.add_column(heading, key=key, width=width or self._title_width())
+        table = self.query_one(ItemTable)
+        title = self._title_width()
+        table.set_columns([(heading, width or title) for _, heading, width in rows.COLUMNS])
+        table.focus()
         self.load_page()
         self.set_interval(REDRAW_S, self.redraw_changed)
         self.set_interval(FLUSH_S, self.flush)
@@ -109,7 +120,8 @@ class InboxScreen(Screen[None]):
         return f"{self.filter.describe()} · page {len(self.cursors)}{more}"
 
     def show_state(self) -> None:
-        self.query_one("#top", Static).update(state_line(self.host, f"inbox · {self.page_label()}"))
+        line = state_line(self.host, f"inbox · {self.page_label()}")
+        self.query_one("#top", FixedLine).show(line)
 
     def load_page(self) -> None:
         """Read the current page again in a worker; an older answer on its way is dropped."""
@@ -141,46 +153,35 @@ class InboxScreen(Screen[None]):
         if gen != self.generation:
             return  # a newer load is on its way
         self.shown_generation = gen
-        table = self.query_one(DataTable)
         keep = self.highlighted_id()
         self.items = {i["id"]: i for i in page["items"]}
         self.progress = {k: v for k, v in self.progress.items() if k in self.items}
         self.progress.update(progress)
         self.next_cursor = page.get("next_cursor")
         self.stale.clear()
-        self.shown.clear()
-        table.clear()
         now = self.host.clock.now_ms()
-        for item_id, item in self.items.items():
-            cells = rows.cells(item, self.progress.get(item_id), now)
-            self.shown[item_id] = cells
-            table.add_row(*cells, key=item_id)
-        if keep in self.items:
-            table.move_cursor(row=table.get_row_index(keep))
+        self.shown = {
+            item_id: rows.cells(item, self.progress.get(item_id), now)
+            for item_id, item in self.items.items()
+        }
+        self.query_one(ItemTable).set_rows(list(self.shown.items()), keep=keep)
         self.loaded = True
         self.show_state()
         self._highlighted()
 
     def highlighted_id(self) -> str | None:
-        table = self.query_one(DataTable)
-        if not self.items or table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key
-        except Exception:
-            return None
-        return str(key.value) if key.value is not None else None
+        return self.query_one(ItemTable).highlighted_key()
 
     def highlighted(self) -> dict[str, Any] | None:
         item_id = self.highlighted_id()
         return self.items.get(item_id) if item_id else None
 
-    def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
+    def on_item_table_highlighted(self, _: ItemTable.Highlighted) -> None:
         self._highlighted()
 
     def _highlighted(self) -> None:
         item = self.highlighted()
-        self.query_one("#detail", Static).update(rows.detail(item) if item else "no items")
+        self.query_one("#detail", FixedLine).show(rows.detail(item) if item else "no items")
         # The footer is rebuilt only when the keys on offer change, not on every move.
         offer = None if item is None else (item["status"], self._has_card(item))
         if offer != self._offer:
@@ -199,10 +200,7 @@ class InboxScreen(Screen[None]):
         old = self.shown.get(item_id)
         if cells == old:
             return
-        table = self.query_one(DataTable)
-        for n, (key, _, _) in enumerate(rows.COLUMNS):
-            if old is None or old[n] != cells[n]:
-                table.update_cell(item_id, key, cells[n])
+        self.query_one(ItemTable).update_row(item_id, cells)
         self.shown[item_id] = cells
         if item_id == self.highlighted_id():
             self._highlighted()
@@ -221,6 +219,8 @@ class InboxScreen(Screen[None]):
             data = ev.get("data") or {}
             if kind == "item.captured" and len(self.cursors) == 1:
                 self.reload_wanted = True
+            if item_id is not None and item_id == self._opening:
+                self._opening_touched = True
             if item_id is None or item_id not in self.items:
                 continue
             item = self.items[item_id]
@@ -297,16 +297,57 @@ class InboxScreen(Screen[None]):
             self.host.operate(name, item)
 
     def action_open(self) -> None:
-        item = self.highlighted()
-        if item is not None:
-            self.app.push_screen(CardScreen(self.host, item["id"]))
+        """Read the card first and open it with its content (one repaint, not two).
 
-    def on_data_table_row_selected(self, _: DataTable.RowSelected) -> None:
+        If the read takes longer than :data:`STATE_LATE_S` the card opens at once
+        and reads by itself, showing "loading…" meanwhile.
+        """
+        item = self.highlighted()
+        if item is None or self._opening is not None:
+            return
+        item_id = item["id"]
+        self._opening, self._opening_touched = item_id, False
+        self._read_card(item_id)
+        self.set_timer(STATE_LATE_S, lambda: self._open_card(item_id, None))
+
+    @work(thread=True, group="card", exclusive=True, exit_on_error=False)
+    def _read_card(self, item_id: str) -> None:
+        try:
+            got = self.host.link.call("get", {"id": item_id})
+        except ReaddodError:
+            got = None  # the card reads again by itself, and says what went wrong
+        self.app.call_from_thread(self._open_card, item_id, got)
+
+    def _open_card(self, item_id: str, got: dict[str, Any] | None) -> None:
+        if self._opening != item_id:
+            return  # open already: the later of the read and the deadline
+        self._opening = None
+        # Events about the item since the read began: the card reads it again.
+        stale = self._opening_touched
+        if self._card is None:
+            # Kept (installed) once made: the next card is a repaint, not a new screen.
+            self._card = CardScreen(self.host, item_id, got, stale=stale)
+            self.app.install_screen(self._card, name=f"card-of-{id(self)}")
+        else:
+            self._card.show_item(item_id, got, stale=stale)
+        self.app.push_screen(self._card)
+
+    def on_item_table_selected(self, _: ItemTable.Selected) -> None:
         self.action_open()
 
     def action_cursor(self, step: int) -> None:
-        table = self.query_one(DataTable)
+        """Move the highlight; the line under the list follows in the same frame."""
+        table = self.query_one(ItemTable)
         table.move_cursor(row=max(0, table.cursor_row + step))
+        self._highlighted()
+
+    def action_cursor_page(self, direction: int) -> None:
+        self.action_cursor(direction * self.query_one(ItemTable).rows_in_view)
+
+    def action_cursor_to(self, row: int) -> None:
+        table = self.query_one(ItemTable)
+        table.move_cursor(row=row if row >= 0 else table.row_count - 1)
+        self._highlighted()
 
     def action_page(self, step: int) -> None:
         if step > 0 and self.next_cursor:
@@ -324,8 +365,11 @@ class InboxScreen(Screen[None]):
         self.filter = wanted
         self.cursors = [None]
         self.next_cursor = None
-        self.show_state()
         self.load_page()
+        # The page usually comes within a few milliseconds and names the filter with
+        # it (one repaint; Textual puts 17-33 ms between two repaints in a row); a
+        # slow daemon's is named a moment later, before the page comes.
+        self.set_timer(STATE_LATE_S, self.show_state)
 
     def action_search(self) -> None:
         box = self.query_one("#search", Input)
@@ -353,4 +397,4 @@ class InboxScreen(Screen[None]):
 
     def _close_search(self) -> None:
         self.query_one("#search", Input).remove_class("shown")
-        self.query_one(DataTable).focus()
+        self.query_one(ItemTable).focus()

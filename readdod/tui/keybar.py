@@ -50,4 +50,4 @@ class KeyBar(Static):
             for key, label in pairs:
                 text.append(f" {key}", style="bold")
                 text.append(f" {label} ")
-        self.update(text)
+        self.update(text, layout=False)  # two lines, whatever the keys: no layout
