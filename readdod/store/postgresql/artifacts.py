@@ -14,7 +14,7 @@ import msgspec
 
 from readdod.store.api.artifacts import StepSlot
 from readdod.store.postgresql import search
-from readdod.store.postgresql.base import PostgresUnitBase, assignments
+from readdod.store.postgresql.base import PostgresUnitBase, assignments, item_row
 from readdod.store.postgresql.held import HeldArtifact
 from readdod.store.postgresql.queries import QUERIES as Q
 from readdod.store.rows import ARTIFACT_COLUMNS, CHUNK_COLUMNS, ArtifactRow, ChunkRow
@@ -156,10 +156,17 @@ class PostgresArtifactQueries(PostgresUnitBase):
         (:meth:`forget_slots`), as a write of another unit could change what was read."""
         columns = [list(c) for c in zip(*slots, strict=True)]
         for row in self.execute_now(Q["step_slots_locked"], columns).fetchall():
-            self.slots[slots[row[0] - 1]] = (row[1], int(row[2]), bool(row[3]), row[4])
+            slot = slots[row[0] - 1]
+            if row[4] is None:  # the lease does not hold
+                self.slots[slot] = (None, int(row[1]), bool(row[2]), row[3])
+                continue
+            item = item_row(row[5:])
+            self.slots[slot] = (item.orphan_count, int(row[1]), bool(row[2]), row[3])
+            self.rows[item.id] = item
 
     def forget_slots(self) -> None:
         self.slots.clear()
+        self.rows.clear()
 
     def add_artifact(
         self,

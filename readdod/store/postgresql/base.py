@@ -69,6 +69,8 @@ class PostgresUnitBase:
         self.held = HeldRows()
         #: Step slots read ahead for the batch's units (:meth:`read_slots`), by their key.
         self.slots: dict[StepSlot, tuple[int | None, int, bool, int | None]] = {}
+        #: The rows of the items those slots hold, by id, until the unit writes one.
+        self.rows: dict[str, ItemRow] = {}
         # One cursor for the unit's statements (a new one each costs a fifth of a small
         # statement's client time): a statement's rows are read before the next is sent.
         self._cursor = conn.cursor()
@@ -104,7 +106,9 @@ class PostgresUnitBase:
 
     def update_item(self, where: str, fields: dict[str, Any], args: Sequence[Any]) -> bool:
         """``UPDATE items SET fields WHERE where``; True if it matched. The search head
-        follows the columns it is made of."""
+        follows the columns it is made of. ``where`` starts ``id = %s``: the row read
+        ahead for that item (:attr:`rows`) is read again after this."""
+        self.rows.pop(args[0], None)
         sets, values = assignments(fields, ITEM_SETTABLE)
         if _SEARCHED.isdisjoint(fields):
             # Only the item row: nothing held back bears on it.

@@ -19,6 +19,9 @@ class PostgresItemQueries(PostgresUnitBase):
     """The items of :class:`~readdod.store.api.ItemQueries`, on PostgreSQL."""
 
     def item(self, item_id: str) -> ItemRow | None:
+        known = self.rows.get(item_id)
+        if known is not None:
+            return known
         # Only the item row: nothing held back bears on it.
         row = self.execute_now(Q["item_by_id"], (item_id,)).fetchone()
         return item_row(row) if row else None

@@ -38,16 +38,16 @@ SELECT (SELECT orphan_count FROM lease),
 
 -- name: step_slots_locked
 -- step_slot_locked for a batch's units at once: one row per slot asked for, by its
--- ordinal; the rows of the leases that hold are locked, in key order.
+-- ordinal, and the item's row where the lease holds (those rows locked, in key order).
 WITH k AS (
  SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::bigint[])
   WITH ORDINALITY AS k(item_id, artifact_type, owner, run_id, token, n)),
 lease AS (
- SELECT k.n, i.orphan_count FROM items i JOIN k ON i.id = k.item_id
+ SELECT k.n, {item_columns} FROM items i JOIN k ON i.id = k.item_id
   AND i.status = 'PROCESSING' AND i.lease_owner = k.owner AND i.current_run_id = k.run_id
   AND i.lease_token = coalesce(k.token, i.lease_token)
   ORDER BY i.id FOR NO KEY UPDATE OF i)
-SELECT k.n, l.orphan_count, v.newest, v.edited, v.existing FROM k
+SELECT k.n, v.newest, v.edited, v.existing, l.* FROM k
  LEFT JOIN lease l ON l.n = k.n
  CROSS JOIN LATERAL (
   SELECT coalesce(max(a.version), 0) AS newest,
