@@ -64,7 +64,16 @@ def _columns(rows: list[Any], width: int) -> list[list[Any]]:
 class HeldRows:
     """The rows held back, in the order they were added (a table at a time)."""
 
-    __slots__ = ("artifact_items", "artifacts", "bodies", "events", "heads", "settles", "steps")
+    __slots__ = (
+        "artifact_items",
+        "artifacts",
+        "bodies",
+        "events",
+        "heads",
+        "run_updates",
+        "settles",
+        "steps",
+    )
 
     def __init__(self) -> None:
         self.artifacts: list[HeldArtifact] = []
@@ -77,10 +86,19 @@ class HeldRows:
         self.bodies: dict[str, tuple[str, bool]] = {}
         #: Runs whose chunks in flight go back to pending, and when.
         self.settles: dict[str, int] = {}
+        #: Updates of runs (column: value), held so the attempt's end that follows goes
+        #: out with its run's in one statement.
+        self.run_updates: dict[str, dict[str, Any]] = {}
 
     def __bool__(self) -> bool:
         return bool(
-            self.artifacts or self.events or self.steps or self.heads or self.bodies or self.settles
+            self.artifacts
+            or self.events
+            or self.steps
+            or self.heads
+            or self.bodies
+            or self.settles
+            or self.run_updates
         )
 
     def add_artifact(self, row: HeldArtifact) -> None:
@@ -101,9 +119,12 @@ class HeldRows:
         if always or held is None or not held[1]:
             self.bodies[item_id] = (vector, always)
 
-    def take(self) -> list[tuple[str, list[list[Any]]]]:
+    def take(self) -> list[tuple[str, list[Any]]]:
         """The held rows as statements (SQL, one array per column), forgotten here."""
-        out: list[tuple[str, list[list[Any]]]] = []
+        out: list[tuple[str, list[Any]]] = []
+        for run_id, fields in self.run_updates.items():
+            sets = ", ".join(f"{column} = %s" for column in fields)
+            out.append((f"UPDATE runs SET {sets} WHERE run_id = %s", [*fields.values(), run_id]))
         if self.artifacts:
             out.append((INSERT_ARTIFACTS, _columns(self.artifacts, 7)))
         if self.steps:
@@ -137,5 +158,6 @@ class HeldRows:
         self.heads = {}
         self.bodies = {}
         self.settles = {}
+        self.run_updates = {}
         self.events = []
         self.steps = {}

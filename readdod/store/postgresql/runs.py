@@ -23,12 +23,13 @@ class PostgresRunQueries(PostgresUnitBase):
         self.execute(Q["insert_run"], [getattr(run, c) for c in RUN_COLUMNS])
 
     def update_run(self, run_id: str, **fields: Any) -> None:
+        """Held back until the next statement that is not the end of this run's attempt."""
+        assignments(fields, _RUN_SETTABLE)  # a wrong column fails here, not at the flush
+        held = self.held.run_updates.setdefault(run_id, {})
         if run_id in self.held.steps:
             # The step held back goes out with this update (which wins if it sets one too).
-            held = self.held.steps.pop(run_id)
-            fields = {"current_step": held, **fields}
-        sets, values = assignments(fields, _RUN_SETTABLE)
-        self.execute_now(f"UPDATE runs SET {sets} WHERE run_id = %s", [*values, run_id])
+            held["current_step"] = self.held.steps.pop(run_id)
+        held.update(fields)
 
     def set_current_step(self, run_id: str, step: str | None) -> None:
         self.held.steps[run_id] = step
@@ -64,10 +65,22 @@ class PostgresRunQueries(PostgresUnitBase):
         error_code: str | None = None,
         error_message: str | None = None,
     ) -> bool:
+        tail = (status, now, error_code, error_message, run_id)
+        update = self.held.run_updates.pop(run_id, None)
+        if update is not None:
+            if run_id in self.held.steps:  # a step set after the update: it wins
+                update = {**update, "current_step": self.held.steps.pop(run_id)}
+            sets, values = assignments(update, _RUN_SETTABLE)
+            cur = self.execute_now(
+                f"WITH r AS (UPDATE runs SET {sets} WHERE run_id = %s RETURNING current_step) "
+                + Q["end_attempt_after_update"],
+                [*values, run_id, *tail],
+            )
+            return self.changed(cur) > 0
         # It reads the run's current step, which may be held back.
         if run_id in self.held.steps:
             self.flush()
-        cur = self.execute_now(Q["end_attempt"], (status, now, error_code, error_message, run_id))
+        cur = self.execute_now(Q["end_attempt"], tail)
         return self.changed(cur) > 0
 
     def last_attempt(self, run_id: str) -> AttemptRow | None:

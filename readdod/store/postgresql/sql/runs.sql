@@ -37,6 +37,13 @@ UPDATE attempts SET status = %s, finished_at = %s, error_code = %s, error_messag
  last_step = (SELECT r.current_step FROM runs r WHERE r.run_id = attempts.run_id)
  WHERE run_id = %s AND {open_attempt};
 
+-- name: end_attempt_after_update
+-- end_attempt sent with its run's update, as the statement that follows
+-- `WITH r AS (UPDATE runs ... RETURNING current_step)`: the step the attempt reached
+-- is the run's current step as that update left it.
+UPDATE attempts SET status = %s, finished_at = %s, error_code = %s, error_message = %s,
+ last_step = (SELECT current_step FROM r) WHERE run_id = %s AND {open_attempt};
+
 -- name: last_attempt
 SELECT {attempt_columns} FROM attempts WHERE run_id = %s
  ORDER BY created_at DESC, attempt_id DESC LIMIT 1;
