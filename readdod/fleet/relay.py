@@ -46,6 +46,8 @@ log = get_logger("readdod.fleet")
 OUTBOX: Final = 10_000
 #: How long to wait before listening again after the store's channel failed.
 RELISTEN_S: Final = 1.0
+#: The longest wait between two tries while the channel stays down.
+RELISTEN_MAX_S: Final = 5.0
 #: Beats a ``fleet.watching`` notice keeps the others sending every note.
 WATCHING_BEATS: Final = 3
 WATCHING: Final = "fleet.watching"
@@ -190,6 +192,7 @@ class Relay:
 
     async def _listen(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         started = failed = False
+        wait = RELISTEN_S
         while True:
             try:
                 async with self.fleet.listen() as heard:
@@ -198,6 +201,7 @@ class Relay:
                         task_status.started()
                     if failed:
                         failed = False
+                        wait = RELISTEN_S
                         log.info("fleet.relistened")
                         # Notices sent meanwhile are lost: claim whatever was queued.
                         self.workers.wake()
@@ -206,20 +210,26 @@ class Relay:
                         if notice is not None and notice.origin != self.fleet.daemon_id:
                             self.heard += 1
                             self.apply(notice)
-            except ReaddodError as exc:
-                failed = True
-                log.warning("fleet.listen_failed", error_code=exc.error_code, error=exc.message)
             except Exception as exc:
-                # Whatever the channel did, the daemon goes on: it listens again.
+                # Whatever the channel did, the daemon goes on: it listens again. Said once
+                # per outage (the store says when the database is back), then tried again
+                # less and less often while it lasts.
+                if not failed:
+                    code = (
+                        exc.error_code
+                        if isinstance(exc, ReaddodError)
+                        else ErrorCode.INTERNAL_ERROR
+                    )
+                    message = exc.message if isinstance(exc, ReaddodError) else repr(exc)
+                    log.warning("fleet.listen_failed", error_code=code, error=message)
+                else:
+                    wait = min(wait * 2, RELISTEN_MAX_S)
                 failed = True
-                log.warning(
-                    "fleet.listen_failed", error_code=ErrorCode.INTERNAL_ERROR, error=repr(exc)
-                )
             if not started:
                 started = True
                 task_status.started()
             # The channel ended (its connection dropped): listen again shortly.
-            await anyio.sleep(RELISTEN_S)
+            await anyio.sleep(wait)
 
     def apply(self, notice: Notice) -> None:
         """Act on another daemon's notes."""
