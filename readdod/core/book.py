@@ -22,7 +22,7 @@ from readdod.core.runs import RunPolicy, fail, next_step, requeue
 from readdod.core.unit import Units, Work, dumps
 from readdod.core.workers import Lease
 from readdod.errors import StepError
-from readdod.models import CHUNK_ACTIVE, ArtifactMeta, Item
+from readdod.models import AI_STEPS, CHUNK_ACTIVE, ArtifactMeta, Item
 from readdod.states import Trigger
 from readdod.store import ArtifactRow, ItemRow
 from readdod.store.api import StepSlot
@@ -140,7 +140,9 @@ class LeaseBook:
                 runs.finish(work, self.policy, row, lease.run_id, now)
             return version
 
-        slot = StepSlot(lease.item_id, step, lease.owner, lease.run_id, lease.token)
+        slot = StepSlot(
+            lease.item_id, step, lease.owner, lease.run_id, lease.token, AI_STEPS if finish else ()
+        )
         return await self.units.commit(unit, slot=slot)
 
     async def note_retry(

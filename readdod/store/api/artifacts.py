@@ -18,6 +18,9 @@ class StepSlot(NamedTuple):
     owner: str
     run_id: str
     token: int | None
+    #: The types the unit's READY gate reads (:meth:`ArtifactQueries.gate_inputs`), if
+    #: the step ends its run.
+    gate: tuple[str, ...] = ()
 
 
 class ArtifactQueries(Protocol):

@@ -71,6 +71,9 @@ class PostgresUnitBase:
         self.slots: dict[StepSlot, tuple[int | None, int, bool, int | None]] = {}
         #: The rows of the items those slots hold, by id, until the unit writes one.
         self.rows: dict[str, ItemRow] = {}
+        #: What the READY gates of those slots' runs read, by (item, run): the types
+        #: read and the rows (type, run, payload, created_by, version).
+        self.gates: dict[tuple[str, str], tuple[frozenset[str], list[Any]]] = {}
         # One cursor for the unit's statements (a new one each costs a fifth of a small
         # statement's client time): a statement's rows are read before the next is sent.
         self._cursor = conn.cursor()

@@ -24,6 +24,14 @@ SELECT artifact_type, run_id, payload, created_by, version FROM artifacts
  WHERE item_id = %s AND artifact_type = ANY(%s) AND (created_by = 'system'
  AND run_id = %s OR created_by = 'user' AND discarded = 0 AND artifact_type = 'score');
 
+-- name: gate_inputs_of_runs
+-- gate_inputs for several (item, run) pairs at once, each row with its item.
+SELECT a.item_id, a.artifact_type, a.run_id, a.payload, a.created_by, a.version
+ FROM unnest(%b::text[], %b::text[]) AS k(item_id, run_id)
+ JOIN artifacts a ON a.item_id = k.item_id
+ WHERE a.artifact_type = ANY(%b::text[]) AND (a.created_by = 'system' AND a.run_id = k.run_id
+  OR a.created_by = 'user' AND a.discarded = 0 AND a.artifact_type = 'score');
+
 -- name: lease_of_step
 -- The orphan count of an item while a lease holds it (a fragment of step_slot).
 SELECT orphan_count FROM items WHERE id = %s AND status = 'PROCESSING'
