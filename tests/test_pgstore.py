@@ -15,7 +15,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from readdod.errors import BackupUnsupported, ConfigError, ValidationFailed
-from readdod.store.api import UnitOfWork
+from readdod.store.api import StepSlot, UnitOfWork
 from readdod.store.postgresql import PostgresStore
 from readdod.store.postgresql.backup import dump_database, find_pg_dump
 from readdod.store.postgresql.schema import migrations
@@ -130,6 +130,69 @@ async def test_a_renewal_skips_a_lease_row_another_transaction_holds_and_counts_
         )
     assert held == {"i0", "i1", "i2"}
     assert leases == {"i0": 50_000, "i1": 10_000, "i2": 50_000, "other": 10_000}
+
+
+async def test_a_batch_reads_its_units_step_slots_at_once_and_each_sees_what_it_would_alone(
+    pg_cluster: pg.Cluster,
+) -> None:
+    dsn = pg_cluster.new_database()
+    ids = [f"i{n}" for n in range(6)]
+    gate = ("summary", "score")
+    async with PostgresStore.open(dsn, pool_size=2) as store:  # one writer: whole batches
+        await rows.insert(
+            store,
+            *(rows.item(i, created_at=n, current_run_id=f"r{n}") for n, i in enumerate(ids)),
+            *(rows.run(f"r{n}", i) for n, i in enumerate(ids)),
+        )
+        tokens = {
+            r.id: r.lease_token for r in await store.write(lambda tx: tx.claim("me", 6, 10**6, 1))
+        }
+
+        def seed(tx: UnitOfWork) -> None:
+            tx.add_artifact("i0", "summary", 1, "r0", '{"s": 0}', "{}", 2)
+            tx.add_artifact("i1", "summary", 1, "r1", '{"s": 1}', "{}", 2)
+            tx.insert_artifact("i1", "score", "user", None, '{"score": 80}', "{}", 3)
+            tx.add_artifact("i2", "summary", 1, "r-earlier", '{"s": 2}', "{}", 2)
+
+        await store.write(seed)
+        slots = [StepSlot(i, "summary", "me", f"r{n}", tokens[i], gate) for n, i in enumerate(ids)]
+        slots[3] = slots[3]._replace(token=tokens["i3"] - 1)  # a late write of an earlier claim
+        slots[4] = slots[4]._replace(owner="other")  # not this owner's lease
+        slots[5] = slots[5]._replace(gate=())  # a step that does not end its run
+
+        def probe(slot: StepSlot) -> Callable[[UnitOfWork], object]:
+            def unit(tx: UnitOfWork) -> object:
+                found = tx.step_slot(
+                    slot.item_id, slot.artifact_type, slot.owner, slot.run_id, token=slot.token
+                )
+                return found, tx.item(slot.item_id), tx.gate_inputs(slot.item_id, slot.run_id, gate)
+
+            return unit
+
+        alone = [await store.write(probe(slot)) for slot in slots]
+
+        # The writer is kept busy while the six are queued, so they go out as one batch.
+        release = threading.Event()
+        together: list[object] = [None] * len(slots)
+
+        async def told(k: int) -> None:
+            together[k] = await store.write(probe(slots[k]), slot=slots[k])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(store.write, lambda tx: release.wait(10))
+            await anyio.wait_all_tasks_blocked()
+            before = store.counters()
+            for k in range(len(slots)):
+                tg.start_soon(told, k)
+            await anyio.wait_all_tasks_blocked()
+            release.set()
+        after = store.counters()
+    assert together == alone
+    assert [a[0][0] is not None for a in alone] == [True, True, True, False, False, True]  # type: ignore[index]
+    assert after.transactions - before.transactions == 2  # the busy unit's, then the six's
+    # Alone, each asks three statements; together: the slots, the gates, and the item and
+    # gate reads of the two whose lease does not hold, and the gate of the one not asked.
+    assert after.statements - before.statements < 3 * len(slots)
 
 
 async def test_a_race_on_a_unique_key_is_run_again_and_finds_the_winner(
