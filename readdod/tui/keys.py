@@ -9,6 +9,7 @@ from readdod.tui.operations import OPERATIONS
 #: (keys, what they do, where): every key the TUI answers to.
 GENERAL: Final = (
     ("↑ ↓  j k", "move in the list / scroll the card", "inbox, card"),
+    ("PgUp PgDn", "a screen up / down the list; Home End: first / last", "inbox"),
     ("Enter", "open the highlighted item's card", "inbox"),
     ("] [", "next / previous page of the list", "inbox"),
     ("/", "search: words, #tag, P0-P3, is:GROUP; Esc clears", "inbox"),
