@@ -28,15 +28,8 @@ def _artifact(row: Sequence[Any]) -> ArtifactRow:
 
 def _held_artifact(held: HeldArtifact) -> ArtifactRow:
     item_id, artifact_type, version, run_id, payload, meta, created_at = held
-    return ArtifactRow(
-        item_id=item_id,
-        artifact_type=artifact_type,
-        version=version,
-        created_by="system",
-        run_id=run_id,
-        payload=payload,
-        meta=meta,
-        created_at=created_at,
+    return _artifact(
+        (item_id, artifact_type, version, "system", run_id, payload, meta, created_at, 0)
     )
 
 
