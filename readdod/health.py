@@ -250,6 +250,33 @@ def step_times(samples: list[tuple[str, float]]) -> dict[str, StepTimes]:
     }
 
 
+def fleet_check(report: Report, fleet: Sequence[FleetMember]) -> Report:
+    """``report`` with the fleet listed and a ``fleet`` check: degraded while a daemon
+    that shares the store has gone silent without a clean stop (killed, frozen, cut off
+    from the database), naming each; its leases run out and the others take its items.
+    It clears when that daemon starts again or the others forget it."""
+    silent = [m for m in fleet if not m.alive]
+    reasons = [
+        f"daemon {m.daemon_id} ({m.host}, pid {m.pid}) has been silent for {m.silent_s:g} s"
+        f" with {m.in_flight} items in flight: it stopped without a clean stop or lost the"
+        " database; the other daemons take its items as their leases run out"
+        for m in silent
+    ]
+    check = Check(
+        status="degraded" if silent else "ok",
+        value=len(silent),
+        reason="; ".join(reasons) if reasons else None,
+    )
+    status = report.status if _RANK[report.status] >= _RANK[check.status] else check.status
+    return msgspec.structs.replace(
+        report,
+        status=status,
+        reasons=[*report.reasons, *reasons],
+        checks={**report.checks, "silent_daemons": check},
+        fleet=list(fleet),
+    )
+
+
 def feeds_check(report: Report, failing: Sequence[Feed], threshold: int) -> Report:
     """``report`` with a ``feeds`` check: degraded while a feed has failed ``threshold``
     polls in a row or more, naming each and why."""

@@ -140,6 +140,30 @@ def test_watch_pause_resume_and_health_span_the_fleet(
     assert [m["daemon_id"] for m in a.call("health")["fleet"]] == [id_a]
 
 
+def test_a_daemon_killed_without_a_clean_stop_makes_the_others_health_degraded_until_it_is_back(
+    tmp_path: Path, daemons: list[DaemonProc], dsn: str
+) -> None:
+    a, b = fleet(tmp_path, daemons, "ab", dsn, lease_ttl_s=1.5)  # a beat every 0.5 s
+    a.start()
+    b.start()
+    id_b = b.call("ping")["worker_id"]
+    assert a.call("health")["checks"]["silent_daemons"]["status"] == "ok"
+    b.kill9()
+    _wait(
+        lambda: a.call("health")["checks"]["silent_daemons"]["status"] == "degraded",
+        30,
+        "the killed daemon to count as silent",
+    )
+    health = a.call("health")
+    assert health["status"] in ("degraded", "unhealthy")
+    assert any(id_b in reason and "silent" in reason for reason in health["reasons"])
+    assert [m["alive"] for m in health["fleet"] if m["daemon_id"] == id_b] == [False]
+    b.start()  # its next life knows its earlier one is dead and takes it out of the registry
+    check = a.call("health")["checks"]["silent_daemons"]
+    assert check["status"] == "ok" and check["value"] == 0
+    assert b.stop() == 0
+
+
 def test_archive_cancel_on_one_daemon_stops_the_actor_on_the_daemon_holding_the_lease(
     tmp_path: Path, daemons: list[DaemonProc], dsn: str
 ) -> None:

@@ -27,7 +27,7 @@ from readdod.control.security import PeerPolicy, peer_credentials
 from readdod.core import Core
 from readdod.errors import ErrorCode, InternalError, RequestError, ValidationFailed
 from readdod.events import Subscription
-from readdod.health import feeds_check, thresholds_from
+from readdod.health import feeds_check, fleet_check, thresholds_from
 from readdod.logging import get_logger
 from readdod.models import CaptureRequest, ExportResult
 from readdod.roster import FleetMember
@@ -516,7 +516,8 @@ class ControlServer:
         threshold = self.cfg.feeds.failures_degraded
         report = feeds_check(report, await self.core.feeds.failing(threshold), threshold)
         if self.fleet is not None:
-            report.daemon, report.fleet = self.fleet.daemon_id, await self.fleet.members()
+            report = fleet_check(report, await self.fleet.members())
+            report.daemon = self.fleet.daemon_id
         return report
 
     async def _stats(self, _: p.Empty) -> Any:
