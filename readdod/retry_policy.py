@@ -49,7 +49,12 @@ def next_delay_s(
     last success or user action.
     """
     rule = rule_for(cfg, error_code)
-    if not retryable or rule is None or retries_done >= rule.attempts:
+    if rule is None or retries_done >= rule.attempts:
+        return None
+    # A model's answer that does not parse or fit its schema is not retryable as it stands
+    # (the same request may well get the same answer), so only ``[retry] schema``, which
+    # is off unless set, retries it: the operator's choice, for a model that varies.
+    if not retryable and failure_class(error_code) != "schema":
         return None
     if retry_after_s is not None and failure_class(error_code) == "rate_limit":
         return max(retry_after_s, 0.0)

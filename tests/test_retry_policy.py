@@ -84,6 +84,18 @@ def test_default_policy_follows_the_seed_table(
     assert got == expected
 
 
+def test_schema_failures_are_retried_only_when_the_schema_rule_says_so() -> None:
+    code = ErrorCode.AI_SCHEMA_INVALID
+    assert retry_policy.next_delay_s(RetryConfig(), code, False, 0) is None  # off by default
+    cfg = RetryConfig(schema=RetryRule(attempts=2, delays_s=(10.0,)))
+    # The error itself says "not retryable as it stands"; the operator's rule wins.
+    delays = [retry_policy.next_delay_s(cfg, code, False, n) for n in range(3)]
+    assert delays == [10.0, 10.0, None]
+    assert retry_policy.next_delay_s(cfg, ErrorCode.AI_PARSE_ERROR, False, 0) == 10.0
+    # Other classes still follow the error's own judgement.
+    assert retry_policy.next_delay_s(cfg, ErrorCode.AI_PROVIDER_ERROR, False, 0) is None
+
+
 def test_the_last_delay_repeats() -> None:
     cfg = RetryConfig(network=RetryRule(attempts=5, delays_s=(1.0, 2.0)))
     delays = [retry_policy.next_delay_s(cfg, "EXTRACTION_FETCH_FAILED", True, n) for n in range(6)]
