@@ -154,3 +154,59 @@ def test_capture_pdf_refuses_a_scan_or_a_non_pdf_before_sending(
     out = run_cli(d, "capture", "--pdf", str(page), "-i", "x")
     assert out.returncode == 1 and "is not a PDF" in out.stderr
     assert d.call("list", {})["items"] == []
+
+
+#: What the same PDF's extraction says wherever it came from (not how it was fetched).
+_DOCUMENT_FIELDS = (
+    "title",
+    "byline",
+    "published_at",
+    "page_count",
+    "content_type",
+    "extractor",
+    "text",
+    "markdown",
+    "word_count",
+    "excerpt",
+)
+
+
+def test_a_pdf_file_and_the_same_pdf_by_url_give_the_same_extraction(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    made = pdfs.headings(sections=6, title="Tide tables", author="Mara Quill")
+    assert made.pages >= 2
+    paper = tmp_path / "tides.pdf"
+    paper.write_bytes(made.data)
+    with serve() as srv:
+        url = srv.page("/tides.pdf", made.data, content_type="application/pdf")
+        d = DaemonProc(tmp_path, ai={"engine": "fixed"}, fetch=fast_fetch())
+        daemons.append(d)
+        d.start()
+        by_url = d.call("capture", {"url": url, "intent": "plan the crossing"})["item"]["id"]
+        out = run_cli(d, "capture", "--pdf", str(paper), "-i", "plan the crossing", "--json")
+        assert out.returncode == 0, out.stderr
+        by_file = json.loads(out.stdout)["item"]["id"]
+        d.wait_status("READY", 2)
+        got = {}
+        for name, item_id in (("url", by_url), ("file", by_file)):
+            # `show --json` prints the socket's `get` answer as it came.
+            answer = run_cli(d, "show", item_id, "--json")
+            assert answer.returncode == 0, answer.stderr
+            got[name] = json.loads(answer.stdout)
+            text = run_cli(d, "show", item_id)
+            assert text.returncode == 0, text.stderr
+            assert text.stdout.startswith("Tide tables\n"), text.stdout
+            assert f"  by Mara Quill · PDF, {made.pages} pages\n" in text.stdout
+    url_ext = got["url"]["artifacts"]["extraction"]["payload"]
+    file_ext = got["file"]["artifacts"]["extraction"]["payload"]
+    assert (file_ext["byline"], file_ext["page_count"]) == ("Mara Quill", made.pages)
+    assert file_ext["content_type"] == "application/pdf"
+    assert file_ext["extractor"].startswith("pypdf/")
+    assert file_ext["published_at"] is not None and file_ext["published_at"].endswith("Z")
+    assert {k: file_ext.get(k) for k in _DOCUMENT_FIELDS} == {
+        k: url_ext.get(k) for k in _DOCUMENT_FIELDS
+    }
+    assert (url_ext["source"], file_ext["source"]) == ("fetched", "provided_text")
+    assert got["url"]["item"]["title"] == got["file"]["item"]["title"] == "Tide tables"
+    assert _words(file_ext["text"]) == made.words
