@@ -13,6 +13,7 @@ from reportlab.lib.pdfencrypt import StandardEncryption
 from reportlab.pdfgen import canvas
 
 from readdod.config import FetchConfig
+from readdod.control.client import RpcError
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.fetch import extract_url, make_client
 from readdod.extraction.pdf import extract_pdf
@@ -210,3 +211,79 @@ def test_a_pdf_file_and_the_same_pdf_by_url_give_the_same_extraction(
     assert (url_ext["source"], file_ext["source"]) == ("fetched", "provided_text")
     assert got["url"]["item"]["title"] == got["file"]["item"]["title"] == "Tide tables"
     assert _words(file_ext["text"]) == made.words
+
+
+def test_a_document_goes_with_text_only_and_is_kept_through_a_refetch(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = DaemonProc(tmp_path, ai={"engine": "fixed"})
+    daemons.append(d)
+    d.start()
+    text = "\n\n".join(pdfs.paragraph(n) for n in range(4))
+    document = {
+        "content_type": "application/pdf",
+        "extractor": "pypdf/test",
+        "byline": "Noor Hale",
+        "published_at": "2024-05-01T09:30:00Z",
+        "page_count": 3,
+    }
+    refusals = [
+        ({"url": "https://example.org/a.pdf", "document": document}, "give that text with it"),
+        ({"html": "<p>hello there</p>", "document": document}, "give that text with it"),
+        (
+            {"text": text, "document": document | {"published_at": "May 2024"}},
+            "document.published_at must be an ISO 8601 time",
+        ),
+        (
+            {"text": text, "document": document | {"published_at": "2024-05-01T09:30:00"}},
+            "has no UTC offset",
+        ),
+    ]
+    for params, said in refusals:
+        with pytest.raises(RpcError) as info:
+            d.call("capture", {"intent": "read it"} | params)
+        assert info.value.error_code == "VALIDATION_ERROR", params
+        assert said in info.value.message
+    for bad in ({"page_count": 0}, {"content_type": "text/html"}, {"pages": 3}):
+        with pytest.raises(RpcError) as info:
+            d.call("capture", {"intent": "read it", "text": text, "document": document | bad})
+        # Not the shape of a document at all: the protocol's invalid params, naming the field.
+        assert info.value.rpc_code == -32602, bad
+        assert "document" in info.value.message
+    assert d.call("list", {})["items"] == []
+
+    item = d.call(
+        "capture", {"intent": "read it", "title": "Hale notes", "text": text, "document": document}
+    )["item"]
+    plain = d.call("capture", {"intent": "read it", "text": text})["item"]
+    d.wait_status("READY", 2)
+    d.call("process", {"id": item["id"], "regenerate": True, "refetch": True})
+    d.wait_status("READY", 3)
+    got = d.call("get", {"id": item["id"], "versions": True})
+    versions = [v for v in got["versions"] if v["artifact_type"] == "extraction"]
+    assert len(versions) == 2
+    extraction = got["artifacts"]["extraction"]["payload"]
+    expected = {k: document[k] for k in ("byline", "published_at", "page_count", "extractor")}
+    assert {k: extraction[k] for k in expected} == expected
+    assert extraction["content_type"] == "application/pdf"
+    assert extraction["title"] == "Hale notes" and extraction["source"] == "provided_text"
+    # Text without a document is text, as before.
+    other = d.call("get", {"id": plain["id"]})["artifacts"]["extraction"]["payload"]
+    assert (other["byline"], other["page_count"], other["content_type"]) == (None, None, None)
+    assert other["text"] == extraction["text"]
+
+
+def test_capture_pdf_keeps_the_size_limit_and_names_the_file(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = DaemonProc(tmp_path, daemon={"auto_process": False}, fetch={"max_bytes": 20_000})
+    daemons.append(d)
+    d.start()
+    big = tmp_path / "long.pdf"
+    big.write_bytes(pdfs.long_document(pages=40).data)
+    assert big.stat().st_size > 20_000
+    out = run_cli(d, "capture", "--config", str(d.config), "--pdf", str(big), "-i", "x")
+    assert out.returncode == 1
+    assert "PAYLOAD_TOO_LARGE" in out.stderr and str(big) in out.stderr
+    assert "fetch.max_bytes" in out.stderr
+    assert d.call("list", {})["items"] == []
