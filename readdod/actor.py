@@ -88,7 +88,7 @@ async def run(
             faults.crash_point(f"step:{step}")
             if step == "extraction":
                 html, text = claimed.source or await book.source(item.id)
-                document = await book.document(item.id) if text is not None else None
+                document = await book.document(item) if text is not None else None
                 result = await pipeline.extraction(ctx, html, text, document)
             else:
                 result = await pipeline.ai_step(step, ctx)

@@ -252,9 +252,18 @@ def test_a_document_goes_with_text_only_and_is_kept_through_a_refetch(
         assert "document" in info.value.message
     assert d.call("list", {})["items"] == []
 
-    item = d.call(
-        "capture", {"intent": "read it", "title": "Hale notes", "text": text, "document": document}
-    )["item"]
+    first = {"intent": "read it", "title": "Hale notes", "text": text, "document": document}
+    first["capture_id"] = "hale-notes"
+    captured = d.call("capture", first)
+    item = captured["item"]
+    assert captured["created"]
+    # The document is part of what was handed in: a repeat is the same capture, another
+    # document under the same capture_id is not.
+    assert not d.call("capture", first)["created"]
+    changed = first | {"document": document | {"byline": "Someone Else"}}
+    with pytest.raises(RpcError) as conflict:
+        d.call("capture", changed)
+    assert conflict.value.error_code == "IDEMPOTENCY_CONFLICT"
     plain = d.call("capture", {"intent": "read it", "text": text})["item"]
     d.wait_status("READY", 2)
     d.call("process", {"id": item["id"], "regenerate": True, "refetch": True})

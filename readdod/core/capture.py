@@ -34,6 +34,8 @@ from readdod.store import EventRow, ItemRow
 S = Status
 #: Marks capture hashes made from what identifies a capture (see :func:`capture_hash`).
 CAPTURE_HASH_PREFIX: Final = "c2:"
+#: The same, for a text handed in with its document: a run reads the document only then.
+DOCUMENT_HASH_PREFIX: Final = "c2d:"
 
 
 class Checked(msgspec.Struct, frozen=True):
@@ -55,12 +57,23 @@ def capture_hash(canonical_url: str | None, req: CaptureRequest) -> str:
     Two captures with the same hash are the same capture: a repeated
     capture_id conflicts only when this differs, and a page captured again
     with its HTML through another spelling of its URL is the same item.
+    A text's document is content handed in too; its prefix
+    (:data:`DOCUMENT_HASH_PREFIX`) tells a run there is one to read, so a
+    plain text's run reads nothing more than its source.
     """
     title = req.title.strip() if req.title else None
     h = hashlib.sha256()
     for part in (canonical_url, urls.normalise_intent(req.intent), req.html, req.text, title):
         h.update(b"\x00" if part is None else b"\x01" + part.encode())
-    return CAPTURE_HASH_PREFIX + h.hexdigest()[:32]
+    if req.document is None:
+        return CAPTURE_HASH_PREFIX + h.hexdigest()[:32]
+    h.update(b"\x02" + msgspec.json.encode(req.document))
+    return DOCUMENT_HASH_PREFIX + h.hexdigest()[:32]
+
+
+def has_document(item: ItemRow) -> bool:
+    """Whether ``item``'s text came with its document (see :func:`capture_hash`)."""
+    return item.capture_hash is not None and item.capture_hash.startswith(DOCUMENT_HASH_PREFIX)
 
 
 def _legacy_capture_hash(req: CaptureRequest) -> str:
@@ -72,7 +85,7 @@ def _legacy_capture_hash(req: CaptureRequest) -> str:
 
 
 def _same_capture(stored: str | None, digest: str, req: CaptureRequest) -> bool:
-    if stored is None or stored.startswith(CAPTURE_HASH_PREFIX):
+    if stored is None or stored.startswith((CAPTURE_HASH_PREFIX, DOCUMENT_HASH_PREFIX)):
         return stored == digest
     return stored == _legacy_capture_hash(req)
 
