@@ -14,9 +14,11 @@ from reportlab.pdfgen import canvas
 
 from readdod.config import FetchConfig
 from readdod.control.client import RpcError
+from readdod.core.capture import provided_document
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.fetch import extract_url, make_client
-from readdod.extraction.pdf import extract_pdf
+from readdod.extraction.pdf import MAX_PAGES, extract_pdf
+from readdod.store import EventRow
 from tests import pdfs
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.pageserver import fast_fetch, serve
@@ -295,4 +297,49 @@ def test_capture_pdf_keeps_the_size_limit_and_names_the_file(
     assert out.returncode == 1
     assert "PAYLOAD_TOO_LARGE" in out.stderr and str(big) in out.stderr
     assert "fetch.max_bytes" in out.stderr
+    many = tmp_path / "many.pdf"
+    many.write_bytes(_pages(MAX_PAGES + 1))
+    assert many.stat().st_size < 20_000 * 100
+    out = run_cli(d, "capture", "--pdf", str(many), "-i", "x")
+    assert out.returncode == 1
+    assert "PAYLOAD_TOO_LARGE" in out.stderr and str(many) in out.stderr
+    assert f"{MAX_PAGES + 1} pages" in out.stderr
     assert d.call("list", {})["items"] == []
+
+
+def _pages(count: int) -> bytes:
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4)
+    for n in range(count):
+        c.drawString(72, 720, f"Page {n + 1} of a long ledger, with a few words on it.")
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def _event(kind: str, detail: str) -> EventRow:
+    return EventRow(
+        seq=1,
+        at=0,
+        item_id="01X",
+        run_id=None,
+        kind=kind,
+        from_status=None,
+        to_status="CAPTURED",
+        trigger="USER",
+        detail=detail,
+    )
+
+
+def test_the_document_is_read_back_from_the_capture_event_only() -> None:
+    kept = {"content_type": "application/pdf", "extractor": "pypdf/1", "page_count": 4}
+    events = [
+        _event("transition", json.dumps({"document": kept | {"page_count": 9}})),
+        _event("capture", json.dumps({"origin": {"source": "pdf:a.pdf"}, "document": kept})),
+    ]
+    found = provided_document(events)
+    assert found is not None and (found.page_count, found.extractor) == (4, "pypdf/1")
+    assert provided_document([_event("capture", "{}")]) is None
+    # A detail this version cannot read leaves the text to be read without it.
+    assert provided_document([_event("capture", '{"document": {"pages": 4}}')]) is None
+    assert provided_document([_event("capture", "not json")]) is None
