@@ -88,7 +88,8 @@ async def run(
             faults.crash_point(f"step:{step}")
             if step == "extraction":
                 html, text = claimed.source or await book.source(item.id)
-                result = await pipeline.extraction(ctx, html, text)
+                document = await book.document(item) if text is not None else None
+                result = await pipeline.extraction(ctx, html, text, document)
             else:
                 result = await pipeline.ai_step(step, ctx)
             version = await book.put_artifact(

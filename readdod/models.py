@@ -84,6 +84,24 @@ class CaptureOrigin(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, om
     note: Annotated[str, msgspec.Meta(max_length=10_000)] | None = None
 
 
+class ProvidedDocument(
+    msgspec.Struct, kw_only=True, forbid_unknown_fields=True, omit_defaults=True, frozen=True
+):
+    """What a client read off a document it extracted itself (``capture --pdf FILE``).
+
+    It comes with the document's ``text`` and is kept with the capture, so the
+    extraction of that text carries what the same document fetched by its URL
+    would: the author, the date, the page count, the extractor that read it.
+    """
+
+    content_type: Literal["application/pdf"]
+    extractor: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+    byline: Annotated[str, msgspec.Meta(max_length=500)] | None = None
+    #: ISO 8601 with a UTC offset.
+    published_at: Annotated[str, msgspec.Meta(max_length=40)] | None = None
+    page_count: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = None
+
+
 class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """What a client hands in to capture; the bounds keep one request from bloating the store."""
 
@@ -98,6 +116,8 @@ class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ] = []
     capture_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
     origin: CaptureOrigin | None = None
+    #: With ``text`` only: the document that text was read from.
+    document: ProvidedDocument | None = None
 
 
 class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

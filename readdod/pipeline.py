@@ -26,7 +26,7 @@ from readdod.engines.base import (
 )
 from readdod.errors import AIError, ErrorCode
 from readdod.extraction import extract
-from readdod.extraction.extract import extract_text
+from readdod.extraction.extract import extract_document, extract_text
 from readdod.extraction.fetch import FetchClient, extract_url
 from readdod.models import (
     PAYLOAD_TYPES,
@@ -34,6 +34,7 @@ from readdod.models import (
     Card,
     Extraction,
     Payload,
+    ProvidedDocument,
     Score,
     Summary,
     Todos,
@@ -93,8 +94,17 @@ class Pipeline:
         self.http = http
         self.fetch_cfg = fetch
 
-    async def extraction(self, ctx: RunContext, html: str | None, text: str | None) -> StepResult:
-        if text is not None:
+    async def extraction(
+        self,
+        ctx: RunContext,
+        html: str | None,
+        text: str | None,
+        document: ProvidedDocument | None = None,
+    ) -> StepResult:
+        """``document``: what the file ``text`` was read from said of itself (a PDF's metadata)."""
+        if text is not None and document is not None:
+            payload = extract_document(text, document, title=ctx.title, url=ctx.url)
+        elif text is not None:
             payload = extract_text(text, title=ctx.title, url=ctx.url)
         elif html is not None:
             payload = await anyio.to_thread.run_sync(

@@ -156,3 +156,81 @@ def test_extract_url_refuses_a_loopback_address_by_default(
     assert "EXTRACTION_BLOCKED_ADDRESS" in err
     assert "127.0.0.1" in err
     assert "fetch.allow_private" in err
+
+
+ACCENTED = (
+    "Le café du théâtre ouvre à huit heures; les crêpes coûtent deux euros, "
+    "et l'été on y sert des glaces « maison » jusqu'à minuit."
+)
+
+
+def _saved(head: str) -> str:
+    return (
+        f"<!DOCTYPE html><html lang='fr'><head>{head}<title>Café</title></head>"
+        f"<body><article><h1>Café</h1><p>{ACCENTED}</p><p>{ACCENTED}</p></article></body></html>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        # Unlabelled windows-1252: not valid UTF-8, so the fetcher's guess decides.
+        ("unlabelled", _saved("").encode("cp1252")),
+        ("meta charset", _saved("<meta charset='windows-1252'>").encode("cp1252")),
+        (
+            "http-equiv",
+            _saved(
+                "<meta http-equiv='Content-Type' content='text/html; charset=iso-8859-15'>"
+            ).encode("iso-8859-15"),
+        ),
+        ("utf-16 bom", b"\xff\xfe" + _saved("").encode("utf-16-le")),
+        ("utf-8 bom", b"\xef\xbb\xbf" + _saved("").encode("utf-8")),
+    ],
+)
+def test_extract_html_decodes_a_saved_page_as_the_fetcher_decodes_its_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, data: bytes
+) -> None:
+    from readdod.extraction.charsets import decode_body
+
+    path = tmp_path / "saved.html"
+    path.write_bytes(data)
+    assert cli.main(["extract", "--html", str(path), "--json"]) == cli.EXIT_OK, name
+    got = json.loads(capsys.readouterr().out)
+    assert "\ufffd" not in got["text"]
+    assert got["text"].startswith(ACCENTED)
+    assert got["title"] == "Café"
+    # The same bytes through the fetcher's decoding give the same page.
+    from readdod.extraction.extract import extract
+
+    assert extract(decode_body(data, None)).text == got["text"]
+
+
+def test_extract_reads_non_utf8_stdin_as_bytes() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("READDOD_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "readdod", "extract", "-"],
+        input=_saved("<meta charset='windows-1252'>").encode("cp1252"),
+        capture_output=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode("utf-8").startswith(f"Café\n\n{ACCENTED}\n")
+
+
+def test_extract_html_refuses_a_binary_or_oversized_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    png = tmp_path / "shot.html"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    assert cli.main(["extract", "--html", str(png)]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith(f"readdod: UNSUPPORTED_CONTENT: {png} looks like"), err
+    conf = tmp_path / "small.toml"
+    conf.write_text("[fetch]\nmax_bytes = 1000\n")
+    big = tmp_path / "big.html"
+    big.write_text(_saved("") * 10)
+    assert cli.main(["extract", "--config", str(conf), "--html", str(big)]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "PAYLOAD_TOO_LARGE" in err and "fetch.max_bytes" in err and str(big) in err

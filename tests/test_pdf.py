@@ -13,9 +13,12 @@ from reportlab.lib.pdfencrypt import StandardEncryption
 from reportlab.pdfgen import canvas
 
 from readdod.config import FetchConfig
+from readdod.control.client import RpcError
+from readdod.core.capture import provided_document
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.fetch import extract_url, make_client
-from readdod.extraction.pdf import extract_pdf
+from readdod.extraction.pdf import MAX_PAGES, extract_pdf
+from readdod.store import EventRow
 from tests import pdfs
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.pageserver import fast_fetch, serve
@@ -154,3 +157,189 @@ def test_capture_pdf_refuses_a_scan_or_a_non_pdf_before_sending(
     out = run_cli(d, "capture", "--pdf", str(page), "-i", "x")
     assert out.returncode == 1 and "is not a PDF" in out.stderr
     assert d.call("list", {})["items"] == []
+
+
+#: What the same PDF's extraction says wherever it came from (not how it was fetched).
+_DOCUMENT_FIELDS = (
+    "title",
+    "byline",
+    "published_at",
+    "page_count",
+    "content_type",
+    "extractor",
+    "text",
+    "markdown",
+    "word_count",
+    "excerpt",
+)
+
+
+def test_a_pdf_file_and_the_same_pdf_by_url_give_the_same_extraction(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    made = pdfs.headings(sections=6, title="Tide tables", author="Mara Quill")
+    assert made.pages >= 2
+    paper = tmp_path / "tides.pdf"
+    paper.write_bytes(made.data)
+    with serve() as srv:
+        url = srv.page("/tides.pdf", made.data, content_type="application/pdf")
+        d = DaemonProc(tmp_path, ai={"engine": "fixed"}, fetch=fast_fetch())
+        daemons.append(d)
+        d.start()
+        by_url = d.call("capture", {"url": url, "intent": "plan the crossing"})["item"]["id"]
+        out = run_cli(d, "capture", "--pdf", str(paper), "-i", "plan the crossing", "--json")
+        assert out.returncode == 0, out.stderr
+        by_file = json.loads(out.stdout)["item"]["id"]
+        d.wait_status("READY", 2)
+        got = {}
+        for name, item_id in (("url", by_url), ("file", by_file)):
+            # `show --json` prints the socket's `get` answer as it came.
+            answer = run_cli(d, "show", item_id, "--json")
+            assert answer.returncode == 0, answer.stderr
+            got[name] = json.loads(answer.stdout)
+            text = run_cli(d, "show", item_id)
+            assert text.returncode == 0, text.stderr
+            assert text.stdout.startswith("Tide tables\n"), text.stdout
+            assert f"  by Mara Quill · PDF, {made.pages} pages\n" in text.stdout
+    url_ext = got["url"]["artifacts"]["extraction"]["payload"]
+    file_ext = got["file"]["artifacts"]["extraction"]["payload"]
+    assert (file_ext["byline"], file_ext["page_count"]) == ("Mara Quill", made.pages)
+    assert file_ext["content_type"] == "application/pdf"
+    assert file_ext["extractor"].startswith("pypdf/")
+    assert file_ext["published_at"] is not None and file_ext["published_at"].endswith("Z")
+    assert {k: file_ext.get(k) for k in _DOCUMENT_FIELDS} == {
+        k: url_ext.get(k) for k in _DOCUMENT_FIELDS
+    }
+    assert (url_ext["source"], file_ext["source"]) == ("fetched", "provided_text")
+    assert got["url"]["item"]["title"] == got["file"]["item"]["title"] == "Tide tables"
+    assert _words(file_ext["text"]) == made.words
+
+
+def test_a_document_goes_with_text_only_and_is_kept_through_a_refetch(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = DaemonProc(tmp_path, ai={"engine": "fixed"})
+    daemons.append(d)
+    d.start()
+    text = "\n\n".join(pdfs.paragraph(n) for n in range(4))
+    document = {
+        "content_type": "application/pdf",
+        "extractor": "pypdf/test",
+        "byline": "Noor Hale",
+        "published_at": "2024-05-01T09:30:00Z",
+        "page_count": 3,
+    }
+    refusals = [
+        ({"url": "https://example.org/a.pdf", "document": document}, "give that text with it"),
+        ({"html": "<p>hello there</p>", "document": document}, "give that text with it"),
+        (
+            {"text": text, "document": document | {"published_at": "May 2024"}},
+            "document.published_at must be an ISO 8601 time",
+        ),
+        (
+            {"text": text, "document": document | {"published_at": "2024-05-01T09:30:00"}},
+            "has no UTC offset",
+        ),
+    ]
+    for params, said in refusals:
+        with pytest.raises(RpcError) as info:
+            d.call("capture", {"intent": "read it"} | params)
+        assert info.value.error_code == "VALIDATION_ERROR", params
+        assert said in info.value.message
+    for bad in ({"page_count": 0}, {"content_type": "text/html"}, {"pages": 3}):
+        with pytest.raises(RpcError) as info:
+            d.call("capture", {"intent": "read it", "text": text, "document": document | bad})
+        # Not the shape of a document at all: the protocol's invalid params, naming the field.
+        assert info.value.rpc_code == -32602, bad
+        assert "document" in info.value.message
+    assert d.call("list", {})["items"] == []
+
+    first = {"intent": "read it", "title": "Hale notes", "text": text, "document": document}
+    first["capture_id"] = "hale-notes"
+    captured = d.call("capture", first)
+    item = captured["item"]
+    assert captured["created"]
+    # The document is part of what was handed in: a repeat is the same capture, another
+    # document under the same capture_id is not.
+    assert not d.call("capture", first)["created"]
+    changed = first | {"document": document | {"byline": "Someone Else"}}
+    with pytest.raises(RpcError) as conflict:
+        d.call("capture", changed)
+    assert conflict.value.error_code == "IDEMPOTENCY_CONFLICT"
+    plain = d.call("capture", {"intent": "read it", "text": text})["item"]
+    d.wait_status("READY", 2)
+    d.call("process", {"id": item["id"], "regenerate": True, "refetch": True})
+    d.wait_status("READY", 3)
+    got = d.call("get", {"id": item["id"], "versions": True})
+    versions = [v for v in got["versions"] if v["artifact_type"] == "extraction"]
+    assert len(versions) == 2
+    extraction = got["artifacts"]["extraction"]["payload"]
+    expected = {k: document[k] for k in ("byline", "published_at", "page_count", "extractor")}
+    assert {k: extraction[k] for k in expected} == expected
+    assert extraction["content_type"] == "application/pdf"
+    assert extraction["title"] == "Hale notes" and extraction["source"] == "provided_text"
+    # Text without a document is text, as before.
+    other = d.call("get", {"id": plain["id"]})["artifacts"]["extraction"]["payload"]
+    assert (other["byline"], other["page_count"], other["content_type"]) == (None, None, None)
+    assert other["text"] == extraction["text"]
+
+
+def test_capture_pdf_keeps_the_size_limit_and_names_the_file(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = DaemonProc(tmp_path, daemon={"auto_process": False}, fetch={"max_bytes": 20_000})
+    daemons.append(d)
+    d.start()
+    big = tmp_path / "long.pdf"
+    big.write_bytes(pdfs.long_document(pages=40).data)
+    assert big.stat().st_size > 20_000
+    out = run_cli(d, "capture", "--config", str(d.config), "--pdf", str(big), "-i", "x")
+    assert out.returncode == 1
+    assert "PAYLOAD_TOO_LARGE" in out.stderr and str(big) in out.stderr
+    assert "fetch.max_bytes" in out.stderr
+    many = tmp_path / "many.pdf"
+    many.write_bytes(_pages(MAX_PAGES + 1))
+    assert many.stat().st_size < 20_000 * 100
+    out = run_cli(d, "capture", "--pdf", str(many), "-i", "x")
+    assert out.returncode == 1
+    assert "PAYLOAD_TOO_LARGE" in out.stderr and str(many) in out.stderr
+    assert f"{MAX_PAGES + 1} pages" in out.stderr
+    assert d.call("list", {})["items"] == []
+
+
+def _pages(count: int) -> bytes:
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4)
+    for n in range(count):
+        c.drawString(72, 720, f"Page {n + 1} of a long ledger, with a few words on it.")
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def _event(kind: str, detail: str) -> EventRow:
+    return EventRow(
+        seq=1,
+        at=0,
+        item_id="01X",
+        run_id=None,
+        kind=kind,
+        from_status=None,
+        to_status="CAPTURED",
+        trigger="USER",
+        detail=detail,
+    )
+
+
+def test_the_document_is_read_back_from_the_capture_event_only() -> None:
+    kept = {"content_type": "application/pdf", "extractor": "pypdf/1", "page_count": 4}
+    events = [
+        _event("transition", json.dumps({"document": kept | {"page_count": 9}})),
+        _event("capture", json.dumps({"origin": {"source": "pdf:a.pdf"}, "document": kept})),
+    ]
+    found = provided_document(events)
+    assert found is not None and (found.page_count, found.extractor) == (4, "pypdf/1")
+    assert provided_document([_event("capture", "{}")]) is None
+    # A detail this version cannot read leaves the text to be read without it.
+    assert provided_document([_event("capture", '{"document": {"pages": 4}}')]) is None
+    assert provided_document([_event("capture", "not json")]) is None

@@ -47,36 +47,43 @@ def _mb(size: int) -> str:
     return f"{size / 2**20:.1f} MB"
 
 
-def read_capture_source(value: str, *, html: bool, max_bytes: int) -> str:
+def _read_limited(value: str, max_bytes: int) -> tuple[bytes, int]:
+    """The bytes of ``FILE`` or standard input, at most ``max_bytes + 1``, with the size."""
+    try:
+        if value == "-":
+            data = sys.stdin.buffer.read(max_bytes + 1)
+            return data, len(data)
+        with Path(value).open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            return (f.read(max_bytes + 1) if size <= max_bytes else b""), size
+    except OSError as exc:
+        raise _unreadable(value, exc) from exc
+
+
+def read_capture_source(value: str, *, html: bool, max_bytes: int, verb: str = "captures") -> str:
     """The page or text of ``--html``/``--text``, decoded as a fetched page would be.
 
-    A file over ``max_bytes`` or one that is binary is refused here, naming it,
-    before anything is sent.
+    The bytes go through the fetcher's own decoding (:func:`decode_body`: BOM,
+    ``<meta charset>``, then detection), so a page saved in windows-1252 reads
+    the same from a file as from its server. A file over ``max_bytes`` or one
+    that is binary is refused here, naming it, before anything is sent.
     """
     from readdod.extraction.charsets import decode_body
 
     name = "standard input" if value == "-" else shown(value)
-    try:
-        if value == "-":
-            data = sys.stdin.buffer.read(max_bytes + 1)
-            size = len(data)
-        else:
-            with Path(value).open("rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                data = f.read(max_bytes + 1) if size <= max_bytes else b""
-    except OSError as exc:
-        raise _unreadable(value, exc) from exc
+    data, size = _read_limited(value, max_bytes)
     if max(size, len(data)) > max_bytes:
         what = f"is {_mb(size)}" if value != "-" else f"is over {_mb(max_bytes)}"
         raise PayloadTooLarge(
-            f"{name} {what}; readdod captures at most {_mb(max_bytes)} of"
+            f"{name} {what}; readdod {verb} at most {_mb(max_bytes)} of"
             f" {'html' if html else 'text'} (fetch.max_bytes)"
         )
     kind = sniff.binary_kind(data)
     if kind is not None:
+        pdf = " (a PDF: `readdod capture --pdf FILE`)" if kind == sniff.PDF_KIND else ""
         raise UnsupportedContent(
             f"{name} looks like {kind}, not {'a web page' if html else 'text'}: readdod"
-            " captures HTML pages (--html) and plain text (--text) only"
+            f" {verb} HTML pages (--html) and plain text (--text) only{pdf}"
         )
     return decode_body(data, None)
 

@@ -19,7 +19,7 @@ from readdod import config
 from readdod.cli import render, source_verbs
 from readdod.cli.browser_verbs import BROWSER_VERBS
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from readdod.cli.inputs import read_source
+from readdod.cli.inputs import read_capture_source
 from readdod.errors import ConfigError, ExtractionError
 
 #: A verb that needs no daemon to talk to: the command line in, an exit code out.
@@ -137,7 +137,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     """Extract one page here and now: no daemon, nothing stored."""
     from readdod.extraction import extract
 
-    config.load(args.config)  # a bad config is reported even when this page needs none of it
+    cfg, _ = config.load(args.config)  # a bad config is reported even when the page needs none
     if args.json and args.markdown:
         print("readdod extract: --json and --markdown exclude each other", file=sys.stderr)
         return EXIT_USAGE
@@ -146,10 +146,15 @@ def cmd_extract(args: argparse.Namespace) -> int:
         print("readdod extract: give a URL, --html FILE, or - (HTML on stdin)", file=sys.stderr)
         return EXIT_USAGE
     try:
-        if args.html is not None:
-            result = extract(read_source(args.html), source if source and source != "-" else None)
-        elif source == "-":
-            result = extract(sys.stdin.read())
+        if args.html is not None or source == "-":
+            # Saved pages are decoded as the fetcher decodes a body: BOM, <meta charset>, guess.
+            page = read_capture_source(
+                "-" if args.html is None else args.html,
+                html=True,
+                max_bytes=cfg.fetch.max_bytes,
+                verb="extracts",
+            )
+            result = extract(page, source if source and source != "-" else None)
         else:
             result = _extract_url(args, source)
     except ExtractionError as exc:

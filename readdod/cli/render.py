@@ -80,6 +80,9 @@ def render_card(item: dict[str, Any], artifacts: dict[str, Any]) -> str:
     heading = item.get("title") or (card or {}).get("title") or item.get("url") or item["id"]
     lines = [str(heading)]
     lines.append(f"  id {item['id']} · {item['status']} · intent: {item['intent']}")
+    about = _document_line(artifacts.get("extraction", {}).get("payload") or {})
+    if about:
+        lines.append(f"  {about}")
     if card:
         lines.append(f"  {card['priority']} · match {card['match_score']}/100")
         lines.append("")
@@ -119,6 +122,16 @@ def render_card(item: dict[str, Any], artifacts: dict[str, Any]) -> str:
     if item.get("archive_reason"):
         lines.append(f"  Archived: {item['archive_reason']}")
     return "\n".join(lines)
+
+
+def _document_line(extraction: dict[str, Any]) -> str:
+    """Who wrote a document and how long it is (``by Ada Writer · PDF, 12 pages``)."""
+    parts = [f"by {extraction['byline']}"] if extraction.get("byline") else []
+    pages = extraction.get("page_count")
+    if pages is not None:
+        kind = "PDF, " if extraction.get("content_type") == "application/pdf" else ""
+        parts.append(f"{kind}{pages} page{'s' if pages != 1 else ''}")
+    return " · ".join(parts)
 
 
 def _field_value(value: Any) -> str:

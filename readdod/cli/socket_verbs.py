@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from readdod import config, todos
 from readdod.cli import render, source_verbs, todo_verbs
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, HEALTH_EXIT
@@ -122,10 +124,14 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
 
 def pdf_params(value: str, max_bytes: int) -> dict[str, Any]:
     """A PDF's capture: its text, its title, and where it came from."""
+    from readdod.extraction.pdf import document_of
+
     doc = read_pdf_source(value, max_bytes=max_bytes)
     params: dict[str, Any] = {
         "text": doc.text,
         "origin": {"source": f"pdf:{Path(value).name if value != '-' else '-'}"},
+        # Author, date and pages: the daemon's extraction of the text carries them.
+        "document": msgspec.to_builtins(document_of(doc)),
     }
     if doc.title:
         params["title"] = doc.title

@@ -18,11 +18,12 @@ import msgspec
 from readdod import faults, urls
 from readdod.clock import iso
 from readdod.core import runs
+from readdod.core.capture import has_document, provided_document
 from readdod.core.runs import RunPolicy, fail, next_step, requeue
 from readdod.core.unit import Units, Work, dumps
 from readdod.core.workers import Lease
 from readdod.errors import StepError
-from readdod.models import AI_STEPS, CHUNK_ACTIVE, ArtifactMeta, Item
+from readdod.models import AI_STEPS, CHUNK_ACTIVE, ArtifactMeta, Item, ProvidedDocument
 from readdod.states import Trigger
 from readdod.store import ArtifactRow, ItemRow
 from readdod.store.api import StepSlot
@@ -89,6 +90,15 @@ class LeaseBook:
     async def source(self, item_id: str) -> tuple[str | None, str | None]:
         """The captured (html, text) of an item, read when the claim did not carry it."""
         return await self.units.read(lambda tx: tx.source(item_id))
+
+    async def document(self, item: ItemRow) -> ProvidedDocument | None:
+        """The document an item's captured text was read from (a PDF's metadata), if any.
+
+        Read only for a capture that came with one: a plain text costs no read.
+        """
+        if not has_document(item):
+            return None
+        return provided_document(await self.units.read(lambda tx: tx.events_for(item.id)))
 
     async def latest_extraction(self, item_id: str) -> ArtifactRow | None:
         """The newest extraction (a regenerate that does not refetch reuses it)."""

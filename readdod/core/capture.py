@@ -27,13 +27,15 @@ from readdod.errors import (
     UnsupportedContent,
     ValidationFailed,
 )
-from readdod.models import PRIORITIES, CaptureOrigin, CaptureRequest
+from readdod.models import PRIORITIES, CaptureOrigin, CaptureRequest, ProvidedDocument
 from readdod.states import Status, Trigger
-from readdod.store import ItemRow
+from readdod.store import EventRow, ItemRow
 
 S = Status
 #: Marks capture hashes made from what identifies a capture (see :func:`capture_hash`).
 CAPTURE_HASH_PREFIX: Final = "c2:"
+#: The same, for a text handed in with its document: a run reads the document only then.
+DOCUMENT_HASH_PREFIX: Final = "c2d:"
 
 
 class Checked(msgspec.Struct, frozen=True):
@@ -55,12 +57,23 @@ def capture_hash(canonical_url: str | None, req: CaptureRequest) -> str:
     Two captures with the same hash are the same capture: a repeated
     capture_id conflicts only when this differs, and a page captured again
     with its HTML through another spelling of its URL is the same item.
+    A text's document is content handed in too; its prefix
+    (:data:`DOCUMENT_HASH_PREFIX`) tells a run there is one to read, so a
+    plain text's run reads nothing more than its source.
     """
     title = req.title.strip() if req.title else None
     h = hashlib.sha256()
     for part in (canonical_url, urls.normalise_intent(req.intent), req.html, req.text, title):
         h.update(b"\x00" if part is None else b"\x01" + part.encode())
-    return CAPTURE_HASH_PREFIX + h.hexdigest()[:32]
+    if req.document is None:
+        return CAPTURE_HASH_PREFIX + h.hexdigest()[:32]
+    h.update(b"\x02" + msgspec.json.encode(req.document))
+    return DOCUMENT_HASH_PREFIX + h.hexdigest()[:32]
+
+
+def has_document(item: ItemRow) -> bool:
+    """Whether ``item``'s text came with its document (see :func:`capture_hash`)."""
+    return item.capture_hash is not None and item.capture_hash.startswith(DOCUMENT_HASH_PREFIX)
 
 
 def _legacy_capture_hash(req: CaptureRequest) -> str:
@@ -72,7 +85,7 @@ def _legacy_capture_hash(req: CaptureRequest) -> str:
 
 
 def _same_capture(stored: str | None, digest: str, req: CaptureRequest) -> bool:
-    if stored is None or stored.startswith(CAPTURE_HASH_PREFIX):
+    if stored is None or stored.startswith((CAPTURE_HASH_PREFIX, DOCUMENT_HASH_PREFIX)):
         return stored == digest
     return stored == _legacy_capture_hash(req)
 
@@ -114,21 +127,50 @@ def _check_url(url: str) -> tuple[str, str]:
     return host, canonical
 
 
-def _check_origin(origin: CaptureOrigin) -> None:
-    """Refuse a saved time that is no ISO 8601 instant with a UTC offset."""
-    if origin.saved_at is None:
+def _check_instant(name: str, value: str | None) -> None:
+    """Refuse a time that is no ISO 8601 instant with a UTC offset."""
+    if value is None:
         return
     try:
-        when = datetime.datetime.fromisoformat(origin.saved_at)
+        when = datetime.datetime.fromisoformat(value)
     except ValueError as exc:
         raise ValidationFailed(
-            f"origin.saved_at must be an ISO 8601 time such as 2024-05-01T12:00:00Z,"
-            f" got {origin.saved_at!r}"
+            f"{name} must be an ISO 8601 time such as 2024-05-01T12:00:00Z, got {value!r}"
         ) from exc
     if when.tzinfo is None:
+        raise ValidationFailed(f"{name} {value!r} has no UTC offset; add Z or +HH:MM")
+
+
+def _check_origin(origin: CaptureOrigin) -> None:
+    """Refuse a saved time that is no ISO 8601 instant with a UTC offset."""
+    _check_instant("origin.saved_at", origin.saved_at)
+
+
+def _check_document(req: CaptureRequest) -> None:
+    """A document describes the text handed in with it, and nothing else."""
+    if req.document is None:
+        return
+    if req.text is None:
         raise ValidationFailed(
-            f"origin.saved_at {origin.saved_at!r} has no UTC offset; add Z or +HH:MM"
+            "document describes a text read from a document: give that text with it"
+            " (it goes with text, not with html or a url alone)"
         )
+    _check_instant("document.published_at", req.document.published_at)
+
+
+def provided_document(events: list[EventRow]) -> ProvidedDocument | None:
+    """The document an item's text was read from, as its capture event keeps it."""
+    for event in events:
+        if event.kind != "capture":
+            continue
+        try:
+            detail = msgspec.json.decode(event.detail, type=dict[str, object])
+            found = detail.get("document")
+            return None if found is None else msgspec.convert(found, ProvidedDocument)
+        except msgspec.MsgspecError:
+            # Kept by another version and unreadable now: the text still reads without it.
+            return None
+    return None
 
 
 def check(req: CaptureRequest, max_bytes: int) -> Checked:
@@ -150,6 +192,7 @@ def check(req: CaptureRequest, max_bytes: int) -> Checked:
         raise ValidationFailed(f"priority must be one of {', '.join(PRIORITIES)}")
     if req.origin is not None:
         _check_origin(req.origin)
+    _check_document(req)
     return Checked(
         req=req,
         intent=intent,
@@ -242,6 +285,8 @@ def capture_unit(
     noted: dict[str, object] = {"sibling_of": sibling_of} if sibling_of else {}
     if req.origin is not None:
         noted["origin"] = req.origin
+    if req.document is not None:
+        noted["document"] = req.document
     detail = dumps(noted) if noted else "{}"
     work.tx.insert_event(now, row.id, None, "capture", None, S.CAPTURED, Trigger.USER, detail)
     work.note("item.captured", item_id=row.id, source_type=c.source_type)

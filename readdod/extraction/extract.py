@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
+import msgspec
 from selectolax.lexbor import LexborHTMLParser
 
 from readdod.errors import ErrorCode, ExtractionError
@@ -41,10 +42,10 @@ from readdod.extraction.dom import INVISIBLE_RE, has_invisible, ws
 from readdod.extraction.markdown import join_markdown
 from readdod.extraction.metadata import read_meta
 from readdod.extraction.scan import scan_page
-from readdod.models import Extraction
+from readdod.models import Extraction, ProvidedDocument
 from readdod.text.words import word_count
 
-__all__ = ["EXTRACTOR", "extract", "extract_text", "word_count"]
+__all__ = ["EXTRACTOR", "extract", "extract_document", "extract_text", "word_count"]
 
 EXTRACTOR: Final = "readdod/2"
 
@@ -151,6 +152,25 @@ def extract_text(text: str, *, title: str | None = None, url: str | None = None)
         excerpt=_excerpt(body),
         source="provided_text",
         extractor=EXTRACTOR,
+    )
+
+
+def extract_document(
+    text: str, document: ProvidedDocument, *, title: str | None = None, url: str | None = None
+) -> Extraction:
+    """A document's text (a PDF's), wrapped as text is, with what its file said of itself.
+
+    One function for a PDF read here from its bytes and for the text a client
+    read from one, so both extractions of the same file are the same.
+    """
+    wrapped = extract_text(text, title=title, url=url)
+    return msgspec.structs.replace(
+        wrapped,
+        byline=document.byline,
+        published_at=document.published_at,
+        content_type=document.content_type,
+        extractor=document.extractor,
+        page_count=document.page_count,
     )
 
 

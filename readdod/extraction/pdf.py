@@ -22,10 +22,10 @@ import pypdf
 from pypdf.errors import FileNotDecryptedError, PyPdfError
 
 from readdod.errors import ErrorCode, ExtractionError
-from readdod.extraction.extract import extract_text
-from readdod.models import Extraction
+from readdod.extraction.extract import extract_document
+from readdod.models import Extraction, ProvidedDocument
 
-__all__ = ["EXTRACTOR", "MAX_PAGES", "PDF_TYPES", "extract_pdf", "is_pdf"]
+__all__ = ["EXTRACTOR", "MAX_PAGES", "PDF_TYPES", "document_of", "extract_pdf", "is_pdf"]
 
 EXTRACTOR: Final = f"pypdf/{pypdf.__version__}"
 #: Media types a PDF is served as.
@@ -129,16 +129,28 @@ def extract_pdf(
             code=ErrorCode.UNSUPPORTED_CONTENT,
             retryable=False,
         )
-    wrapped = extract_text(body, title=title, url=url)
-    return msgspec.structs.replace(
-        wrapped,
+    document = ProvidedDocument(
+        content_type="application/pdf",
+        extractor=EXTRACTOR,
         byline=author,
         published_at=_created(reader),
+        page_count=count,
+    )
+    return msgspec.structs.replace(
+        extract_document(body, document, title=title, url=url),
         source=source,
-        extractor=EXTRACTOR,
         http_status=http_status,
         final_url=final_url,
-        content_type="application/pdf",
         fetched_at=fetched_at,
-        page_count=count,
+    )
+
+
+def document_of(extraction: Extraction) -> ProvidedDocument:
+    """What :func:`extract_pdf` read off the file, to send with its text."""
+    return ProvidedDocument(
+        content_type="application/pdf",
+        extractor=extraction.extractor,
+        byline=extraction.byline,
+        published_at=extraction.published_at,
+        page_count=extraction.page_count,
     )
