@@ -19,10 +19,10 @@ from readdod.engines.local.analysis import (
     Sentence,
     TextAnalysis,
     analyze,
-    length_phrase,
     tokenize,
 )
 from readdod.engines.local.intent import Intent, evidence, names, parse_intent
+from readdod.engines.local.phrases import ENGLISH, Phrases, phrases_for
 from readdod.engines.local.score import band
 from readdod.engines.local.wording import (
     LINE_MAX,
@@ -30,7 +30,6 @@ from readdod.engines.local.wording import (
     dup_key,
     plural,
     quote,
-    reading_phrase,
     trim,
 )
 from readdod.models import TL_DR_MAX, Summary
@@ -149,19 +148,24 @@ def _select(ranked: Sequence[tuple[float, Sentence]], k: int) -> list[Sentence]:
     return chosen
 
 
-def fact_points(an: TextAnalysis, rt: int) -> list[str]:
-    """Points that are true of any text, used when it has too few sentences of its own."""
+def fact_points(an: TextAnalysis, rt: int, ph: Phrases = ENGLISH) -> list[str]:
+    """Points that are true of any text, used when it has too few sentences of its own;
+    worded in ``ph``'s language."""
     facts = [
-        f"Length: {length_phrase(an)}, {reading_phrase(rt)}.",
-        f"Structure: {plural(len(an.sentences), 'sentence')} "
-        f"in {plural(an.paragraphs, 'paragraph')}.",
+        ph.length.format(
+            length=ph.length_of(an.words, an.unspaced_chars, an.chars), reading=ph.reading(rt)
+        ),
+        ph.structure.format(
+            sentences=ph.count(len(an.sentences), "sentence"),
+            paragraphs=ph.count(an.paragraphs, "paragraph"),
+        ),
     ]
     top = an.top_terms(5)
     if top:
         terms = ", ".join(f"{an.surface[t]} ({c}×)" for t, c in top)
-        facts.append(f"Most frequent terms: {terms}.")
+        facts.append(ph.frequent_terms.format(terms=terms))
     else:
-        facts.append(f"No words to summarise; the text reads {quote(an.snippet, 200)}.")
+        facts.append(ph.no_words.format(snippet=quote(an.snippet, 200)))
     return facts
 
 
@@ -231,6 +235,7 @@ def _tl_dr(chosen: Sequence[Sentence]) -> tuple[str, list[Sentence]]:
 
 def _key_points(
     an: TextAnalysis,
+    lang: str | None,
     ranked: Sequence[tuple[float, Sentence]],
     chosen: Sequence[Sentence],
     used: Sequence[Sentence],
@@ -254,7 +259,8 @@ def _key_points(
         points = dedupe([*points, *headings], 3)
     if len(points) < 3:
         # The facts are >= 3 mutually distinct strings, so this always reaches 3.
-        points = dedupe([*points, *fact_points(an, an.reading_time_min)], 7)
+        ph = phrases_for(an.lang or lang)
+        points = dedupe([*points, *fact_points(an, an.reading_time_min, ph)], 7)
     return points
 
 
@@ -276,7 +282,7 @@ def summarize_text(inp: EngineInput) -> Summary:
     best = next((s for _, s in ranked if wanted.intersection(s.terms)), None)
     return Summary(
         tl_dr=tl_dr,
-        key_points=_key_points(an, ranked, chosen, used),
+        key_points=_key_points(an, inp.lang, ranked, chosen, used),
         intent_relevance=trim(_intent_relevance(an, intent, best), RELEVANCE_MAX),
         reading_time_min=an.reading_time_min,
         lang=inp.lang or an.lang,
