@@ -14,9 +14,9 @@ import pytest
 from readdod.engines.base import EngineInput
 from readdod.engines.local import LocalEngine, analyze
 from readdod.engines.local.phrases import ENGLISH, PHRASES, TODO_FIELDS, Phrases, phrases_for
-from readdod.models import Card, Summary, Todos
+from readdod.models import Card, Score, Summary, Todos
 from readdod.text.wordlists import STEMMED
-from tests.phrasing import fits, todo_field
+from tests.phrasing import fits, template_re, todo_field
 
 pytestmark = pytest.mark.anyio
 
@@ -112,14 +112,53 @@ SAMPLES: dict[str, Sample] = {
 UNSHARED = "kubernetes autoscaling"
 
 
-async def card_for(text: str, intent: str, **extra: object) -> tuple[Summary, Todos, Card]:
+#: What the score's reasons and the summary's relevance line are made from.
+REASON_FIELDS = (
+    "length",
+    "frequent_terms",
+    "no_words_to_match",
+    "no_topic_reason",
+    "unrelated_reason",
+    "elsewhere_reason",
+    "skipped_reason",
+    "unknown_reason",
+    "neutral_reason",
+    "coverage_reason",
+    "density_reason",
+    "where_reason",
+)
+RELEVANCE_FIELDS = (
+    "rel_no_topic",
+    "rel_unrelated",
+    "rel_unknown",
+    "rel_serves",
+    "rel_shares_little",
+)
+
+
+async def run_all(text: str, intent: str, **extra: object) -> tuple[Summary, Score, Todos, Card]:
     engine = LocalEngine()
     inp = EngineInput(text=text, intent=intent, **extra)  # type: ignore[arg-type]
     summary = (await engine.summarize(inp)).payload
     score = (await engine.score(inp, summary)).payload
     todos = (await engine.todos(inp, summary, score)).payload
     card = (await engine.card(inp, summary, score, todos)).payload
+    return summary, score, todos, card
+
+
+async def card_for(text: str, intent: str, **extra: object) -> tuple[Summary, Todos, Card]:
+    summary, _, todos, card = await run_all(text, intent, **extra)
     return summary, todos, card
+
+
+def opens(line: str, ph: Phrases, fields: tuple[str, ...]) -> str | None:
+    """The field of ``ph`` whose template ``line`` is, possibly followed by more (a reason
+    that adds what is missing)."""
+    return next((f for f in fields if starts(line, getattr(ph, f))), None)
+
+
+def starts(line: str, template: str) -> bool:
+    return template_re(template.rstrip(".") + "{rest}").match(line) is not None
 
 
 def own_todos(todos: Todos, text: str) -> list[str]:
@@ -233,3 +272,23 @@ def test_an_unknown_language_falls_back_to_english() -> None:
     assert phrases_for("fr_CA") is PHRASES["fr"]
     for lang in ("ja", "xx", "", None):
         assert phrases_for(lang) is ENGLISH
+
+
+@pytest.mark.parametrize("lang", sorted(SAMPLES))
+@pytest.mark.parametrize("shared", [True, False])
+async def test_reasons_and_relevance_come_in_the_texts_language(lang: str, shared: bool) -> None:
+    sample = SAMPLES[lang]
+    ph = PHRASES[lang]
+    intent = sample.intent if shared else UNSHARED
+    summary, score, _, _ = await run_all(sample.text, intent)
+    for reason in score.reasons:
+        assert opens(reason, ph, REASON_FIELDS) is not None, (lang, reason)
+        if lang != "en":
+            assert opens(reason, ENGLISH, REASON_FIELDS) is None, (lang, reason)
+    field = opens(summary.intent_relevance, ph, RELEVANCE_FIELDS)
+    assert field == ("rel_serves" if shared else "rel_unknown"), (lang, summary.intent_relevance)
+    if lang != "en":
+        assert opens(summary.intent_relevance, ENGLISH, RELEVANCE_FIELDS) is None
+    # Evidence quotes the words it found the language's way.
+    if shared:
+        assert any(ph.quote.split("{s}")[0] in r for r in score.reasons), (lang, score.reasons)

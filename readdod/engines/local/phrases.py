@@ -13,12 +13,15 @@ the language's templates put it in (Russian ones always after "для").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
-Noun = Literal["word", "sentence", "paragraph", "cjk", "symbol"]
+#: A longer intent is called "your goal" rather than quoted.
+INTENT_QUOTE_MAX: Final = 80
+
+Noun = Literal["word", "sentence", "paragraph", "cjk", "symbol", "time", "char"]
 Plurals = Literal["one_other", "slavic"]
 
 
@@ -77,6 +80,43 @@ class Phrases:
     """``{snippet}``"""
     only_symbols: str
     """A text without words: ``{symbols}``."""
+    # The score's reasons and the summary's intent relevance; placeholders as the English.
+    quote: str
+    """A word or phrase quoted: ``{s}``."""
+    more: str
+    """How many more were left out: ``{n}``."""
+    decimal: str
+    """The decimal separator."""
+    no_topic_reason: str
+    no_words_to_match: str
+    unrelated_reason: str
+    weak_in_passing: str
+    elsewhere_reason: str
+    skipped_reason: str
+    unknown_reason: str
+    why_foreign: str
+    why_absent: str
+    neutral_reason: str
+    coverage_reason: str
+    coverage_missing: str
+    density_reason: str
+    where_reason: str
+    spot: str
+    """Where an intent term occurs: ``{label}``, ``{at}``."""
+    at_title: str
+    at_opening: str
+    at_sentence: str
+    at_inside: str
+    evidence_item: str
+    inside_note: str
+    rel_no_topic: str
+    no_identifiable_topic: str
+    rel_unrelated: str
+    rel_unknown: str
+    rel_serves: str
+    rel_shares_little: str
+    rel_but_not: str
+    rel_passage: str
     and_word: str
     thousands: str
     plurals: Plurals
@@ -98,6 +138,18 @@ class Phrases:
             form = forms[0] if n == 1 else forms[1]
         return f"{self.number(n)} {form}"
 
+    def quoted(self, s: str) -> str:
+        return self.quote.format(s=s)
+
+    def join_and(self, items: Sequence[str]) -> str:
+        """ "a, b and c" in the language."""
+        if len(items) <= 2:
+            return f" {self.and_word} ".join(items)
+        return ", ".join(items[:-1]) + f" {self.and_word} {items[-1]}"
+
+    def decimal_of(self, x: float, digits: int) -> str:
+        return f"{x:.{digits}f}".replace(".", self.decimal)
+
     def number(self, n: int) -> str:
         return f"{n:,}".replace(",", self.thousands)
 
@@ -111,7 +163,11 @@ class Phrases:
         return (self.titled[0].format(title=title), self.titled[1].format(title=title))
 
     def goal(self, intent: str | None) -> str:
-        return self.goal_quoted.format(intent=intent) if intent else self.your_goal
+        """The intent quoted whole, or "your goal" when it is blank or too long to quote."""
+        raw = " ".join((intent or "").split())
+        if not raw or len(raw) > INTENT_QUOTE_MAX:
+            return self.your_goal
+        return self.goal_quoted.format(intent=raw)
 
     def length_of(self, words: int, unspaced: int, chars: int) -> str:
         parts = []
@@ -168,6 +224,63 @@ _EN: Final = Phrases(
     note_steps="Note which of these steps you will follow, and when",
     calendar_sentence="Put the date in your calendar: {sentence}",
     calendar_date="Put {date} in your calendar",
+    quote="“{s}”",
+    more="{n} more",
+    decimal=".",
+    no_topic_reason="The intent {goal} names no topic, so the score is a neutral {n}.",
+    no_words_to_match="The text has no words to match.",
+    unrelated_reason=(
+        "No shared meaning found: none of the intent's words ({missing}) occur in the text{weak}."
+    ),
+    weak_in_passing=" (only common words in passing: {evidence})",
+    elsewhere_reason="The text is clearly about other things: {topics}.",
+    skipped_reason=(
+        "Skipped on that evidence, not for lacking shared words alone: a text of {words} "
+        "that keeps returning to other topics and never names the intent's is unlikely to "
+        "serve it."
+    ),
+    unknown_reason="No shared meaning the offline engine can see: {why}.",
+    why_foreign=("the intent looks written in another language ({own}) than the text ({lang})"),
+    why_absent="none of the intent's words ({missing}) occur in the text",
+    neutral_reason=(
+        "It matches words, not meaning, so it cannot tell a paraphrase from a mismatch: "
+        "scored a neutral {n} and not archived. Judge it yourself, or use a model server "
+        "(ai.engine = openai)."
+    ),
+    coverage_reason=(
+        "Shared words, weighted by how rare they are: {evidence}; {found} of {total} intent "
+        "terms found"
+    ),
+    coverage_missing=", missing {missing}",
+    density_reason="Intent terms occur {times} ({per_k} per 1,000 {unit}).",
+    where_reason="Where: {spots}.",
+    spot="{label} in {at}",
+    at_title="the title",
+    at_opening="the opening paragraph",
+    at_sentence="sentence {i} of {n}",
+    at_inside="inside longer words",
+    evidence_item="{label} {count}× (weight {weight}{inside})",
+    inside_note=", inside longer words",
+    rel_no_topic=(
+        "The intent {goal} names no topic to look for, so relevance cannot be measured; the "
+        "text is mainly about {topics}."
+    ),
+    no_identifiable_topic="no identifiable topic",
+    rel_unrelated=(
+        "None of the intent terms ({missing}) appear in the text; it is mainly about "
+        "{topics}, so it likely does not serve {goal}."
+    ),
+    rel_unknown=(
+        "The offline engine sees no shared meaning with {goal}: it matches words, not "
+        "meaning, and the text never uses the intent's words ({missing}). It may still "
+        "serve it in other words; it is mainly about {topics}."
+    ),
+    rel_serves=("Serves {goal}: mentions {found} of {total} intent terms ({evidence})"),
+    rel_shares_little=(
+        "Shares little with {goal}: mentions {found} of {total} intent terms ({evidence})"
+    ),
+    rel_but_not=" but not {missing}",
+    rel_passage=" Most relevant passage: {passage}",
     unknown_note=(
         "Note: the offline engine found no words this text shares with your intent. It matches "
         "words, not meaning, so it cannot tell a paraphrase from a mismatch: the card is kept "
@@ -188,6 +301,8 @@ _EN: Final = Phrases(
             "paragraph": ("paragraph", "paragraphs"),
             "cjk": ("CJK/Thai character", "CJK/Thai characters"),
             "symbol": ("symbol", "symbols"),
+            "time": ("time", "times"),
+            "char": ("character", "characters"),
         }
     ),
 )
@@ -219,6 +334,67 @@ _DE: Final = Phrases(
     note_steps="Notieren, welchen dieser Schritte du folgst, und wann",
     calendar_sentence="Datum in den Kalender eintragen: {sentence}",
     calendar_date="{date} in den Kalender eintragen",
+    quote="„{s}“",
+    more="{n} weitere",
+    decimal=",",
+    no_topic_reason=("Für {goal} ist kein Thema erkennbar, daher ist die Bewertung neutral: {n}."),
+    no_words_to_match="Der Text enthält keine Wörter zum Vergleichen.",
+    unrelated_reason=(
+        "Keine gemeinsame Bedeutung gefunden: Keines der Wörter des Ziels ({missing}) kommt "
+        "im Text vor{weak}."
+    ),
+    weak_in_passing=" (nur häufige Wörter nebenbei: {evidence})",
+    elsewhere_reason="Der Text handelt deutlich von anderem: {topics}.",
+    skipped_reason=(
+        "Auf diese Belege hin übersprungen, nicht bloß mangels gemeinsamer Wörter: Ein Text "
+        "von {words}, der immer wieder zu anderen Themen zurückkehrt und die des Ziels nie "
+        "nennt, dient ihm kaum."
+    ),
+    unknown_reason=("Keine gemeinsame Bedeutung, die die Offline-Engine erkennen kann: {why}."),
+    why_foreign=(
+        "Das Ziel scheint in einer anderen Sprache ({own}) geschrieben als der Text ({lang})"
+    ),
+    why_absent="Keines der Wörter des Ziels ({missing}) kommt im Text vor",
+    neutral_reason=(
+        "Sie vergleicht Wörter, nicht Bedeutungen, und kann eine Umschreibung nicht von "
+        "einem Fehlgriff unterscheiden: neutral mit {n} bewertet und nicht archiviert. "
+        "Urteile selbst oder nutze einen Modellserver (ai.engine = openai)."
+    ),
+    coverage_reason=(
+        "Gemeinsame Wörter, gewichtet nach Seltenheit: {evidence}; {found} von {total} "
+        "Begriffen des Ziels gefunden"
+    ),
+    coverage_missing=", es fehlen {missing}",
+    density_reason=("Begriffe des Ziels kommen {times} vor ({per_k} pro 1.000 {unit})."),
+    where_reason="Fundstellen: {spots}.",
+    spot="{label} {at}",
+    at_title="im Titel",
+    at_opening="im ersten Absatz",
+    at_sentence="in Satz {i} von {n}",
+    at_inside="in längeren Wörtern",
+    evidence_item="{label} {count}× (Gewicht {weight}{inside})",
+    inside_note=", in längeren Wörtern",
+    rel_no_topic=(
+        "Für {goal} ist kein Thema zu suchen, daher lässt sich die Relevanz nicht messen; "
+        "Hauptthemen des Textes: {topics}."
+    ),
+    no_identifiable_topic="keine erkennbaren",
+    rel_unrelated=(
+        "Keiner der Begriffe des Ziels ({missing}) kommt im Text vor; Hauptthemen: "
+        "{topics}, er bringt für {goal} also wohl nichts."
+    ),
+    rel_unknown=(
+        "Die Offline-Engine sieht keine gemeinsame Bedeutung mit dem Ziel: Sie vergleicht "
+        "Wörter, nicht Bedeutungen, und der Text verwendet die Wörter des Ziels nie "
+        "({missing}). Er kann für {goal} mit anderen Worten dennoch taugen; Hauptthemen des "
+        "Textes: {topics}."
+    ),
+    rel_serves=("Relevant für {goal}: nennt {found} von {total} Begriffen des Ziels ({evidence})"),
+    rel_shares_little=(
+        "Kaum relevant für {goal}: nennt {found} von {total} Begriffen des Ziels ({evidence})"
+    ),
+    rel_but_not=", aber nicht {missing}",
+    rel_passage=" Relevanteste Stelle: {passage}",
     unknown_note=(
         "Hinweis: Die Offline-Engine hat keine Wörter gefunden, die dieser Text mit deinem Ziel "
         "teilt. Sie vergleicht Wörter, nicht Bedeutungen, und kann eine Umschreibung nicht von "
@@ -239,6 +415,8 @@ _DE: Final = Phrases(
             "paragraph": ("Absatz", "Absätze"),
             "cjk": ("CJK/Thai-Zeichen", "CJK/Thai-Zeichen"),
             "symbol": ("Zeichen", "Zeichen"),
+            "time": ("Mal", "Mal"),
+            "char": ("Zeichen", "Zeichen"),
         }
     ),
 )
@@ -270,6 +448,68 @@ _FR: Final = Phrases(
     note_steps="Noter lesquelles de ces étapes vous suivrez, et quand",
     calendar_sentence="Noter la date dans votre agenda\u00a0: {sentence}",
     calendar_date="Noter {date} dans votre agenda",
+    quote="«\xa0{s}\xa0»",
+    more="{n} autres",
+    decimal=",",
+    no_topic_reason=("Aucun sujet à chercher pour {goal}\xa0: la note est donc neutre ({n})."),
+    no_words_to_match="Le texte n’a aucun mot à comparer.",
+    unrelated_reason=(
+        "Aucun sens commun trouvé\xa0: aucun des mots de l’intention ({missing}) n’apparaît "
+        "dans le texte{weak}."
+    ),
+    weak_in_passing=" (seulement des mots courants, en passant\xa0: {evidence})",
+    elsewhere_reason="Le texte parle clairement d’autre chose\xa0: {topics}.",
+    skipped_reason=(
+        "Ignoré sur ces indices, pas seulement faute de mots communs\xa0: un texte de "
+        "{words} qui revient sans cesse à d’autres sujets et ne nomme jamais ceux de "
+        "l’intention a peu de chances d’y répondre."
+    ),
+    unknown_reason=("Aucun sens commun que le moteur hors ligne puisse voir\xa0: {why}."),
+    why_foreign=("l’intention semble écrite dans une autre langue ({own}) que le texte ({lang})"),
+    why_absent=("aucun des mots de l’intention ({missing}) n’apparaît dans le texte"),
+    neutral_reason=(
+        "Il compare des mots, pas le sens, et ne distingue pas une paraphrase d’un "
+        "hors-sujet\xa0: note neutre de {n}, fiche non archivée. Jugez vous-même, ou "
+        "utilisez un serveur de modèle (ai.engine = openai)."
+    ),
+    coverage_reason=(
+        "Mots communs, pondérés selon leur rareté\xa0: {evidence}\xa0; {found} termes de "
+        "l’intention sur {total} trouvés"
+    ),
+    coverage_missing=", manquent {missing}",
+    density_reason=(
+        "Les termes de l’intention apparaissent {times} ({per_k} pour 1\u202f000 {unit})."
+    ),
+    where_reason="Où\xa0: {spots}.",
+    spot="{label} {at}",
+    at_title="dans le titre",
+    at_opening="dans le premier paragraphe",
+    at_sentence="dans la phrase {i} sur {n}",
+    at_inside="dans des mots plus longs",
+    evidence_item="{label} {count}× (poids {weight}{inside})",
+    inside_note=", dans des mots plus longs",
+    rel_no_topic=(
+        "Aucun sujet à chercher pour {goal}\xa0: la pertinence ne peut pas être "
+        "mesurée\xa0; sujets principaux du texte\xa0: {topics}."
+    ),
+    no_identifiable_topic="aucun identifiable",
+    rel_unrelated=(
+        "Aucun des termes de l’intention ({missing}) n’apparaît dans le texte\xa0; sujets "
+        "principaux\xa0: {topics}, il ne sert donc probablement pas à {goal}."
+    ),
+    rel_unknown=(
+        "Le moteur hors ligne ne voit aucun sens commun avec {goal}\xa0: il compare des "
+        "mots, pas le sens, et le texte n’emploie jamais les mots de l’intention "
+        "({missing}). Il peut y répondre en d’autres termes\xa0; sujets principaux du "
+        "texte\xa0: {topics}."
+    ),
+    rel_serves=("Répond à {goal}\xa0: cite {found} termes de l’intention sur {total} ({evidence})"),
+    rel_shares_little=(
+        "A peu en commun avec {goal}\xa0: cite {found} termes de l’intention sur {total} "
+        "({evidence})"
+    ),
+    rel_but_not=", mais pas {missing}",
+    rel_passage=" Passage le plus pertinent\xa0: {passage}",
     unknown_note=(
         "Remarque\u00a0: le moteur hors ligne n’a trouvé aucun mot commun entre ce texte et "
         "votre intention. Il compare des mots, pas le sens, et ne distingue donc pas une "
@@ -290,6 +530,8 @@ _FR: Final = Phrases(
             "paragraph": ("paragraphe", "paragraphes"),
             "cjk": ("caractère CJK/thaï", "caractères CJK/thaïs"),
             "symbol": ("symbole", "symboles"),
+            "time": ("fois", "fois"),
+            "char": ("caractère", "caractères"),
         }
     ),
 )
@@ -320,6 +562,69 @@ _ES: Final = Phrases(
     note_steps="Anotar cuáles de estos pasos seguirás, y cuándo",
     calendar_sentence="Apuntar la fecha en el calendario: {sentence}",
     calendar_date="Apuntar {date} en el calendario",
+    quote="«{s}»",
+    more="{n} más",
+    decimal=",",
+    no_topic_reason=("No hay tema que buscar para {goal}, así que la puntuación es neutra: {n}."),
+    no_words_to_match="El texto no tiene palabras que comparar.",
+    unrelated_reason=(
+        "No se encontró significado común: ninguna palabra de la intención ({missing}) "
+        "aparece en el texto{weak}."
+    ),
+    weak_in_passing=" (solo palabras comunes, de pasada: {evidence})",
+    elsewhere_reason="El texto trata claramente de otras cosas: {topics}.",
+    skipped_reason=(
+        "Descartado por esas pruebas, no solo por no compartir palabras: un texto de "
+        "{words} que vuelve una y otra vez a otros temas y nunca nombra los de la intención "
+        "difícilmente le sirve."
+    ),
+    unknown_reason=("Ningún significado común que el motor sin conexión pueda ver: {why}."),
+    why_foreign=("la intención parece escrita en otro idioma ({own}) que el texto ({lang})"),
+    why_absent="ninguna palabra de la intención ({missing}) aparece en el texto",
+    neutral_reason=(
+        "Compara palabras, no significados, así que no distingue una paráfrasis de un "
+        "desajuste: puntuación neutra de {n}, sin archivar. Júzgalo tú, o usa un servidor "
+        "de modelos (ai.engine = openai)."
+    ),
+    coverage_reason=(
+        "Palabras compartidas, ponderadas por su rareza: {evidence}; {found} de {total} "
+        "términos de la intención encontrados"
+    ),
+    coverage_missing=", faltan {missing}",
+    density_reason=(
+        "Los términos de la intención aparecen {times} ({per_k} por cada 1.000 {unit})."
+    ),
+    where_reason="Dónde: {spots}.",
+    spot="{label} {at}",
+    at_title="en el título",
+    at_opening="en el primer párrafo",
+    at_sentence="en la frase {i} de {n}",
+    at_inside="dentro de palabras más largas",
+    evidence_item="{label} {count}× (peso {weight}{inside})",
+    inside_note=", dentro de palabras más largas",
+    rel_no_topic=(
+        "No hay tema que buscar para {goal}, así que no se puede medir la relevancia; temas "
+        "principales del texto: {topics}."
+    ),
+    no_identifiable_topic="ninguno identificable",
+    rel_unrelated=(
+        "Ninguno de los términos de la intención ({missing}) aparece en el texto; temas "
+        "principales: {topics}, así que probablemente no sirve para {goal}."
+    ),
+    rel_unknown=(
+        "El motor sin conexión no ve significado común con {goal}: compara palabras, no "
+        "significados, y el texto nunca usa las palabras de la intención ({missing}). Aun "
+        "así puede servirle con otras palabras; temas principales del texto: {topics}."
+    ),
+    rel_serves=(
+        "Sirve para {goal}: menciona {found} de {total} términos de la intención ({evidence})"
+    ),
+    rel_shares_little=(
+        "Tiene poco que ver con {goal}: menciona {found} de {total} términos de la "
+        "intención ({evidence})"
+    ),
+    rel_but_not=", pero no {missing}",
+    rel_passage=" Pasaje más relevante: {passage}",
     unknown_note=(
         "Nota: el motor sin conexión no encontró palabras que este texto comparta con tu "
         "intención. Compara palabras, no significados, así que no distingue una paráfrasis de "
@@ -340,6 +645,8 @@ _ES: Final = Phrases(
             "paragraph": ("párrafo", "párrafos"),
             "cjk": ("carácter CJK/tailandés", "caracteres CJK/tailandeses"),
             "symbol": ("símbolo", "símbolos"),
+            "time": ("vez", "veces"),
+            "char": ("carácter", "caracteres"),
         }
     ),
 )
@@ -371,6 +678,66 @@ _RU: Final = Phrases(
     note_steps="Записать, каким из этих шагов вы последуете и когда",
     calendar_sentence="Внести дату в календарь: {sentence}",
     calendar_date="Внести {date} в календарь",
+    quote="«{s}»",
+    more="ещё {n}",
+    decimal=",",
+    no_topic_reason="Для {goal} не указана тема, поэтому оценка нейтральная: {n}.",
+    no_words_to_match="В тексте нет слов для сравнения.",
+    unrelated_reason=(
+        "Общего смысла не найдено: ни одно слово намерения ({missing}) не встречается в "
+        "тексте{weak}."
+    ),
+    weak_in_passing=" (лишь частые слова мимоходом: {evidence})",
+    elsewhere_reason="Текст явно о другом: {topics}.",
+    skipped_reason=(
+        "Пропущено на основании этих признаков, а не только из-за отсутствия общих слов: "
+        "текст ({words}), который всё время возвращается к другим темам и ни разу не "
+        "называет темы намерения, вряд ли ему поможет."
+    ),
+    unknown_reason="Общего смысла, который видит офлайн-движок, нет: {why}.",
+    why_foreign=("намерение, похоже, написано на другом языке ({own}), чем текст ({lang})"),
+    why_absent="ни одно слово намерения ({missing}) не встречается в тексте",
+    neutral_reason=(
+        "Он сравнивает слова, а не смысл, и не отличит пересказ от несовпадения: "
+        "нейтральная оценка {n}, карточка не архивирована. Решите сами или подключите "
+        "сервер модели (ai.engine = openai)."
+    ),
+    coverage_reason=(
+        "Общие слова с учётом их редкости: {evidence}; найдено терминов намерения: {found} "
+        "из {total}"
+    ),
+    coverage_missing=", нет: {missing}",
+    density_reason=("Термины намерения встречаются {times} ({per_k} на 1\xa0000 {unit})."),
+    where_reason="Где: {spots}.",
+    spot="{label} {at}",
+    at_title="в заголовке",
+    at_opening="в первом абзаце",
+    at_sentence="в предложении {i} из {n}",
+    at_inside="внутри более длинных слов",
+    evidence_item="{label} {count}× (вес {weight}{inside})",
+    inside_note=", внутри более длинных слов",
+    rel_no_topic=(
+        "Для {goal} не указана тема, поэтому релевантность измерить нельзя; основные темы "
+        "текста: {topics}."
+    ),
+    no_identifiable_topic="не определены",
+    rel_unrelated=(
+        "Ни один термин намерения ({missing}) не встречается в тексте; основные темы: "
+        "{topics}, так что для {goal} он, скорее всего, бесполезен."
+    ),
+    rel_unknown=(
+        "Офлайн-движок не видит общего смысла с намерением: он сравнивает слова, а не "
+        "смысл, а в тексте нет слов намерения ({missing}). Текст всё же может быть полезен "
+        "для {goal}, если говорит о том же другими словами; основные темы текста: {topics}."
+    ),
+    rel_serves=(
+        "Полезен для {goal}: упомянуто терминов намерения: {found} из {total} ({evidence})"
+    ),
+    rel_shares_little=(
+        "Мало полезен для {goal}: упомянуто терминов намерения: {found} из {total} ({evidence})"
+    ),
+    rel_but_not=", но не {missing}",
+    rel_passage=" Самый подходящий фрагмент: {passage}",
     unknown_note=(
         "Примечание: офлайн-движок не нашёл в этом тексте слов из вашего намерения. Он "
         "сравнивает слова, а не смысл, и не отличит пересказ другими словами от несовпадения: "
@@ -395,6 +762,8 @@ _RU: Final = Phrases(
                 "знаков CJK/тайского письма",
             ),
             "symbol": ("символ", "символа", "символов"),
+            "time": ("раз", "раза", "раз"),
+            "char": ("символ", "символа", "символов"),
         }
     ),
 )
@@ -425,6 +794,64 @@ _PT: Final = Phrases(
     note_steps="Anotar quais destes passos vai seguir, e quando",
     calendar_sentence="Marcar a data no calendário: {sentence}",
     calendar_date="Marcar {date} no calendário",
+    quote="“{s}”",
+    more="mais {n}",
+    decimal=",",
+    no_topic_reason=("Não há tema a procurar para {goal}, por isso a pontuação é neutra: {n}."),
+    no_words_to_match="O texto não tem palavras para comparar.",
+    unrelated_reason=(
+        "Nenhum significado comum encontrado: nenhuma palavra da intenção ({missing}) "
+        "aparece no texto{weak}."
+    ),
+    weak_in_passing=" (só palavras comuns, de passagem: {evidence})",
+    elsewhere_reason="O texto trata claramente de outras coisas: {topics}.",
+    skipped_reason=(
+        "Ignorado com base nessas provas, não só por faltarem palavras em comum: um texto "
+        "de {words} que volta sempre a outros temas e nunca nomeia os da intenção "
+        "dificilmente lhe serve."
+    ),
+    unknown_reason="Nenhum significado comum que o motor offline consiga ver: {why}.",
+    why_foreign=("a intenção parece escrita noutra língua ({own}) que não a do texto ({lang})"),
+    why_absent="nenhuma palavra da intenção ({missing}) aparece no texto",
+    neutral_reason=(
+        "Compara palavras, não significados, por isso não distingue uma paráfrase de um "
+        "desencontro: pontuação neutra de {n}, sem arquivar. Avalie por si, ou use um "
+        "servidor de modelos (ai.engine = openai)."
+    ),
+    coverage_reason=(
+        "Palavras em comum, ponderadas pela raridade: {evidence}; {found} de {total} termos "
+        "da intenção encontrados"
+    ),
+    coverage_missing=", faltam {missing}",
+    density_reason=("Os termos da intenção aparecem {times} ({per_k} por 1.000 {unit})."),
+    where_reason="Onde: {spots}.",
+    spot="{label} {at}",
+    at_title="no título",
+    at_opening="no primeiro parágrafo",
+    at_sentence="na frase {i} de {n}",
+    at_inside="dentro de palavras mais longas",
+    evidence_item="{label} {count}× (peso {weight}{inside})",
+    inside_note=", dentro de palavras mais longas",
+    rel_no_topic=(
+        "Não há tema a procurar para {goal}, por isso a relevância não pode ser medida; "
+        "temas principais do texto: {topics}."
+    ),
+    no_identifiable_topic="nenhum identificável",
+    rel_unrelated=(
+        "Nenhum dos termos da intenção ({missing}) aparece no texto; temas principais: "
+        "{topics}, por isso provavelmente não serve para {goal}."
+    ),
+    rel_unknown=(
+        "O motor offline não vê significado comum com {goal}: compara palavras, não "
+        "significados, e o texto nunca usa as palavras da intenção ({missing}). Pode ainda "
+        "assim servir por outras palavras; temas principais do texto: {topics}."
+    ),
+    rel_serves=("Serve para {goal}: menciona {found} de {total} termos da intenção ({evidence})"),
+    rel_shares_little=(
+        "Tem pouco a ver com {goal}: menciona {found} de {total} termos da intenção ({evidence})"
+    ),
+    rel_but_not=", mas não {missing}",
+    rel_passage=" Passagem mais relevante: {passage}",
     unknown_note=(
         "Nota: o motor offline não encontrou palavras que este texto partilhe com a sua "
         "intenção. Compara palavras, não significados, por isso não distingue uma paráfrase de "
@@ -445,6 +872,8 @@ _PT: Final = Phrases(
             "paragraph": ("parágrafo", "parágrafos"),
             "cjk": ("carácter CJK/tailandês", "caracteres CJK/tailandeses"),
             "symbol": ("símbolo", "símbolos"),
+            "time": ("vez", "vezes"),
+            "char": ("carácter", "caracteres"),
         }
     ),
 )
@@ -476,6 +905,64 @@ _IT: Final = Phrases(
     note_steps="Annotare quali di questi passaggi seguirai, e quando",
     calendar_sentence="Segnare la data in calendario: {sentence}",
     calendar_date="Segnare {date} in calendario",
+    quote="«{s}»",
+    more="altri {n}",
+    decimal=",",
+    no_topic_reason=("Non c’è un tema da cercare per {goal}, quindi il punteggio è neutro: {n}."),
+    no_words_to_match="Il testo non ha parole da confrontare.",
+    unrelated_reason=(
+        "Nessun significato in comune: nessuna parola dell’intento ({missing}) compare nel "
+        "testo{weak}."
+    ),
+    weak_in_passing=" (solo parole comuni, di sfuggita: {evidence})",
+    elsewhere_reason="Il testo parla chiaramente d’altro: {topics}.",
+    skipped_reason=(
+        "Scartato in base a questi indizi, non solo per la mancanza di parole in comune: un "
+        "testo di {words} che torna sempre ad altri temi e non nomina mai quelli "
+        "dell’intento difficilmente serve."
+    ),
+    unknown_reason=("Nessun significato comune che il motore offline possa vedere: {why}."),
+    why_foreign=("l’intento sembra scritto in un’altra lingua ({own}) rispetto al testo ({lang})"),
+    why_absent="nessuna parola dell’intento ({missing}) compare nel testo",
+    neutral_reason=(
+        "Confronta parole, non significati, quindi non distingue una parafrasi da un testo "
+        "fuori tema: punteggio neutro di {n}, non archiviato. Giudica tu, o usa un server "
+        "di modelli (ai.engine = openai)."
+    ),
+    coverage_reason=(
+        "Parole in comune, pesate per rarità: {evidence}; trovati {found} termini "
+        "dell’intento su {total}"
+    ),
+    coverage_missing=", mancano {missing}",
+    density_reason=("I termini dell’intento compaiono {times} ({per_k} ogni 1.000 {unit})."),
+    where_reason="Dove: {spots}.",
+    spot="{label} {at}",
+    at_title="nel titolo",
+    at_opening="nel primo paragrafo",
+    at_sentence="nella frase {i} di {n}",
+    at_inside="dentro parole più lunghe",
+    evidence_item="{label} {count}× (peso {weight}{inside})",
+    inside_note=", dentro parole più lunghe",
+    rel_no_topic=(
+        "Non c’è un tema da cercare per {goal}, quindi la pertinenza non si può misurare; "
+        "temi principali del testo: {topics}."
+    ),
+    no_identifiable_topic="nessuno identificabile",
+    rel_unrelated=(
+        "Nessuno dei termini dell’intento ({missing}) compare nel testo; temi principali: "
+        "{topics}, quindi probabilmente non serve per {goal}."
+    ),
+    rel_unknown=(
+        "Il motore offline non vede un significato comune con {goal}: confronta parole, non "
+        "significati, e il testo non usa mai le parole dell’intento ({missing}). Potrebbe "
+        "comunque servire con altre parole; temi principali del testo: {topics}."
+    ),
+    rel_serves=("Utile per {goal}: cita {found} termini dell’intento su {total} ({evidence})"),
+    rel_shares_little=(
+        "Poco utile per {goal}: cita {found} termini dell’intento su {total} ({evidence})"
+    ),
+    rel_but_not=", ma non {missing}",
+    rel_passage=" Passaggio più pertinente: {passage}",
     unknown_note=(
         "Nota: il motore offline non ha trovato parole che questo testo condivida con il tuo "
         "intento. Confronta parole, non significati, quindi non distingue una parafrasi da un "
@@ -496,6 +983,8 @@ _IT: Final = Phrases(
             "paragraph": ("paragrafo", "paragrafi"),
             "cjk": ("carattere CJK/thai", "caratteri CJK/thai"),
             "symbol": ("simbolo", "simboli"),
+            "time": ("volta", "volte"),
+            "char": ("carattere", "caratteri"),
         }
     ),
 )
@@ -527,6 +1016,68 @@ _NL: Final = Phrases(
     note_steps="Noteer welke van deze stappen je volgt, en wanneer",
     calendar_sentence="Zet de datum in je agenda: {sentence}",
     calendar_date="Zet {date} in je agenda",
+    quote="“{s}”",
+    more="{n} meer",
+    decimal=",",
+    no_topic_reason=(
+        "Er is geen onderwerp om naar te zoeken voor {goal}, dus de score is neutraal: {n}."
+    ),
+    no_words_to_match="De tekst heeft geen woorden om te vergelijken.",
+    unrelated_reason=(
+        "Geen gedeelde betekenis gevonden: geen van de woorden uit het doel ({missing}) "
+        "komt in de tekst voor{weak}."
+    ),
+    weak_in_passing=" (alleen gewone woorden, terloops: {evidence})",
+    elsewhere_reason="De tekst gaat duidelijk over andere dingen: {topics}.",
+    skipped_reason=(
+        "Overgeslagen op grond van dit bewijs, niet alleen omdat gedeelde woorden "
+        "ontbreken: een tekst van {words} die steeds terugkeert naar andere onderwerpen en "
+        "die van het doel nooit noemt, helpt er waarschijnlijk niet bij."
+    ),
+    unknown_reason="Geen gedeelde betekenis die de offline engine kan zien: {why}.",
+    why_foreign=("het doel lijkt in een andere taal ({own}) geschreven dan de tekst ({lang})"),
+    why_absent=("geen van de woorden uit het doel ({missing}) komt in de tekst voor"),
+    neutral_reason=(
+        "Hij vergelijkt woorden, geen betekenis, en kan een omschrijving niet van een "
+        "misser onderscheiden: neutrale score van {n}, niet gearchiveerd. Oordeel zelf, of "
+        "gebruik een modelserver (ai.engine = openai)."
+    ),
+    coverage_reason=(
+        "Gedeelde woorden, gewogen naar zeldzaamheid: {evidence}; {found} van {total} "
+        "termen uit het doel gevonden"
+    ),
+    coverage_missing=", ontbrekend: {missing}",
+    density_reason=("Termen uit het doel komen {times} voor ({per_k} per 1.000 {unit})."),
+    where_reason="Waar: {spots}.",
+    spot="{label} {at}",
+    at_title="in de titel",
+    at_opening="in de eerste alinea",
+    at_sentence="in zin {i} van {n}",
+    at_inside="binnen langere woorden",
+    evidence_item="{label} {count}× (gewicht {weight}{inside})",
+    inside_note=", binnen langere woorden",
+    rel_no_topic=(
+        "Er is geen onderwerp om naar te zoeken voor {goal}, dus de relevantie is niet te "
+        "meten; hoofdonderwerpen van de tekst: {topics}."
+    ),
+    no_identifiable_topic="geen herkenbare",
+    rel_unrelated=(
+        "Geen van de termen uit het doel ({missing}) komt in de tekst voor; "
+        "hoofdonderwerpen: {topics}, dus de tekst helpt waarschijnlijk niet bij {goal}."
+    ),
+    rel_unknown=(
+        "De offline engine ziet geen gedeelde betekenis met {goal}: hij vergelijkt woorden, "
+        "geen betekenis, en de tekst gebruikt de woorden uit het doel nooit ({missing}). De "
+        "tekst kan er in andere woorden toch bij helpen; hoofdonderwerpen van de tekst: "
+        "{topics}."
+    ),
+    rel_serves=("Helpt bij {goal}: noemt {found} van {total} termen uit het doel ({evidence})"),
+    rel_shares_little=(
+        "Heeft weinig te maken met {goal}: noemt {found} van {total} termen uit het doel "
+        "({evidence})"
+    ),
+    rel_but_not=", maar niet {missing}",
+    rel_passage=" Meest relevante passage: {passage}",
     unknown_note=(
         "Let op: de offline engine vond geen woorden die deze tekst met je doel deelt. Hij "
         "vergelijkt woorden, geen betekenis, en kan een omschrijving dus niet van een misser "
@@ -547,6 +1098,8 @@ _NL: Final = Phrases(
             "paragraph": ("alinea", "alinea’s"),
             "cjk": ("CJK/Thai-teken", "CJK/Thai-tekens"),
             "symbol": ("teken", "tekens"),
+            "time": ("keer", "keer"),
+            "char": ("teken", "tekens"),
         }
     ),
 )
@@ -575,6 +1128,64 @@ _SV: Final = Phrases(
     note_steps="Anteckna vilka av stegen du ska följa, och när",
     calendar_sentence="Skriv in datumet i kalendern: {sentence}",
     calendar_date="Skriv in {date} i kalendern",
+    quote="”{s}”",
+    more="{n} till",
+    decimal=",",
+    no_topic_reason=("Det finns inget ämne att leta efter för {goal}, så poängen är neutral: {n}."),
+    no_words_to_match="Texten har inga ord att jämföra.",
+    unrelated_reason=(
+        "Ingen gemensam betydelse hittades: inget av orden i syftet ({missing}) förekommer "
+        "i texten{weak}."
+    ),
+    weak_in_passing=" (bara vanliga ord i förbigående: {evidence})",
+    elsewhere_reason="Texten handlar tydligt om annat: {topics}.",
+    skipped_reason=(
+        "Hoppades över på grund av dessa belägg, inte bara för att gemensamma ord saknas: "
+        "en text på {words} som hela tiden återvänder till andra ämnen och aldrig nämner "
+        "syftets hjälper knappast."
+    ),
+    unknown_reason="Ingen gemensam betydelse som offlinemotorn kan se: {why}.",
+    why_foreign=("syftet verkar skrivet på ett annat språk ({own}) än texten ({lang})"),
+    why_absent="inget av orden i syftet ({missing}) förekommer i texten",
+    neutral_reason=(
+        "Den jämför ord, inte betydelse, och kan inte skilja en omskrivning från en "
+        "felträff: neutral poäng {n}, inte arkiverad. Bedöm själv, eller använd en "
+        "modellserver (ai.engine = openai)."
+    ),
+    coverage_reason=(
+        "Gemensamma ord, viktade efter hur ovanliga de är: {evidence}; {found} av {total} "
+        "termer i syftet hittades"
+    ),
+    coverage_missing=", saknas: {missing}",
+    density_reason="Syftets termer förekommer {times} ({per_k} per 1\xa0000 {unit}).",
+    where_reason="Var: {spots}.",
+    spot="{label} {at}",
+    at_title="i titeln",
+    at_opening="i första stycket",
+    at_sentence="i mening {i} av {n}",
+    at_inside="inuti längre ord",
+    evidence_item="{label} {count}× (vikt {weight}{inside})",
+    inside_note=", inuti längre ord",
+    rel_no_topic=(
+        "Det finns inget ämne att leta efter för {goal}, så relevansen kan inte mätas; "
+        "textens huvudämnen: {topics}."
+    ),
+    no_identifiable_topic="inga som går att urskilja",
+    rel_unrelated=(
+        "Inga av syftets termer ({missing}) förekommer i texten; huvudämnen: {topics}, så "
+        "den hjälper troligen inte {goal}."
+    ),
+    rel_unknown=(
+        "Offlinemotorn ser ingen gemensam betydelse med {goal}: den jämför ord, inte "
+        "betydelse, och texten använder aldrig syftets ord ({missing}). Den kan ändå hjälpa "
+        "med andra ord; textens huvudämnen: {topics}."
+    ),
+    rel_serves=("Hjälper {goal}: nämner {found} av {total} termer i syftet ({evidence})"),
+    rel_shares_little=(
+        "Har lite med {goal} att göra: nämner {found} av {total} termer i syftet ({evidence})"
+    ),
+    rel_but_not=", men inte {missing}",
+    rel_passage=" Mest relevanta stycke: {passage}",
     unknown_note=(
         "Obs: offlinemotorn hittade inga ord som texten delar med ditt syfte. Den jämför ord, "
         "inte betydelse, och kan inte skilja en omskrivning från en felträff: kortet sparas så "
@@ -595,6 +1206,8 @@ _SV: Final = Phrases(
             "paragraph": ("stycke", "stycken"),
             "cjk": ("CJK/thai-tecken", "CJK/thai-tecken"),
             "symbol": ("tecken", "tecken"),
+            "time": ("gång", "gånger"),
+            "char": ("tecken", "tecken"),
         }
     ),
 )

@@ -28,6 +28,7 @@ from readdod.engines.local.wording import (
     LINE_MAX,
     dedupe,
     dup_key,
+    normalize_space,
     plural,
     quote,
     trim,
@@ -178,39 +179,33 @@ def _clause_points(sentences: Sequence[Sentence], s_lang: str | None) -> list[st
     return out
 
 
-def _intent_relevance(an: TextAnalysis, intent: Intent, best: Sentence | None) -> str:
+def _intent_relevance(an: TextAnalysis, intent: Intent, best: Sentence | None, ph: Phrases) -> str:
     """Say concretely how the text serves the intent: which terms, how often, where."""
     topics = (
         ", ".join(an.surface[t] for t, _ in (an.topics(3) or an.top_terms(3)))
-        or "no identifiable topic"
+        or ph.no_identifiable_topic
     )
+    goal = ph.goal(intent.raw)
     if not intent.terms:
-        return (
-            f"The intent {intent.label} names no topic to look for, so relevance cannot be "
-            f"measured; the text is mainly about {topics}."
-        )
+        return ph.rel_no_topic.format(goal=goal, topics=topics)
     kind, m = band(an, intent)
     assert m is not None
+    if kind == "unrelated":
+        return ph.rel_unrelated.format(missing=names(m.missing, ph=ph), topics=topics, goal=goal)
     if kind != "related":
-        if kind == "unrelated":
-            return (
-                f"None of the intent terms ({names(m.missing)}) appear in the text; it is mainly "
-                f"about {topics}, so it likely does not serve {intent.label}."
-            )
-        return (
-            f"The offline engine sees no shared meaning with {intent.label}: it matches words, "
-            f"not meaning, and the text never uses the intent's words ({names(m.missing)}). "
-            f"It may still serve it in other words; it is mainly about {topics}."
-        )
-    total = len(m.found) + len(m.missing)
-    verdict = "Serves" if m.coverage >= WEAK_COVERAGE else "Shares little with"
-    text = f"{verdict} {intent.label}: mentions {len(m.found)} of {total} intent terms"
-    text += f" ({evidence(m.found)})"
+        return ph.rel_unknown.format(goal=goal, missing=names(m.missing, ph=ph), topics=topics)
+    verdict = ph.rel_serves if m.coverage >= WEAK_COVERAGE else ph.rel_shares_little
+    text = verdict.format(
+        goal=goal,
+        found=len(m.found),
+        total=len(m.found) + len(m.missing),
+        evidence=evidence(m.found, ph=ph),
+    )
     if m.missing:
-        text += f" but not {names(m.missing, 4)}"
+        text += ph.rel_but_not.format(missing=names(m.missing, 4, ph))
     text += "."
     if best is not None:
-        text += f" Most relevant passage: {quote(best.text, 200)}"
+        text += ph.rel_passage.format(passage=ph.quoted(trim(normalize_space(best.text), 200)))
     return text
 
 
@@ -283,7 +278,9 @@ def summarize_text(inp: EngineInput) -> Summary:
     return Summary(
         tl_dr=tl_dr,
         key_points=_key_points(an, inp.lang, ranked, chosen, used),
-        intent_relevance=trim(_intent_relevance(an, intent, best), RELEVANCE_MAX),
+        intent_relevance=trim(
+            _intent_relevance(an, intent, best, phrases_for(an.lang or inp.lang)), RELEVANCE_MAX
+        ),
         reading_time_min=an.reading_time_min,
         lang=inp.lang or an.lang,
     )

@@ -106,8 +106,6 @@ MIN_TODOS: Final = 3
 MAX_STEPS: Final = 5
 #: A title longer than this is referred to as "this text" rather than quoted.
 TITLE_QUOTE_MAX: Final = 70
-#: A longer intent is called "your goal" rather than quoted.
-INTENT_QUOTE_MAX: Final = 80
 #: A date's sentence longer than this is not quoted in a todo.
 DATE_SENTENCE_MAX: Final = 150
 
@@ -121,12 +119,6 @@ def _ref(inp: EngineInput, ph: Phrases) -> tuple[str, str]:
     if not title or len(title) > TITLE_QUOTE_MAX or title.endswith(("…", "...")):
         return ph.ref(None)
     return ph.ref(title)
-
-
-def _goal(intent: str, ph: Phrases) -> str:
-    """The intent quoted whole, or "your goal" when it is blank or too long to quote."""
-    raw = " ".join(intent.split())
-    return ph.goal(raw if len(raw) <= INTENT_QUOTE_MAX else None)
 
 
 def coming_date(an: TextAnalysis, captured_at: int | None, ph: Phrases = ENGLISH) -> Item | None:
@@ -197,7 +189,7 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
     genre = detect_genre(inp.text, an.words)
     ph = phrases_for(an.lang or inp.lang)
     ref = _ref(inp, ph)
-    goal = _goal(inp.intent, ph)
+    goal = ph.goal(inp.intent)
     rt = summary.reading_time_min
     rec = score.recommendation
     steps = find_instructions(inp.text, an.lang, MAX_STEPS) if rec != "skip" else []
