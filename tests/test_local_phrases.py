@@ -292,3 +292,18 @@ async def test_reasons_and_relevance_come_in_the_texts_language(lang: str, share
     # Evidence quotes the words it found the language's way.
     if shared:
         assert any(ph.quote.split("{s}")[0] in r for r in score.reasons), (lang, score.reasons)
+
+
+@pytest.mark.parametrize("lang", sorted(SAMPLES))
+@pytest.mark.parametrize("shared", [True, False])
+async def test_a_long_title_and_intent_still_give_every_todo(lang: str, shared: bool) -> None:
+    """Quoting both whole could outgrow a todo's title; the todo names them less fully
+    rather than being left out."""
+    sample = SAMPLES[lang]
+    title = ("Radwege, Parkplätze und Geld: was der Stadtrat beschlossen hat " * 2)[:70]
+    filler = " und dazu noch mehr Worte" * 4 if shared else " ohne Bezug zu irgendwas" * 4
+    intent = ((sample.intent if shared else UNSHARED) + filler)[:80]
+    _, todos, _ = await card_for(sample.text, intent, title=title)
+    assert len(todos.items) >= 3, todos
+    assert all(len(t.title) <= 200 for t in todos.items)
+    assert_worded_in(own_todos(todos, sample.text), PHRASES[lang])

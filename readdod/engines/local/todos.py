@@ -188,30 +188,41 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
     an = analyze(inp.text)
     genre = detect_genre(inp.text, an.words)
     ph = phrases_for(an.lang or inp.lang)
-    ref = _ref(inp, ph)
-    goal = ph.goal(inp.intent)
     rt = summary.reading_time_min
     rec = score.recommendation
     steps = find_instructions(inp.text, an.lang, MAX_STEPS) if rec != "skip" else []
-    items: list[Item]
-    if steps:
-        items = [(s, "action", _step_minutes(s)) for s in steps]
-        items.append((ph.note_steps, "output", 5))
-        if rec == "read":
-            items.append((ph.read_full.format(ref=ref[0], reading=ph.reading(rt)), "read", rt))
-        # One step and a note are too few: the reading todo and a decision fill the minimum.
-        items += _generic(rec, ph, ref, goal, rt)[::2][: max(0, MIN_TODOS - len(items))]
-    else:
-        items = _generic(rec, ph, ref, goal, rt)
-        extra = _genre_todo(genre, ph, ref, rt) if rec != "skip" else None
-        if extra is not None and extra[0] == ph.decide_agree:
-            items[2] = extra  # one decision is enough: the argument's
-        elif extra is not None:
-            items.append(extra)
-    if rec != "skip":
-        date = coming_date(an, inp.captured_at, ph)
+    date = coming_date(an, inp.captured_at, ph) if rec != "skip" else None
+
+    def compose(ref: tuple[str, str], goal: str) -> list[Item]:
+        items: list[Item]
+        if steps:
+            items = [(s, "action", _step_minutes(s)) for s in steps]
+            items.append((ph.note_steps, "output", 5))
+            if rec == "read":
+                items.append((ph.read_full.format(ref=ref[0], reading=ph.reading(rt)), "read", rt))
+            # One step and a note are too few: the reading todo and a decision fill the minimum.
+            items += _generic(rec, ph, ref, goal, rt)[::2][: max(0, MIN_TODOS - len(items))]
+        else:
+            items = _generic(rec, ph, ref, goal, rt)
+            extra = _genre_todo(genre, ph, ref, rt) if rec != "skip" else None
+            if extra is not None and extra[0] == ph.decide_agree:
+                items[2] = extra  # one decision is enough: the argument's
+            elif extra is not None:
+                items.append(extra)
         if date is not None and len(items) < 7:
             items.append(date)
+        return items
+
+    # A long title and a long intent together can outgrow a todo: name them less fully.
+    tries = (
+        (_ref(inp, ph), ph.goal(inp.intent)),
+        (ph.ref(None), ph.goal(inp.intent)),
+        (ph.ref(None), ph.your_goal),
+    )
+    for ref, goal in tries:
+        items = compose(ref, goal)
+        if all(len(t) <= TODO_TITLE_MAX for t, _, _ in items[len(steps) :]):
+            break
     todos: list[Todo] = []
     seen: set[str] = set()
     for raw, kind, minutes in items:
