@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 
@@ -279,10 +280,24 @@ class ExportFailed(RequestError):
 # --- pipeline failures -----------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What a step's requests cost before it failed, as the model server reported it: an
+    answer that was then rejected (a parse error, the gate) was still paid for."""
+
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    #: Of the prompt tokens, those the server took from its prompt cache (where it says).
+    cached_tokens: int | None = None
+
+
 class StepError(ReaddodError):
     """A step failed. The core records it as ``items.failure``."""
 
     retryable: bool = False
+    #: The tokens the step had spent when it failed; set by engines that call a model.
+    spent: Spent | None = None
 
     def __init__(
         self,

@@ -364,6 +364,11 @@ class AttemptFailure(msgspec.Struct, kw_only=True):
     step: str | None
     error_code: str | None
     message: str | None = None
+    #: What the failed step had cost when it failed, as the model server reported it.
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
 
 
 class Run(msgspec.Struct, kw_only=True):

@@ -170,6 +170,10 @@ def ledger(
                     step=detail.get("step"),
                     error_code=detail.get("error_code"),
                     message=detail.get("message"),
+                    model=detail.get("model"),
+                    prompt_tokens=int(detail.get("prompt_tokens") or 0),
+                    completion_tokens=int(detail.get("completion_tokens") or 0),
+                    cached_tokens=int(detail.get("cached_tokens") or 0),
                 )
             )
     out = []
@@ -179,16 +183,19 @@ def ledger(
             key=lambda a: STEPS.index(a.artifact_type) if a.artifact_type in STEPS else 99,
         )
         metas = [msgspec.json.decode(a.meta, type=ArtifactMeta) for a in made]
+        failed = failures.get(r.run_id, [])
+        costs: list[ArtifactMeta | AttemptFailure] = [*metas, *failed]
         out.append(
             msgspec.structs.replace(
                 run_view(r),
                 error_message=r.error_message,
                 steps_done=[a.artifact_type for a in made],
-                models=sorted({m.model for m in metas if m.model}),
-                prompt_tokens=sum(m.prompt_tokens or 0 for m in metas),
-                completion_tokens=sum(m.completion_tokens or 0 for m in metas),
-                cached_tokens=sum(m.cached_tokens or 0 for m in metas),
-                failures=failures.get(r.run_id, []),
+                models=sorted({m.model for m in costs if m.model}),
+                # Failed steps were paid for too: their tokens count with the artifacts'.
+                prompt_tokens=sum(m.prompt_tokens or 0 for m in costs),
+                completion_tokens=sum(m.completion_tokens or 0 for m in costs),
+                cached_tokens=sum(m.cached_tokens or 0 for m in costs),
+                failures=failed,
             )
         )
     return out

@@ -267,6 +267,8 @@ class FakeOpenAI:
         #: The prompt of the request before, for the prompt cache's count.
         self._last_prompt = ""
         self.requests: list[dict[str, Any]] = []
+        #: The ``usage`` of every answer that reported one to its client, with its prompt.
+        self.usages: list[tuple[str, dict[str, Any]]] = []
         self.counts: dict[str, int] = {}
         #: Faults set at run time: (text the prompt contains, what, step or None).
         self.rules: list[tuple[str, str, str | None]] = []
@@ -501,6 +503,15 @@ class FakeOpenAI:
         with self._lock:
             cached = _common_prefix(self._last_prompt, whole) // 4
             self._last_prompt = whole
+        usage = {
+            "prompt_tokens": len(whole) // 4 + 1,
+            "completion_tokens": len(content or "") // 4 + 1,
+            "total_tokens": (len(whole) + len(content or "")) // 4 + 2,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+        if not body.get("stream") or (body.get("stream_options") or {}).get("include_usage"):
+            with self._lock:
+                self.usages.append((whole, usage))
         return {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -513,12 +524,7 @@ class FakeOpenAI:
                     "message": {"role": "assistant", "content": content, "refusal": refusal},
                 }
             ],
-            "usage": {
-                "prompt_tokens": len(whole) // 4 + 1,
-                "completion_tokens": len(content or "") // 4 + 1,
-                "total_tokens": (len(whole) + len(content or "")) // 4 + 2,
-                "prompt_tokens_details": {"cached_tokens": cached},
-            },
+            "usage": usage,
         }
 
     def _chunks(self, body: dict[str, Any], whole: dict[str, Any]) -> list[dict[str, Any]]:
@@ -654,6 +660,12 @@ class FakeOpenAI:
                         f" requests, {self.in_flight} in flight, {self.disconnects} disconnects"
                     )
                 self._changed.wait(left)
+
+    def tokens_reported(self, needle: str = "") -> tuple[int, int]:
+        """Prompt and completion tokens this server reported for prompts holding ``needle``."""
+        with self._lock:
+            found = [u for prompt, u in self.usages if needle in prompt]
+        return sum(u["prompt_tokens"] for u in found), sum(u["completion_tokens"] for u in found)
 
     def completions(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -238,6 +238,11 @@ def _ledger_lines(
         for f in r.get("failures") or []:
             why = f.get("message") or ""
             lines.append(f"      {f['at']} failed at {f['step']}: {f['error_code']}: {why}")
+            if f.get("prompt_tokens") or f.get("completion_tokens"):
+                lines.append(
+                    f"        spent before failing: tokens {f.get('prompt_tokens', 0)}"
+                    f"+{f.get('completion_tokens', 0)}"
+                )
         if r.get("error_code") and not r.get("failures"):
             lines.append(f"      {r['error_code']}: {r.get('error_message') or ''}".rstrip())
         if r.get("last_error_code"):

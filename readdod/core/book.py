@@ -358,6 +358,7 @@ class LeaseBook:
                 self.clock.now_ms(),
                 retry_after=error.retry_after,
                 timed_out=error.timed_out,
+                spent=error.spent,
             )
 
         row = await self.units.commit(unit)

@@ -16,7 +16,7 @@ from readdod import ids, retry_policy, rubric, urls
 from readdod.clock import iso
 from readdod.config import RetryConfig
 from readdod.core.unit import Work, dumps
-from readdod.errors import ErrorCode, is_retryable
+from readdod.errors import ErrorCode, Spent, is_retryable
 from readdod.models import AI_STEPS, STEPS, Failure, UserScore, WireStep, wire_step
 from readdod.states import Status, Trigger
 from readdod.store import AttemptRow, ItemRow, RunRow
@@ -90,6 +90,20 @@ def failure(
         next_attempt_at=iso(due) if due else None,
         auto_retries=auto_retries,
     )
+
+
+def spent_detail(spent: Spent | None) -> dict[str, Any]:
+    """A failed step's tokens as event detail: the keys an artifact's meta uses."""
+    if spent is None:
+        return {}
+    out: dict[str, Any] = {
+        "model": spent.model,
+        "prompt_tokens": spent.prompt_tokens,
+        "completion_tokens": spent.completion_tokens,
+    }
+    if spent.cached_tokens is not None:
+        out["cached_tokens"] = spent.cached_tokens
+    return out
 
 
 def new_attempt(
@@ -250,9 +264,13 @@ def fail(
     retry_after: float | None = None,
     timed_out: bool = False,
     at_fault: str | None = None,
+    spent: Spent | None = None,
     **fields: Any,
 ) -> ItemRow:
     """``step`` failed: FAILED_EXTRACTION or FAILED_AI, with ``items.failure`` set.
+
+    ``spent``, the tokens the failed step had cost, goes into the failure's
+    event, where the run's totals and ``stats`` count it with the artifacts'.
 
     ``retryable`` is the error's own judgement, which the automatic retry
     policy follows; the failure's ``retryable`` is the code's where the
@@ -303,6 +321,7 @@ def fail(
             "error_code": code,
             "message": message[:500],
             "next_attempt_at": iso(due) if due else None,
+            **spent_detail(spent),
         },
         failure=dumps(made),
         lease_owner=None,

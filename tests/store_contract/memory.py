@@ -1308,6 +1308,10 @@ class MemoryUnitOfWork:
             for art in of_item.values():
                 prompt += int(_json_field(art.meta, "prompt_tokens") or 0)
                 completion += int(_json_field(art.meta, "completion_tokens") or 0)
+        for e in self._t.events.values():
+            if e.kind == "transition" and (e.to_status or "").startswith("FAILED_"):
+                prompt += int(_json_field(e.detail, "prompt_tokens") or 0)
+                completion += int(_json_field(e.detail, "completion_tokens") or 0)
         return prompt, completion
 
     # --- retention -----------------------------------------------------------------

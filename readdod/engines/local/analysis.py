@@ -485,14 +485,3 @@ def analyze(text: str) -> TextAnalysis:
         snippet=trim(normalize_space(text), 120),
         reading_time_min=reading_minutes(text),
     )
-
-
-def length_phrase(an: TextAnalysis) -> str:
-    parts = []
-    if an.words:
-        parts.append(plural(an.words, "word"))
-    if an.unspaced_chars:
-        parts.append(plural(an.unspaced_chars, "CJK/Thai character"))
-    if not parts:
-        return f"no words, only {plural(an.chars, 'symbol')}"
-    return " and ".join(parts)

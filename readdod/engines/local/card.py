@@ -7,6 +7,7 @@ from typing import Final
 from readdod.engines.base import EngineInput
 from readdod.engines.local.analysis import TextAnalysis, analyze
 from readdod.engines.local.intent import parse_intent
+from readdod.engines.local.phrases import ENGLISH, phrases_for
 from readdod.engines.local.score import band
 from readdod.engines.local.summary import fact_points
 from readdod.engines.local.wording import dup_key, normalize_space, trim
@@ -14,12 +15,9 @@ from readdod.models import TL_DR_MAX, Card, CardSource, RenderSpec, Score, Summa
 from readdod.text import join_sentences, split_clauses, split_sentences
 
 CARD_TITLE_MAX: Final = 300
-#: Said on the card when the engine can see no shared meaning either way.
-UNKNOWN_NOTE: Final = (
-    "Note: the offline engine found no words this text shares with your intent. It matches "
-    "words, not meaning, so it cannot tell a paraphrase from a mismatch: the card is kept for "
-    "you to judge."
-)
+#: Said on the card when the engine can see no shared meaning either way (in English; each
+#: language's own is in :mod:`.phrases`).
+UNKNOWN_NOTE: Final = ENGLISH.unknown_note
 CARD_SECTIONS: Final = ("one_liner", "summary", "key_points", "todos", "reasons", "source")
 
 
@@ -54,19 +52,20 @@ def display_title(inp: EngineInput, an: TextAnalysis) -> str:
 def build_card(inp: EngineInput, summary: Summary, score: Score, todos: Todos) -> Card:
     """Assemble the card from the earlier payloads; only the title may come from the text."""
     an = analyze(inp.text)
+    ph = phrases_for(an.lang or inp.lang)
     tl_dr = normalize_space(summary.tl_dr)
     first = next(iter(split_sentences(tl_dr)), tl_dr)
     balanced = first.count("“") == first.count("”")
     one_liner = first if len(first) >= 20 and balanced else tl_dr
     # One more point makes the summary richer, but never a statistic about the text.
-    facts = {dup_key(f) for f in fact_points(an, an.reading_time_min)}
+    facts = {dup_key(f) for f in fact_points(an, an.reading_time_min, ph)}
     extra = next(
         (p for p in summary.key_points if p.strip() not in tl_dr and dup_key(p) not in facts),
         None,
     )
     body = join_sentences([tl_dr, extra or ""])
     if band(an, parse_intent(inp.intent, an.lang))[0] == "unknown":
-        body = join_sentences([body, UNKNOWN_NOTE])
+        body = join_sentences([body, ph.unknown_note])
     return Card(
         title=display_title(inp, an),
         one_liner=trim(one_liner or summary.tl_dr, TL_DR_MAX),

@@ -17,7 +17,8 @@ from types import MappingProxyType
 from typing import Final
 
 from readdod.engines.local.analysis import TextAnalysis, is_gram, term_weight, tokenize, word_set
-from readdod.engines.local.wording import join_and, trim
+from readdod.engines.local.phrases import ENGLISH, Phrases
+from readdod.engines.local.wording import trim
 from readdod.text.language import detect_language
 
 # Words that say *that* someone wants to read, not *what* about.
@@ -193,17 +194,21 @@ def match_intent(an: TextAnalysis, intent: Intent) -> Match:
     )
 
 
-def names(hits: Sequence[Hit], n: int = 6) -> str:
-    shown = [f"“{trim(h.label, 40)}”" for h in hits[:n]]
+def names(hits: Sequence[Hit], n: int = 6, ph: Phrases = ENGLISH) -> str:
+    shown = [ph.quoted(trim(h.label, 40)) for h in hits[:n]]
     if len(hits) > n:
-        shown.append(f"{len(hits) - n} more")
-    return join_and(shown)
+        shown.append(ph.more.format(n=len(hits) - n))
+    return ph.join_and(shown)
 
 
-def evidence(hits: Sequence[Hit], n: int = 6) -> str:
+def evidence(hits: Sequence[Hit], n: int = 6, ph: Phrases = ENGLISH) -> str:
     """Each shared term with its count and weight: what the score rests on."""
-    parts = []
-    for h in hits[:n]:
-        inside = ", inside longer words" if h.partial else ""
-        parts.append(f"“{trim(h.label, 40)}” {h.count:,}× (weight {h.weight:.2f}{inside})")
-    return "; ".join(parts)
+    return "; ".join(
+        ph.evidence_item.format(
+            label=ph.quoted(trim(h.label, 40)),
+            count=ph.number(h.count),
+            weight=ph.decimal_of(h.weight, 2),
+            inside=ph.inside_note if h.partial else "",
+        )
+        for h in hits[:n]
+    )

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Final, Literal
 
 from readdod.engines.base import EngineInput
-from readdod.engines.local.analysis import TextAnalysis, analyze, length_phrase, tokenize
+from readdod.engines.local.analysis import TextAnalysis, analyze, tokenize
 from readdod.engines.local.intent import (
     FULL_INTENT,
     Intent,
@@ -29,7 +29,8 @@ from readdod.engines.local.intent import (
     names,
     parse_intent,
 )
-from readdod.engines.local.wording import LINE_MAX, dedupe, join_and, plural, reading_phrase, trim
+from readdod.engines.local.phrases import Noun, Phrases, phrases_for
+from readdod.engines.local.wording import LINE_MAX, dedupe, trim
 from readdod.models import Priority, Recommendation, Score, Summary
 
 
@@ -99,61 +100,61 @@ def band(an: TextAnalysis, intent: Intent) -> tuple[Band, Match | None]:
     return "unknown", m
 
 
-def _topic_list(an: TextAnalysis, topics: Sequence[tuple[str, int]]) -> str:
-    return ", ".join(f"“{an.surface[t]}” {c}×" for t, c in topics[:5])
+def _topic_list(an: TextAnalysis, topics: Sequence[tuple[str, int]], ph: Phrases) -> str:
+    return ", ".join(f"{ph.quoted(an.surface[t])} {c}×" for t, c in topics[:5])
 
 
 def score_text(inp: EngineInput, summary: Summary) -> Score:
-    """The score in one of three bands (module docstring); reasons state its evidence."""
+    """The score in one of three bands (module docstring); reasons state its evidence, in
+    the text's language (:mod:`.phrases`)."""
     an = analyze(inp.text)
+    ph = phrases_for(an.lang or inp.lang)
     intent = parse_intent(inp.intent, an.lang)
     rt = summary.reading_time_min
-    length_reason = f"Length: {length_phrase(an)}, {reading_phrase(rt)}."
+    length_reason = ph.length.format(
+        length=ph.length_of(an.words, an.unspaced_chars, an.chars), reading=ph.reading(rt)
+    )
     top = an.topics(5) or an.top_terms(5)
-    topics = _topic_list(an, top)
+    frequent = (
+        ph.frequent_terms.format(terms=_topic_list(an, top, ph)) if top else ph.no_words_to_match
+    )
     kind, m = band(an, intent)
     if m is None:
         reasons = [
-            f"The intent {intent.label} names no topic, so the score is a neutral {NEUTRAL_SCORE}.",
-            f"Most frequent terms: {topics}." if top else "The text has no words to match.",
+            ph.no_topic_reason.format(goal=ph.goal(intent.raw), n=NEUTRAL_SCORE),
+            frequent,
             length_reason,
         ]
         return _make_score(NEUTRAL_SCORE, reasons)
     if kind == "related":
-        return _related(inp, an, intent, m, length_reason)
+        return _related(inp, an, intent, m, length_reason, ph)
     if kind == "unrelated":
         elsewhere = focused_elsewhere(an, m)
-        weak = f" (only common words in passing: {evidence(m.found)})" if m.found else ""
+        weak = ph.weak_in_passing.format(evidence=evidence(m.found, ph=ph)) if m.found else ""
         match = round(15 + 20 * min(1.0, m.shared / MIN_SHARED))
         reasons = [
-            f"No shared meaning found: none of the intent's words ({names(m.missing)}) occur "
-            f"in the text{weak}.",
-            f"The text is clearly about other things: {_topic_list(an, elsewhere)}.",
-            "Skipped on that evidence, not for lacking shared words alone: a text of "
-            f"{plural(an.words, 'word')} that keeps returning to other topics and never names "
-            "the intent's is unlikely to serve it.",
+            ph.unrelated_reason.format(missing=names(m.missing, ph=ph), weak=weak),
+            ph.elsewhere_reason.format(topics=_topic_list(an, elsewhere, ph)),
+            ph.skipped_reason.format(words=ph.count(an.words, "word")),
             length_reason,
         ]
         return _make_score(match, reasons)
     why = (
-        f"the intent looks written in another language ({intent.own_lang}) than the text "
-        f"({an.lang})"
+        ph.why_foreign.format(own=intent.own_lang, lang=an.lang)
         if intent.foreign
-        else f"none of the intent's words ({names(m.missing)}) occur in the text"
+        else ph.why_absent.format(missing=names(m.missing, ph=ph))
     )
     reasons = [
-        f"No shared meaning the offline engine can see: {why}.",
-        f"It matches words, not meaning, so it cannot tell a paraphrase from a mismatch: "
-        f"scored a neutral {NEUTRAL_SCORE} and not archived. Judge it yourself, or use a model "
-        "server (ai.engine = openai).",
-        f"Most frequent terms: {topics}." if top else "The text has no words to match.",
+        ph.unknown_reason.format(why=why),
+        ph.neutral_reason.format(n=NEUTRAL_SCORE),
+        frequent,
         length_reason,
     ]
     return _make_score(NEUTRAL_SCORE, reasons)
 
 
 def _related(
-    inp: EngineInput, an: TextAnalysis, intent: Intent, m: Match, length_reason: str
+    inp: EngineInput, an: TextAnalysis, intent: Intent, m: Match, length_reason: str, ph: Phrases
 ) -> Score:
     """Shared evidence: coverage (60%), density (25%) and prominence (15%) of the weighted
     intent terms, mapped onto :data:`RELATED_FLOOR`-100."""
@@ -168,34 +169,35 @@ def _related(
     quality = 0.6 * min(1.0, m.coverage) ** 0.75 + 0.25 * density + 0.15 * prominence
     match = round(RELATED_FLOOR + (100 - RELATED_FLOOR) * quality)
     total = len(m.found) + len(m.missing)
-    coverage_reason = (
-        f"Shared words, weighted by how rare they are: {evidence(m.found)}; "
-        f"{len(m.found)} of {total} intent terms found"
+    coverage_reason = ph.coverage_reason.format(
+        evidence=evidence(m.found, ph=ph), found=len(m.found), total=total
     )
-    coverage_reason += f", missing {names(m.missing)}." if m.missing else "."
-    unit = "words" if an.words >= an.unspaced_chars else "characters"
-    density_reason = (
-        f"Intent terms occur {plural(m.hits, 'time')} ({m.per_k:.1f} per 1,000 {unit})."
+    if m.missing:
+        coverage_reason += ph.coverage_missing.format(missing=names(m.missing, ph=ph))
+    coverage_reason += "."
+    unit: Noun = "word" if an.words >= an.unspaced_chars else "char"
+    density_reason = ph.density_reason.format(
+        times=ph.count(m.hits, "time"), per_k=ph.decimal_of(m.per_k, 1), unit=ph.nouns[unit][-1]
     )
     where = []
     for h in m.found[:4]:
         spots = [
             spot
             for spot, ok in (
-                ("the title", h.term in title_terms),
-                ("the opening paragraph", h.term in an.first_paragraph_terms),
+                (ph.at_title, h.term in title_terms),
+                (ph.at_opening, h.term in an.first_paragraph_terms),
             )
             if ok
         ]
         first = next((s.index for s in an.sentences if h.term in s.terms), None)
         if spots:
-            at = join_and(spots)
+            at = ph.join_and(spots)
         elif first is not None:
-            at = f"sentence {first + 1} of {len(an.sentences)}"
+            at = ph.at_sentence.format(i=first + 1, n=len(an.sentences))
         else:
-            at = "inside longer words"
-        where.append(f"“{trim(h.label, 40)}” in {at}")
-    where_reason = "Where: " + "; ".join(where) + "."
+            at = ph.at_inside
+        where.append(ph.spot.format(label=ph.quoted(trim(h.label, 40)), at=at))
+    where_reason = ph.where_reason.format(spots="; ".join(where))
     return _make_score(match, [coverage_reason, density_reason, where_reason, length_reason])
 
 

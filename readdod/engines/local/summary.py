@@ -19,18 +19,18 @@ from readdod.engines.local.analysis import (
     Sentence,
     TextAnalysis,
     analyze,
-    length_phrase,
     tokenize,
 )
 from readdod.engines.local.intent import Intent, evidence, names, parse_intent
+from readdod.engines.local.phrases import ENGLISH, Phrases, phrases_for
 from readdod.engines.local.score import band
 from readdod.engines.local.wording import (
     LINE_MAX,
     dedupe,
     dup_key,
+    normalize_space,
     plural,
     quote,
-    reading_phrase,
     trim,
 )
 from readdod.models import TL_DR_MAX, Summary
@@ -149,19 +149,24 @@ def _select(ranked: Sequence[tuple[float, Sentence]], k: int) -> list[Sentence]:
     return chosen
 
 
-def fact_points(an: TextAnalysis, rt: int) -> list[str]:
-    """Points that are true of any text, used when it has too few sentences of its own."""
+def fact_points(an: TextAnalysis, rt: int, ph: Phrases = ENGLISH) -> list[str]:
+    """Points that are true of any text, used when it has too few sentences of its own;
+    worded in ``ph``'s language."""
     facts = [
-        f"Length: {length_phrase(an)}, {reading_phrase(rt)}.",
-        f"Structure: {plural(len(an.sentences), 'sentence')} "
-        f"in {plural(an.paragraphs, 'paragraph')}.",
+        ph.length.format(
+            length=ph.length_of(an.words, an.unspaced_chars, an.chars), reading=ph.reading(rt)
+        ),
+        ph.structure.format(
+            sentences=ph.count(len(an.sentences), "sentence"),
+            paragraphs=ph.count(an.paragraphs, "paragraph"),
+        ),
     ]
     top = an.top_terms(5)
     if top:
         terms = ", ".join(f"{an.surface[t]} ({c}×)" for t, c in top)
-        facts.append(f"Most frequent terms: {terms}.")
+        facts.append(ph.frequent_terms.format(terms=terms))
     else:
-        facts.append(f"No words to summarise; the text reads {quote(an.snippet, 200)}.")
+        facts.append(ph.no_words.format(snippet=quote(an.snippet, 200)))
     return facts
 
 
@@ -174,39 +179,33 @@ def _clause_points(sentences: Sequence[Sentence], s_lang: str | None) -> list[st
     return out
 
 
-def _intent_relevance(an: TextAnalysis, intent: Intent, best: Sentence | None) -> str:
+def _intent_relevance(an: TextAnalysis, intent: Intent, best: Sentence | None, ph: Phrases) -> str:
     """Say concretely how the text serves the intent: which terms, how often, where."""
     topics = (
         ", ".join(an.surface[t] for t, _ in (an.topics(3) or an.top_terms(3)))
-        or "no identifiable topic"
+        or ph.no_identifiable_topic
     )
+    goal = ph.goal(intent.raw)
     if not intent.terms:
-        return (
-            f"The intent {intent.label} names no topic to look for, so relevance cannot be "
-            f"measured; the text is mainly about {topics}."
-        )
+        return ph.rel_no_topic.format(goal=goal, topics=topics)
     kind, m = band(an, intent)
     assert m is not None
+    if kind == "unrelated":
+        return ph.rel_unrelated.format(missing=names(m.missing, ph=ph), topics=topics, goal=goal)
     if kind != "related":
-        if kind == "unrelated":
-            return (
-                f"None of the intent terms ({names(m.missing)}) appear in the text; it is mainly "
-                f"about {topics}, so it likely does not serve {intent.label}."
-            )
-        return (
-            f"The offline engine sees no shared meaning with {intent.label}: it matches words, "
-            f"not meaning, and the text never uses the intent's words ({names(m.missing)}). "
-            f"It may still serve it in other words; it is mainly about {topics}."
-        )
-    total = len(m.found) + len(m.missing)
-    verdict = "Serves" if m.coverage >= WEAK_COVERAGE else "Shares little with"
-    text = f"{verdict} {intent.label}: mentions {len(m.found)} of {total} intent terms"
-    text += f" ({evidence(m.found)})"
+        return ph.rel_unknown.format(goal=goal, missing=names(m.missing, ph=ph), topics=topics)
+    verdict = ph.rel_serves if m.coverage >= WEAK_COVERAGE else ph.rel_shares_little
+    text = verdict.format(
+        goal=goal,
+        found=len(m.found),
+        total=len(m.found) + len(m.missing),
+        evidence=evidence(m.found, ph=ph),
+    )
     if m.missing:
-        text += f" but not {names(m.missing, 4)}"
+        text += ph.rel_but_not.format(missing=names(m.missing, 4, ph))
     text += "."
     if best is not None:
-        text += f" Most relevant passage: {quote(best.text, 200)}"
+        text += ph.rel_passage.format(passage=ph.quoted(trim(normalize_space(best.text), 200)))
     return text
 
 
@@ -231,6 +230,7 @@ def _tl_dr(chosen: Sequence[Sentence]) -> tuple[str, list[Sentence]]:
 
 def _key_points(
     an: TextAnalysis,
+    lang: str | None,
     ranked: Sequence[tuple[float, Sentence]],
     chosen: Sequence[Sentence],
     used: Sequence[Sentence],
@@ -254,7 +254,8 @@ def _key_points(
         points = dedupe([*points, *headings], 3)
     if len(points) < 3:
         # The facts are >= 3 mutually distinct strings, so this always reaches 3.
-        points = dedupe([*points, *fact_points(an, an.reading_time_min)], 7)
+        ph = phrases_for(an.lang or lang)
+        points = dedupe([*points, *fact_points(an, an.reading_time_min, ph)], 7)
     return points
 
 
@@ -276,8 +277,10 @@ def summarize_text(inp: EngineInput) -> Summary:
     best = next((s for _, s in ranked if wanted.intersection(s.terms)), None)
     return Summary(
         tl_dr=tl_dr,
-        key_points=_key_points(an, ranked, chosen, used),
-        intent_relevance=trim(_intent_relevance(an, intent, best), RELEVANCE_MAX),
+        key_points=_key_points(an, inp.lang, ranked, chosen, used),
+        intent_relevance=trim(
+            _intent_relevance(an, intent, best, phrases_for(an.lang or inp.lang)), RELEVANCE_MAX
+        ),
         reading_time_min=an.reading_time_min,
         lang=inp.lang or an.lang,
     )

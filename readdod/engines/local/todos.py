@@ -5,7 +5,8 @@ words. A text that gives none gets fewer, plainer todos: read it, note what it
 means for the intent, decide; one more fitting its genre (check a study's
 method, weigh an argument, put a coming date in the calendar). Titles never
 paste lists of terms, never quote a title cut short, and name a date only
-when it is still ahead of the capture.
+when it is still ahead of the capture. What the engine words itself comes in
+the text's language (:mod:`.phrases`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Final, Literal
 from readdod.engines.base import EngineInput
 from readdod.engines.local.analysis import TextAnalysis, analyze
 from readdod.engines.local.instructions import find_instructions
-from readdod.engines.local.intent import parse_intent
-from readdod.engines.local.wording import normalize_space, reading_phrase
+from readdod.engines.local.phrases import ENGLISH, Phrases, phrases_for
+from readdod.engines.local.wording import normalize_space
 from readdod.models import Score, Summary, Todo, TodoKind, Todos
 from readdod.text.dates import find_dates
 
@@ -111,15 +112,16 @@ DATE_SENTENCE_MAX: Final = 150
 Item = tuple[str, TodoKind, int]
 
 
-def _ref(inp: EngineInput) -> str:
-    """The text's title in quotes when it has a short one; else "this text"."""
+def _ref(inp: EngineInput, ph: Phrases) -> tuple[str, str]:
+    """The text by its title when it has a short one to quote, else "this text", in the
+    text's language: (as object, as subject)."""
     title = normalize_space(inp.title or "")
     if not title or len(title) > TITLE_QUOTE_MAX or title.endswith(("…", "...")):
-        return "this text"
-    return f"“{title}”"
+        return ph.ref(None)
+    return ph.ref(title)
 
 
-def coming_date(an: TextAnalysis, captured_at: int | None) -> Item | None:
+def coming_date(an: TextAnalysis, captured_at: int | None, ph: Phrases = ENGLISH) -> Item | None:
     """A todo for the first date in the text still ahead of the capture; None without one
     (or without a capture time to compare with)."""
     if captured_at is None:
@@ -131,8 +133,8 @@ def coming_date(an: TextAnalysis, captured_at: int | None) -> Item | None:
         if not ahead:
             continue
         if len(s.text) <= DATE_SENTENCE_MAX and "…" not in s.text:
-            return (f"Put the date in your calendar: {s.text}", "action", 5)
-        return (f"Put {ahead[0].text} in your calendar", "action", 5)
+            return (ph.calendar_sentence.format(sentence=s.text), "action", 5)
+        return (ph.calendar_date.format(date=ahead[0].text), "action", 5)
     return None
 
 
@@ -140,40 +142,38 @@ def _step_minutes(title: str) -> int:
     return max(5, min(30, len(title.split()) // 2))
 
 
-def _generic(rec: str, ref: str, goal: str, rt: int) -> list[Item]:
+def _generic(rec: str, ph: Phrases, ref: tuple[str, str], goal: str, rt: int) -> list[Item]:
     """Read, note, decide: what any text asks of its reader, sized by the recommendation."""
+    obj, subj = ref
     if rec == "read":
         return [
-            (f"Read {ref} in full ({reading_phrase(rt)})", "read", rt),
-            (f"Write a short note on what {ref} means for {goal}", "output", 10),
-            ("Decide what you will do differently after reading it", "action", 5),
+            (ph.read_full.format(ref=obj, reading=ph.reading(rt)), "read", rt),
+            (ph.note_meaning.format(ref_subj=subj, goal=goal), "output", 10),
+            (ph.decide_after, "action", 5),
         ]
     if rec == "skim":
         return [
-            (f"Skim {ref} for the parts that bear on {goal}", "read", max(1, rt // 3)),
-            (f"Note the one point from {ref} worth keeping", "output", 5),
-            ("Decide whether it deserves a full read", "action", 2),
+            (ph.skim_parts.format(ref=obj, goal=goal), "read", max(1, rt // 3)),
+            (ph.note_one_point.format(ref=obj), "output", 5),
+            (ph.decide_full_read, "action", 2),
         ]
     return [
-        (f"Glance at the opening of {ref} to confirm it does not serve {goal}", "read", 1),
-        (f"Note where else to look for {goal}", "output", 5),
-        (f"Archive {ref} if it does not serve {goal}", "action", 1),
+        (ph.glance_opening.format(ref=obj, goal=goal), "read", 1),
+        (ph.note_elsewhere.format(goal=goal), "output", 5),
+        (ph.archive_if.format(ref=obj, goal=goal), "action", 1),
     ]
 
 
-def _genre_todo(genre: Genre, ref: str, rt: int) -> Item | None:
+def _genre_todo(genre: Genre, ph: Phrases, ref: tuple[str, str], rt: int) -> Item | None:
+    obj, subj = ref
     if genre == "research":
-        return (
-            "Check how the study was done (sample, method) before relying on its findings",
-            "learn",
-            15,
-        )
+        return (ph.check_study, "learn", 15)
     if genre == "opinion":
-        return ("Decide whether you agree with the argument, and why", "action", 10)
+        return (ph.decide_agree, "action", 10)
     if genre == "reference":
-        return (f"Bookmark {ref} where you keep references", "action", 2)
+        return (ph.bookmark.format(ref=obj), "action", 2)
     if genre == "tutorial":
-        return (f"Try what {ref} shows on a real case of your own", "action", rt * 2 + 10)
+        return (ph.try_case.format(ref=obj, ref_subj=subj), "action", rt * 2 + 10)
     return None
 
 
@@ -186,35 +186,47 @@ def plan_todos(inp: EngineInput, summary: Summary, score: Score) -> Todos:
     'output' and, for a text worth reading, reading it), else read / note / decide and at
     most one fitting the genre or a coming date."""
     an = analyze(inp.text)
-    intent = parse_intent(inp.intent, an.lang)
     genre = detect_genre(inp.text, an.words)
-    ref = _ref(inp)
-    goal = intent.label
+    ph = phrases_for(an.lang or inp.lang)
     rt = summary.reading_time_min
     rec = score.recommendation
     steps = find_instructions(inp.text, an.lang, MAX_STEPS) if rec != "skip" else []
-    items: list[Item]
-    if steps:
-        items = [(s, "action", _step_minutes(s)) for s in steps]
-        items.append(("Note which of these steps you will follow, and when", "output", 5))
-        if rec == "read":
-            items.append((f"Read {ref} in full ({reading_phrase(rt)})", "read", rt))
-        # One step and a note are too few: the reading todo and a decision fill the minimum.
-        items += _generic(rec, ref, goal, rt)[::2][: max(0, MIN_TODOS - len(items))]
-    else:
-        items = _generic(rec, ref, goal, rt)
-        extra = _genre_todo(genre, ref, rt) if rec != "skip" else None
-        if extra is not None and extra[0].startswith("Decide"):
-            items[2] = extra  # one decision is enough: the argument's
-        elif extra is not None:
-            items.append(extra)
-    if rec != "skip":
-        date = coming_date(an, inp.captured_at)
+    date = coming_date(an, inp.captured_at, ph) if rec != "skip" else None
+
+    def compose(ref: tuple[str, str], goal: str) -> list[Item]:
+        items: list[Item]
+        if steps:
+            items = [(s, "action", _step_minutes(s)) for s in steps]
+            items.append((ph.note_steps, "output", 5))
+            if rec == "read":
+                items.append((ph.read_full.format(ref=ref[0], reading=ph.reading(rt)), "read", rt))
+            # One step and a note are too few: the reading todo and a decision fill the minimum.
+            items += _generic(rec, ph, ref, goal, rt)[::2][: max(0, MIN_TODOS - len(items))]
+        else:
+            items = _generic(rec, ph, ref, goal, rt)
+            extra = _genre_todo(genre, ph, ref, rt) if rec != "skip" else None
+            if extra is not None and extra[0] == ph.decide_agree:
+                items[2] = extra  # one decision is enough: the argument's
+            elif extra is not None:
+                items.append(extra)
         if date is not None and len(items) < 7:
             items.append(date)
+        return items
+
+    # A long title and a long intent together can outgrow a todo: name them less fully.
+    tries = (
+        (_ref(inp, ph), ph.goal(inp.intent)),
+        (ph.ref(None), ph.goal(inp.intent)),
+        (ph.ref(None), ph.your_goal),
+    )
+    for ref, goal in tries:
+        items = compose(ref, goal)
+        if all(len(t) <= TODO_TITLE_MAX for t, _, _ in items[len(steps) :]):
+            break
     todos: list[Todo] = []
     seen: set[str] = set()
-    for title, kind, minutes in items:
+    for raw, kind, minutes in items:
+        title = raw[:1].upper() + raw[1:]  # "{ref} ganz lesen" starts with "den Text"
         if len(title) > TODO_TITLE_MAX or title.casefold() in seen:
             continue
         seen.add(title.casefold())

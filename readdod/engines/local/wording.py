@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Final
 
 #: Longest key point or score reason.
@@ -32,16 +32,6 @@ def quote(s: str, limit: int = 60) -> str:
 
 def plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
-def join_and(items: Sequence[str]) -> str:
-    if len(items) <= 2:
-        return " and ".join(items)
-    return ", ".join(items[:-1]) + f" and {items[-1]}"
-
-
-def reading_phrase(minutes: int) -> str:
-    return "under a minute to read" if minutes == 0 else f"about {minutes} min to read"
 
 
 def dup_key(s: str) -> str:

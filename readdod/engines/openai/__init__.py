@@ -83,7 +83,7 @@ from readdod.engines.openai.steps import (
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import Template, load_template
 from readdod.engines.openai.transport import CLOSE_S, Transport, display_url
-from readdod.errors import ConfigError
+from readdod.errors import ConfigError, StepError
 from readdod.logging import add_secret, get_logger
 from readdod.models import Card, Score, Summary, Todos
 from readdod.text import reading_minutes as reading_minutes  # the reading time of every engine
@@ -226,6 +226,15 @@ class OpenAIEngine:
                     self.memory.remember(self.server, model, context=said)
         return await run(budget_for(self.context_of(model)))
 
+    @staticmethod
+    async def _charged(tally: Tally, step: Awaitable[T]) -> T:
+        """``step``'s result; if it fails, its error carries the tokens spent until then."""
+        try:
+            return await step
+        except StepError as exc:
+            tally.charge(exc)
+            raise
+
     async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
         require_text(inp.text)
         hooks = current_hooks()
@@ -261,7 +270,7 @@ class OpenAIEngine:
                 computed=computed,
             )
 
-        payload = await self._fitted(model, run)
+        payload = await self._charged(tally, self._fitted(model, run))
         payload.reading_time_min = reading_minutes(inp.text)
         return tally.output(payload)
 
@@ -291,7 +300,7 @@ class OpenAIEngine:
                 material=clip_tokens(inp.text, budget),
             )
 
-        return tally.output(await self._fitted(model, run))
+        return tally.output(await self._charged(tally, self._fitted(model, run)))
 
     async def score(self, inp: EngineInput, summary: Summary) -> EngineOutput[Score]:
         require_text(inp.text)

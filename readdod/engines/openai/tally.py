@@ -1,10 +1,12 @@
-"""What one step's requests cost, recorded in its artifact's meta."""
+"""What one step's requests cost, recorded in its artifact's meta, or on its error when it
+fails."""
 
 from __future__ import annotations
 
 from typing import TypeVar
 
 from readdod.engines.base import EngineOutput
+from readdod.errors import Spent, StepError
 
 T = TypeVar("T")
 
@@ -33,3 +35,13 @@ class Tally:
             latency_ms=round(self.latency_ms),
             attempts=self.requests,
         )
+
+    def charge(self, error: StepError) -> None:
+        """Put what the step spent on ``error``, so a failed step's tokens are counted too."""
+        if self.prompt_tokens or self.completion_tokens:
+            error.spent = Spent(
+                model=self.model,
+                prompt_tokens=self.prompt_tokens,
+                completion_tokens=self.completion_tokens,
+                cached_tokens=self.cached_tokens,
+            )

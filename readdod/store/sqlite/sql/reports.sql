@@ -29,9 +29,15 @@ SELECT json_extract(detail, '$.step'), json_extract(detail, '$.duration_ms')
  ORDER BY seq DESC LIMIT ?;
 
 -- name: token_totals
--- Prompt and completion tokens recorded in every artifact's meta.
-SELECT coalesce(sum(json_extract(meta, '$.prompt_tokens')), 0),
- coalesce(sum(json_extract(meta, '$.completion_tokens')), 0) FROM artifacts;
+-- Prompt and completion tokens recorded in every artifact's meta, and in the events of
+-- steps that failed after the model server had answered (paid for all the same).
+SELECT coalesce(a.prompt, 0) + coalesce(f.prompt, 0),
+ coalesce(a.completion, 0) + coalesce(f.completion, 0)
+ FROM (SELECT sum(json_extract(meta, '$.prompt_tokens')) AS prompt,
+   sum(json_extract(meta, '$.completion_tokens')) AS completion FROM artifacts) a,
+  (SELECT sum(json_extract(detail, '$.prompt_tokens')) AS prompt,
+   sum(json_extract(detail, '$.completion_tokens')) AS completion FROM events
+   WHERE kind = 'transition' AND to_status LIKE 'FAILED\_%' ESCAPE '\' AND detail LIKE '%tokens%') f;
 
 -- ---------------------------------------------------------------- retention
 
