@@ -81,9 +81,10 @@ def read_capture_source(value: str, *, html: bool, max_bytes: int, verb: str = "
     kind = sniff.binary_kind(data)
     if kind is not None:
         pdf = " (a PDF: `readdod capture --pdf FILE`)" if kind == sniff.PDF_KIND else ""
+        takes = "HTML pages (--html) and plain text (--text)" if verb == "captures" else "HTML"
         raise UnsupportedContent(
             f"{name} looks like {kind}, not {'a web page' if html else 'text'}: readdod"
-            f" {verb} HTML pages (--html) and plain text (--text) only{pdf}"
+            f" {verb} {takes} only{pdf}"
         )
     return decode_body(data, None)
 
