@@ -20,7 +20,9 @@ def daemon(tmp_path: Path, store_sections: dict[str, dict[str, Any]]) -> Iterato
     d = DaemonProc(
         tmp_path,
         daemon={"concurrency": 300, "batch_size": 100},
-        ai={"engine": "fixed", "fixed_delay_ms": 100},
+        # Steps slow enough that the kill lands with most items in flight, however far
+        # the log lines the test waits for lag behind the daemon on a busy machine.
+        ai={"engine": "fixed", "fixed_delay_ms": 400},
         **store_sections,
     )
     yield d
