@@ -19,6 +19,7 @@ import msgspec
 
 from readdod import faults
 from readdod.core.book import LeaseBook
+from readdod.core.capture import document_of
 from readdod.core.workers import Claimed
 from readdod.engines.base import StepStopped
 from readdod.errors import ErrorCode, ShuttingDown, StepError, StoreBusy, StoreWriteFailed
@@ -87,9 +88,8 @@ async def run(
             events.publish("step.started", item.id, lease.run_id, step=step)
             faults.crash_point(f"step:{step}")
             if step == "extraction":
-                html, text = claimed.source or await book.source(item.id)
-                document = await book.document(item) if text is not None else None
-                result = await pipeline.extraction(ctx, html, text, document)
+                html, text, document = claimed.source or await book.source(item.id)
+                result = await pipeline.extraction(ctx, html, text, document_of(document))
             else:
                 result = await pipeline.ai_step(step, ctx)
             version = await book.put_artifact(

@@ -89,7 +89,7 @@ class ProvidedDocument(
 ):
     """What a client read off a document it extracted itself (``capture --pdf FILE``).
 
-    It comes with the document's ``text`` and is kept with the capture, so the
+    It comes with the document's ``text`` and is kept beside that text, so the
     extraction of that text carries what the same document fetched by its URL
     would: the author, the date, the page count, the extractor that read it.
     """

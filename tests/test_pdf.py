@@ -14,11 +14,10 @@ from reportlab.pdfgen import canvas
 
 from readdod.config import FetchConfig
 from readdod.control.client import RpcError
-from readdod.core.capture import provided_document
+from readdod.core.capture import document_of
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.fetch import extract_url, make_client
 from readdod.extraction.pdf import MAX_PAGES, extract_pdf
-from readdod.store import EventRow
 from tests import pdfs
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.pageserver import fast_fetch, serve
@@ -317,29 +316,11 @@ def _pages(count: int) -> bytes:
     return buf.getvalue()
 
 
-def _event(kind: str, detail: str) -> EventRow:
-    return EventRow(
-        seq=1,
-        at=0,
-        item_id="01X",
-        run_id=None,
-        kind=kind,
-        from_status=None,
-        to_status="CAPTURED",
-        trigger="USER",
-        detail=detail,
-    )
-
-
-def test_the_document_is_read_back_from_the_capture_event_only() -> None:
+def test_a_kept_document_is_read_back_and_one_this_version_cannot_read_is_left_out() -> None:
     kept = {"content_type": "application/pdf", "extractor": "pypdf/1", "page_count": 4}
-    events = [
-        _event("transition", json.dumps({"document": kept | {"page_count": 9}})),
-        _event("capture", json.dumps({"origin": {"source": "pdf:a.pdf"}, "document": kept})),
-    ]
-    found = provided_document(events)
+    found = document_of(json.dumps(kept))
     assert found is not None and (found.page_count, found.extractor) == (4, "pypdf/1")
-    assert provided_document([_event("capture", "{}")]) is None
-    # A detail this version cannot read leaves the text to be read without it.
-    assert provided_document([_event("capture", '{"document": {"pages": 4}}')]) is None
-    assert provided_document([_event("capture", "not json")]) is None
+    assert document_of(None) is None
+    # Kept by another version and unreadable now: the text is read without it.
+    assert document_of('{"pages": 4}') is None
+    assert document_of("not json") is None

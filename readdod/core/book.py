@@ -18,15 +18,14 @@ import msgspec
 from readdod import faults, urls
 from readdod.clock import iso
 from readdod.core import runs
-from readdod.core.capture import has_document, provided_document
 from readdod.core.runs import RunPolicy, fail, next_step, requeue
 from readdod.core.unit import Units, Work, dumps
 from readdod.core.workers import Lease
 from readdod.errors import StepError
-from readdod.models import AI_STEPS, CHUNK_ACTIVE, ArtifactMeta, Item, ProvidedDocument
+from readdod.models import AI_STEPS, CHUNK_ACTIVE, ArtifactMeta, Item
 from readdod.states import Trigger
 from readdod.store import ArtifactRow, ItemRow
-from readdod.store.api import StepSlot
+from readdod.store.api import StepSlot, UnitOfWork
 from readdod.views import item_view
 
 
@@ -87,18 +86,15 @@ class LeaseBook:
         """The chunk ledger of ``lease``'s run, for the engine's long-text steps."""
         return LeaseChunks(self, lease)
 
-    async def source(self, item_id: str) -> tuple[str | None, str | None]:
-        """The captured (html, text) of an item, read when the claim did not carry it."""
-        return await self.units.read(lambda tx: tx.source(item_id))
+    async def source(self, item_id: str) -> tuple[str | None, str | None, str | None]:
+        """The captured (html, text, document) of an item, read when the claim did not
+        carry it."""
 
-    async def document(self, item: ItemRow) -> ProvidedDocument | None:
-        """The document an item's captured text was read from (a PDF's metadata), if any.
+        def read(tx: UnitOfWork) -> tuple[str | None, str | None, str | None]:
+            html, text = tx.source(item_id)
+            return html, text, tx.source_document(item_id) if text is not None else None
 
-        Read only for a capture that came with one: a plain text costs no read.
-        """
-        if not has_document(item):
-            return None
-        return provided_document(await self.units.read(lambda tx: tx.events_for(item.id)))
+        return await self.units.read(read)
 
     async def latest_extraction(self, item_id: str) -> ArtifactRow | None:
         """The newest extraction (a regenerate that does not refetch reuses it)."""

@@ -29,13 +29,11 @@ from readdod.errors import (
 )
 from readdod.models import PRIORITIES, CaptureOrigin, CaptureRequest, ProvidedDocument
 from readdod.states import Status, Trigger
-from readdod.store import EventRow, ItemRow
+from readdod.store import ItemRow
 
 S = Status
 #: Marks capture hashes made from what identifies a capture (see :func:`capture_hash`).
 CAPTURE_HASH_PREFIX: Final = "c2:"
-#: The same, for a text handed in with its document: a run reads the document only then.
-DOCUMENT_HASH_PREFIX: Final = "c2d:"
 
 
 class Checked(msgspec.Struct, frozen=True):
@@ -57,23 +55,15 @@ def capture_hash(canonical_url: str | None, req: CaptureRequest) -> str:
     Two captures with the same hash are the same capture: a repeated
     capture_id conflicts only when this differs, and a page captured again
     with its HTML through another spelling of its URL is the same item.
-    A text's document is content handed in too; its prefix
-    (:data:`DOCUMENT_HASH_PREFIX`) tells a run there is one to read, so a
-    plain text's run reads nothing more than its source.
+    A text's document is content handed in too.
     """
     title = req.title.strip() if req.title else None
     h = hashlib.sha256()
     for part in (canonical_url, urls.normalise_intent(req.intent), req.html, req.text, title):
         h.update(b"\x00" if part is None else b"\x01" + part.encode())
-    if req.document is None:
-        return CAPTURE_HASH_PREFIX + h.hexdigest()[:32]
-    h.update(b"\x02" + msgspec.json.encode(req.document))
-    return DOCUMENT_HASH_PREFIX + h.hexdigest()[:32]
-
-
-def has_document(item: ItemRow) -> bool:
-    """Whether ``item``'s text came with its document (see :func:`capture_hash`)."""
-    return item.capture_hash is not None and item.capture_hash.startswith(DOCUMENT_HASH_PREFIX)
+    if req.document is not None:
+        h.update(b"\x02" + msgspec.json.encode(req.document))
+    return CAPTURE_HASH_PREFIX + h.hexdigest()[:32]
 
 
 def _legacy_capture_hash(req: CaptureRequest) -> str:
@@ -85,7 +75,7 @@ def _legacy_capture_hash(req: CaptureRequest) -> str:
 
 
 def _same_capture(stored: str | None, digest: str, req: CaptureRequest) -> bool:
-    if stored is None or stored.startswith((CAPTURE_HASH_PREFIX, DOCUMENT_HASH_PREFIX)):
+    if stored is None or stored.startswith(CAPTURE_HASH_PREFIX):
         return stored == digest
     return stored == _legacy_capture_hash(req)
 
@@ -158,19 +148,15 @@ def _check_document(req: CaptureRequest) -> None:
     _check_instant("document.published_at", req.document.published_at)
 
 
-def provided_document(events: list[EventRow]) -> ProvidedDocument | None:
-    """The document an item's text was read from, as its capture event keeps it."""
-    for event in events:
-        if event.kind != "capture":
-            continue
-        try:
-            detail = msgspec.json.decode(event.detail, type=dict[str, object])
-            found = detail.get("document")
-            return None if found is None else msgspec.convert(found, ProvidedDocument)
-        except msgspec.MsgspecError:
-            # Kept by another version and unreadable now: the text still reads without it.
-            return None
-    return None
+def document_of(kept: str | None) -> ProvidedDocument | None:
+    """The document kept with an item's source (:func:`capture` writes it), if readable."""
+    if kept is None:
+        return None
+    try:
+        return msgspec.json.decode(kept, type=ProvidedDocument)
+    except msgspec.MsgspecError:
+        # Kept by another version and unreadable now: the text still reads without it.
+        return None
 
 
 def check(req: CaptureRequest, max_bytes: int) -> Checked:
@@ -280,13 +266,12 @@ def capture_unit(
     work.insert(row, path)
     if run_id is not None:
         new_run(work, row.id, "PROCESS", now, run_id=run_id, running_by=owner)
+    document = None if req.document is None else dumps(req.document)
     if req.html or req.text:
-        work.tx.insert_source(row.id, req.html, req.text)
+        work.tx.insert_source(row.id, req.html, req.text, document)
     noted: dict[str, object] = {"sibling_of": sibling_of} if sibling_of else {}
     if req.origin is not None:
         noted["origin"] = req.origin
-    if req.document is not None:
-        noted["document"] = req.document
     detail = dumps(noted) if noted else "{}"
     work.tx.insert_event(now, row.id, None, "capture", None, S.CAPTURED, Trigger.USER, detail)
     work.note("item.captured", item_id=row.id, source_type=c.source_type)
@@ -304,5 +289,5 @@ def capture_unit(
     if run_id is None or owner is None:
         return row, True, None
     small = len(req.html or "") + len(req.text or "") <= CLAIM_SOURCE_MAX_CHARS
-    source = (req.html, req.text) if small and (req.html or req.text) else None
+    source = (req.html, req.text, document) if small and (req.html or req.text) else None
     return row, True, claimed(row, owner, run_id, "PROCESS", refetch=False, done={}, source=source)

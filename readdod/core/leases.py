@@ -56,7 +56,7 @@ def claimed(
     *,
     refetch: bool,
     done: dict[str, ArtifactRow],
-    source: tuple[str | None, str | None] | None,
+    source: tuple[str | None, str | None, str | None] | None,
 ) -> Claimed:
     """What an actor is handed for a claimed item."""
     return Claimed(

@@ -39,8 +39,9 @@ class Claimed(msgspec.Struct, frozen=True):
     run_mode: str
     refetch: bool
     done: dict[str, ArtifactRow]
-    #: The captured (html, text), read with the claim when small; None: read it when needed.
-    source: tuple[str | None, str | None] | None = None
+    #: The captured (html, text, document), read with the claim when small; None: read
+    #: it when needed.
+    source: tuple[str | None, str | None, str | None] | None = None
 
 
 class Workers(Protocol):

@@ -140,7 +140,7 @@ class _Tables:
 
     def __init__(self) -> None:
         self.items: dict[str, ItemRow] = {}
-        self.sources: dict[str, tuple[str | None, str | None]] = {}
+        self.sources: dict[str, tuple[str | None, str | None, str | None]] = {}
         self.runs: dict[str, RunRow] = {}
         self.attempts: dict[str, AttemptRow] = {}
         self.artifacts: dict[str, dict[tuple[str, int], ArtifactRow]] = {}
@@ -163,7 +163,7 @@ class _Snapshot(msgspec.Struct):
     """The tables as a file holds them."""
 
     items: list[ItemRow]
-    sources: dict[str, tuple[str | None, str | None]]
+    sources: dict[str, tuple[str | None, str | None, str | None]]
     runs: list[RunRow]
     attempts: list[AttemptRow]
     artifacts: list[ArtifactRow]
@@ -415,23 +415,31 @@ class MemoryUnitOfWork:
         ]
         return all(any(_phrase_in(p, tokens) for tokens in columns) for p in phrases)
 
-    def insert_source(self, item_id: str, html: str | None, text: str | None) -> None:
+    def insert_source(
+        self, item_id: str, html: str | None, text: str | None, document: str | None = None
+    ) -> None:
         self._query()
         if item_id not in self._t.items:
             raise _violated("FOREIGN KEY")
         if item_id in self._t.sources:
             raise _violated("UNIQUE")
-        self._put(self._t.sources, item_id, (html, text))
+        self._put(self._t.sources, item_id, (html, text, document))
 
     def source(self, item_id: str) -> tuple[str | None, str | None]:
         self._query()
-        return self._t.sources.get(item_id, (None, None))
+        kept = self._t.sources.get(item_id)
+        return (kept[0], kept[1]) if kept is not None else (None, None)
+
+    def source_document(self, item_id: str) -> str | None:
+        self._query()
+        kept = self._t.sources.get(item_id)
+        return kept[2] if kept is not None else None
 
     def small_sources(
         self, item_ids: Sequence[str], max_chars: int
-    ) -> dict[str, tuple[str | None, str | None]]:
+    ) -> dict[str, tuple[str | None, str | None, str | None]]:
         self._query()
-        found: dict[str, tuple[str | None, str | None]] = {}
+        found: dict[str, tuple[str | None, str | None, str | None]] = {}
         for item_id in item_ids:
             kept = self._t.sources.get(item_id)
             if kept is not None and len(kept[0] or "") + len(kept[1] or "") <= max_chars:

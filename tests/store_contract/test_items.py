@@ -208,7 +208,31 @@ async def test_sources_read_back_and_small_sources_leave_big_ones_out(store: Sto
         ("<p>small</p>", None),
         (None, "x" * 100),
         (None, None),
-        {"i1": ("<p>small</p>", None)},
+        {"i1": ("<p>small</p>", None, None)},
+    )
+
+
+async def test_a_text_s_document_is_kept_beside_it_and_read_with_it(store: Store) -> None:
+    await rows.insert(store, *(rows.item(i) for i in ("i1", "i2", "i3")))
+    document = '{"content_type": "application/pdf", "page_count": 3}'
+
+    def unit(tx: UnitOfWork) -> None:
+        tx.insert_source("i1", None, "read from a PDF", document)
+        tx.insert_source("i2", None, "typed in")
+
+    await store.write(unit)
+
+    def read(tx: UnitOfWork) -> object:
+        return (
+            [tx.source_document(i) for i in ("i1", "i2", "i3")],
+            tx.small_sources(["i1", "i2", "i3"], 100),
+            tx.source("i1"),
+        )
+
+    assert await store.read(read) == (
+        [document, None, None],
+        {"i1": (None, "read from a PDF", document), "i2": (None, "typed in", None)},
+        (None, "read from a PDF"),
     )
 
 

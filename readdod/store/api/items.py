@@ -55,18 +55,26 @@ class ItemQueries(Protocol):
         """
         ...
 
-    def insert_source(self, item_id: str, html: str | None, text: str | None) -> None:
-        """Keep what a person handed in with a capture (page HTML or plain text)."""
+    def insert_source(
+        self, item_id: str, html: str | None, text: str | None, document: str | None = None
+    ) -> None:
+        """Keep what a person handed in with a capture (page HTML or plain text), and
+        ``document``: what a text was read from (JSON, e.g. a PDF's author and pages)."""
         ...
 
     def source(self, item_id: str) -> tuple[str | None, str | None]:
         """(html, text) handed in with the item; (None, None) when there was none."""
         ...
 
+    def source_document(self, item_id: str) -> str | None:
+        """The ``document`` kept with the item's source, if any."""
+        ...
+
     def small_sources(
         self, item_ids: Sequence[str], max_chars: int
-    ) -> dict[str, tuple[str | None, str | None]]:
-        """The sources of ``item_ids`` no longer than ``max_chars``; bigger ones left out."""
+    ) -> dict[str, tuple[str | None, str | None, str | None]]:
+        """(html, text, document) of ``item_ids`` whose html and text are no longer than
+        ``max_chars``; bigger ones left out."""
         ...
 
     # --- automatic retries -----------------------------------------------------------

@@ -101,21 +101,27 @@ class PostgresItemQueries(PostgresUnitBase):
 
     # --- sources --------------------------------------------------------------
 
-    def insert_source(self, item_id: str, html: str | None, text: str | None) -> None:
-        self.execute(Q["insert_source"], (item_id, html, text))
+    def insert_source(
+        self, item_id: str, html: str | None, text: str | None, document: str | None = None
+    ) -> None:
+        self.execute(Q["insert_source"], (item_id, html, text, document))
 
     def source(self, item_id: str) -> tuple[str | None, str | None]:
         row = self.execute_now(Q["source"], (item_id,)).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
+    def source_document(self, item_id: str) -> str | None:
+        row = self.execute_now(Q["source_document"], (item_id,)).fetchone()
+        return row[0] if row else None
+
     def small_sources(
         self, item_ids: Sequence[str], max_chars: int
-    ) -> dict[str, tuple[str | None, str | None]]:
+    ) -> dict[str, tuple[str | None, str | None, str | None]]:
         """The sources of ``item_ids`` no longer than ``max_chars``; bigger ones are left out."""
         if not item_ids:
             return {}
         rows = self.all(Q["small_sources"], (list(item_ids), max_chars))
-        return {item_id: (html, text) for item_id, html, text in rows}
+        return {item_id: (html, text, document) for item_id, html, text, document in rows}
 
     # --- automatic retries ----------------------------------------------------
 

@@ -124,28 +124,35 @@ class SqliteItemQueries(SqliteUnitBase):
 
     # --- sources --------------------------------------------------------------
 
-    def insert_source(self, item_id: str, html: str | None, text: str | None) -> None:
-        self.execute(Q["insert_source"], (item_id, html, text))
+    def insert_source(
+        self, item_id: str, html: str | None, text: str | None, document: str | None = None
+    ) -> None:
+        self.execute(Q["insert_source"], (item_id, html, text, document))
 
     def source(self, item_id: str) -> tuple[str | None, str | None]:
         row = self.execute(Q["source"], (item_id,)).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
+    def source_document(self, item_id: str) -> str | None:
+        row = self.execute(Q["source_document"], (item_id,)).fetchone()
+        return row[0] if row else None
+
     def small_sources(
         self, item_ids: Sequence[str], max_chars: int
-    ) -> dict[str, tuple[str | None, str | None]]:
+    ) -> dict[str, tuple[str | None, str | None, str | None]]:
         """The sources of ``item_ids`` no longer than ``max_chars``; bigger ones are left out."""
-        found: dict[str, tuple[str | None, str | None]] = {}
+        found: dict[str, tuple[str | None, str | None, str | None]] = {}
         for start in range(0, len(item_ids), IDS_PER_STATEMENT):
             chunk = item_ids[start : start + IDS_PER_STATEMENT]
             # Sources are never held back: no flush.
             rows = self._execute_now(
-                f"SELECT item_id, html, text FROM item_sources WHERE item_id IN ({marks(chunk)})"
+                f"SELECT item_id, html, text, document FROM item_sources"
+                f" WHERE item_id IN ({marks(chunk)})"
                 " AND length(coalesce(html, '')) + length(coalesce(text, '')) <= ?",
                 [*chunk, max_chars],
             ).fetchall()
-            for item_id, html, text in rows:
-                found[item_id] = (html, text)
+            for item_id, html, text, document in rows:
+                found[item_id] = (html, text, document)
         return found
 
     # --- automatic retries ----------------------------------------------------

@@ -45,11 +45,14 @@ SELECT min(next_attempt_at) FROM items WHERE status IN ('FAILED_EXTRACTION',
 -- ---------------------------------------------------------------- sources
 
 -- name: insert_source
-INSERT INTO item_sources (item_id, html, text) VALUES (%s, %s, %s);
+INSERT INTO item_sources (item_id, html, text, document) VALUES (%s, %s, %s, %s);
 
 -- name: source
 SELECT html, text FROM item_sources WHERE item_id = %s;
 
+-- name: source_document
+SELECT document FROM item_sources WHERE item_id = %s;
+
 -- name: small_sources
-SELECT item_id, html, text FROM item_sources WHERE item_id = ANY(%s)
+SELECT item_id, html, text, document FROM item_sources WHERE item_id = ANY(%s)
  AND length(coalesce(html, '')) + length(coalesce(text, '')) <= %s;

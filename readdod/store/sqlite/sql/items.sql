@@ -43,7 +43,10 @@ SELECT min(next_attempt_at) FROM items WHERE status IN ('FAILED_EXTRACTION',
 -- ---------------------------------------------------------------- sources
 
 -- name: insert_source
-INSERT INTO item_sources (item_id, html, text) VALUES (?, ?, ?);
+INSERT INTO item_sources (item_id, html, text, document) VALUES (?, ?, ?, ?);
 
 -- name: source
 SELECT html, text FROM item_sources WHERE item_id = ?;
+
+-- name: source_document
+SELECT document FROM item_sources WHERE item_id = ?;

@@ -1,0 +1,3 @@
+-- What a text handed in with a capture was read from (a PDF's author, date and page
+-- count, as JSON), kept beside the text so the run that extracts it reads both at once.
+ALTER TABLE item_sources ADD COLUMN document TEXT;
