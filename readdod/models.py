@@ -423,6 +423,10 @@ class Attempt(msgspec.Struct, kw_only=True):
     created_at: str
     started_at: str | None
     finished_at: str | None
+    #: Tokens the model server reported for this attempt's requests (what it spent).
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
 
 
 class ArtifactVersion(msgspec.Struct, kw_only=True):

@@ -130,6 +130,9 @@ def attempt_view(row: AttemptRow) -> Attempt:
         created_at=iso(row.created_at) or "",
         started_at=iso(row.started_at),
         finished_at=iso(row.finished_at),
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        cached_tokens=row.cached_tokens,
     )
 
 
@@ -153,9 +156,23 @@ def run_view(row: RunRow) -> Run:
 
 
 def ledger(
-    runs: Sequence[RunRow], artifacts: Sequence[ArtifactRow], events: Sequence[EventRow]
+    runs: Sequence[RunRow],
+    artifacts: Sequence[ArtifactRow],
+    events: Sequence[EventRow],
+    attempts: Sequence[AttemptRow],
 ) -> list[Run]:
-    """Every run with what it produced (steps reached, models, tokens) and how it failed."""
+    """Every run with what it produced (steps reached, models, tokens) and how it failed.
+
+    A run's tokens are its attempts': each counted what it spent as the model server
+    reported it (finished chunks, steps, failed steps), so nothing is lost to a
+    pause, a crash or a retry, and nothing is counted twice.
+    """
+    spent: dict[str, list[int]] = {}
+    for a in attempts:
+        total = spent.setdefault(a.run_id, [0, 0, 0])
+        total[0] += a.prompt_tokens
+        total[1] += a.completion_tokens
+        total[2] += a.cached_tokens
     by_run: dict[str, list[ArtifactRow]] = {}
     for art in artifacts:
         if art.created_by == "system" and art.run_id is not None:
@@ -191,10 +208,9 @@ def ledger(
                 error_message=r.error_message,
                 steps_done=[a.artifact_type for a in made],
                 models=sorted({m.model for m in costs if m.model}),
-                # Failed steps were paid for too: their tokens count with the artifacts'.
-                prompt_tokens=sum(m.prompt_tokens or 0 for m in costs),
-                completion_tokens=sum(m.completion_tokens or 0 for m in costs),
-                cached_tokens=sum(m.cached_tokens or 0 for m in costs),
+                prompt_tokens=spent.get(r.run_id, [0, 0, 0])[0],
+                completion_tokens=spent.get(r.run_id, [0, 0, 0])[1],
+                cached_tokens=spent.get(r.run_id, [0, 0, 0])[2],
                 failures=failed,
             )
         )

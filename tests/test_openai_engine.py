@@ -12,7 +12,7 @@ import pytest
 from readdod.config import AIConfig
 from readdod.engines import openai as oa
 from readdod.engines.base import EngineInput, StepHooks, step_hooks
-from readdod.errors import AIError, ConfigError, ErrorCode, StepError
+from readdod.errors import AIError, ConfigError, ErrorCode, Spent, StepError
 from tests.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.anyio
@@ -171,6 +171,7 @@ class _Ledger:
         error: StepError | None = None,
         output: str | None = None,
         model: str | None = None,
+        spent: Spent | None = None,
     ) -> None:
         self.rows[idx] = (status, output)
         self.moves.append((idx, status))

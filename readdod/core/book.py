@@ -21,7 +21,7 @@ from readdod.core import runs
 from readdod.core.runs import RunPolicy, fail, next_step, requeue
 from readdod.core.unit import Units, Work, dumps
 from readdod.core.workers import Lease
-from readdod.errors import StepError
+from readdod.errors import Spent, StepError
 from readdod.models import AI_STEPS, CHUNK_ACTIVE, ArtifactMeta, Item
 from readdod.states import Trigger
 from readdod.store import ArtifactRow, ItemRow
@@ -66,9 +66,10 @@ class LeaseChunks:
         error: StepError | None = None,
         output: str | None = None,
         model: str | None = None,
+        spent: Spent | None = None,
     ) -> None:
         await self.book.chunk_update(
-            self.lease, step, idx, status, error=error, output=output, model=model
+            self.lease, step, idx, status, error=error, output=output, model=model, spent=spent
         )
         if status == "done":
             faults.crash_point(f"chunk:{step}:{idx}")
@@ -81,6 +82,18 @@ class LeaseBook:
         self.units = units
         self.clock = units.clock
         self.policy = policy
+        #: Tokens an attempt's chunks counted already (by item and claim): the step's
+        #: artifact or failure counts only the rest of what the step reports.
+        self._counted: dict[tuple[str, int | None], tuple[int, int, int]] = {}
+        #: The steps an attempt mapped over chunks (by item and claim).
+        self._chunked: dict[tuple[str, int | None], set[str]] = {}
+
+    def _fresh(self, lease: Lease, prompt: int, completion: int, cached: int) -> tuple[int, ...]:
+        """What a step reported that its chunks did not count already (and forget those)."""
+        counted = self._counted.pop((lease.item_id, lease.token), (0, 0, 0))
+        return tuple(
+            max(v - c, 0) for v, c in zip((prompt, completion, cached), counted, strict=True)
+        )
 
     def chunks(self, lease: Lease) -> LeaseChunks:
         """The chunk ledger of ``lease``'s run, for the engine's long-text steps."""
@@ -123,6 +136,11 @@ class LeaseBook:
         checks the lease is all it costs.
         """
 
+        fresh = self._fresh(
+            lease, meta.prompt_tokens or 0, meta.completion_tokens or 0, meta.cached_tokens or 0
+        )
+        chunked = step in self._chunked.pop((lease.item_id, lease.token), set())
+
         def unit(work: Work) -> int | None:
             now = self.clock.now_ms()
             held, newest, version = _hold(work, lease, step, item_fields, now)
@@ -131,7 +149,9 @@ class LeaseBook:
                 return None
             if version is None:
                 version = newest + 1
-                _write_step(work, lease, step, version, payload, meta, now, duration_ms, finish)
+                work.tx.spend(lease.run_id, *fresh)
+                full = _with_chunks(work, lease, step, meta, fresh) if chunked else meta
+                _write_step(work, lease, step, version, payload, full, now, duration_ms, finish)
             work.note(
                 "step.finished",
                 item_id=lease.item_id,
@@ -247,6 +267,7 @@ class LeaseBook:
                 tx.reset_chunks(lease.run_id, step, total, model, now)
                 rows = []
             done = {r.idx: r.output for r in rows if r.status == "done" and r.output is not None}
+            self._chunked.setdefault((lease.item_id, lease.token), set()).add(step)
             work.note(
                 "chunks.started",
                 item_id=lease.item_id,
@@ -269,10 +290,13 @@ class LeaseBook:
         error: StepError | None = None,
         output: str | None = None,
         model: str | None = None,
+        spent: Spent | None = None,
     ) -> bool:
         """Move one chunk to ``status``; False if the lease is gone.
 
-        ``model`` is the model the attempt starting now asks (``processing``).
+        ``model`` is the model the attempt starting now asks (``processing``);
+        ``spent`` what the chunk's requests cost, counted on the chunk, the attempt
+        and the store's totals in the same transaction.
         """
 
         def unit(work: Work) -> bool:
@@ -294,6 +318,16 @@ class LeaseBook:
                 fields["output"] = output
             if model is not None:
                 fields["model"] = model
+            if spent is not None:
+                fields["prompt_tokens"] = current.prompt_tokens + spent.prompt_tokens
+                fields["completion_tokens"] = current.completion_tokens + spent.completion_tokens
+                fields["cached_tokens"] = current.cached_tokens + (spent.cached_tokens or 0)
+                tx.spend(
+                    lease.run_id,
+                    spent.prompt_tokens,
+                    spent.completion_tokens,
+                    spent.cached_tokens or 0,
+                )
             tx.update_chunk(lease.run_id, step, idx, **fields)
             now_states = [status if r.idx == idx else r.status for r in rows]
             detail: dict[str, Any] = {
@@ -307,6 +341,9 @@ class LeaseBook:
             }
             if error is not None:
                 detail["error_code"] = error.error_code
+            if spent is not None:
+                detail["prompt_tokens"] = spent.prompt_tokens
+                detail["completion_tokens"] = spent.completion_tokens
             if status in ("done", "error", "retrying"):
                 tx.insert_event(
                     now,
@@ -321,7 +358,16 @@ class LeaseBook:
             work.note("chunk.progress", item_id=lease.item_id, run_id=lease.run_id, **detail)
             return True
 
-        return await self.units.commit(unit)
+        held = await self.units.commit(unit)
+        if held and spent is not None:
+            key = (lease.item_id, lease.token)
+            p, c, k = self._counted.get(key, (0, 0, 0))
+            self._counted[key] = (
+                p + spent.prompt_tokens,
+                c + spent.completion_tokens,
+                k + (spent.cached_tokens or 0),
+            )
+        return held
 
     async def complete(self, lease: Lease) -> Item | None:
         """The READY gate and, if it passes, PROCESSING → READY; else FAILED_AI."""
@@ -337,11 +383,23 @@ class LeaseBook:
         return item_view(row) if row else None
 
     async def fail(self, lease: Lease, step: str, error: StepError) -> Item | None:
+        """The step failed: what it spent is counted (less what its chunks counted), and
+        the core records the failure."""
+        spent = error.spent
+        fresh = self._fresh(
+            lease,
+            spent.prompt_tokens if spent else 0,
+            spent.completion_tokens if spent else 0,
+            (spent.cached_tokens or 0) if spent else 0,
+        )
+        self._chunked.pop((lease.item_id, lease.token), None)
+
         def unit(work: Work) -> ItemRow | None:
             tx = work.tx
             row = tx.item(lease.item_id)
             if row is None or not _holds(work, lease, step):
                 return None
+            tx.spend(lease.run_id, *fresh)
             return fail(
                 work,
                 self.policy,
@@ -362,6 +420,8 @@ class LeaseBook:
 
     async def release(self, lease: Lease, reason: str) -> bool:
         """PROCESSING → QUEUED for a run that stops early (pause, shutdown, cancel)."""
+        self._counted.pop((lease.item_id, lease.token), None)
+        self._chunked.pop((lease.item_id, lease.token), None)
 
         def unit(work: Work) -> bool:
             tx = work.tx
@@ -409,6 +469,23 @@ def _hold(
         )
         return held, newest, None
     return True, newest, None
+
+
+def _with_chunks(
+    work: Work, lease: Lease, step: str, meta: ArtifactMeta, fresh: tuple[int, ...]
+) -> ArtifactMeta:
+    """``meta`` with the tokens of the whole step: its own requests' and those of every
+    chunk it mapped over, in this attempt or an earlier one of the run."""
+    rows = work.tx.chunks(lease.run_id, step)
+    prompt, completion, cached = fresh
+    return msgspec.structs.replace(
+        meta,
+        prompt_tokens=prompt + sum(r.prompt_tokens for r in rows),
+        completion_tokens=completion + sum(r.completion_tokens for r in rows),
+        cached_tokens=(
+            cached + sum(r.cached_tokens for r in rows) if meta.cached_tokens is not None else None
+        ),
+    )
 
 
 def _write_step(

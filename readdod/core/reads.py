@@ -148,12 +148,13 @@ class ReadModel:
             row = item_row(tx, item_id)
             shown = tx.shown_artifacts(item_id, shown_run(row))
             every = tx.all_artifacts(item_id)
+            tried = tx.attempts_for(item_id)
             out: dict[str, Any] = {
                 "item": item_view(row),
                 # Each todo shown with ``done``; ``todos`` numbers them for `todo done ID N`.
                 **ticked(shown, tx.todo_marks(item_id)),
-                "runs": ledger(tx.runs_for(item_id), every, tx.events_for(item_id)),
-                "attempts": [attempt_view(a) for a in tx.attempts_for(item_id)],
+                "runs": ledger(tx.runs_for(item_id), every, tx.events_for(item_id), tried),
+                "attempts": [attempt_view(a) for a in tried],
                 "siblings": [
                     r.id
                     for r in (

@@ -10,7 +10,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import msgspec
 
-from readdod.errors import StepError
+from readdod.errors import Spent, StepError
 from readdod.models import Card, Score, Summary, Todos
 from readdod.retrying import OnRetry
 
@@ -39,8 +39,14 @@ class ChunkLedger(Protocol):
         error: StepError | None = None,
         output: str | None = None,
         model: str | None = None,
+        spent: Spent | None = None,
     ) -> None:
-        """Move chunk ``idx`` to ``status``; ``model``: the model its starting attempt asks."""
+        """Move chunk ``idx`` to ``status``; ``model``: the model its starting attempt asks.
+
+        ``spent``: the tokens the server reported for the chunk's requests since the
+        engine last said, given when the chunk ends (``done`` or ``error``). They are
+        counted there and then, so a crash or a pause after it loses none of them.
+        """
         ...
 
 

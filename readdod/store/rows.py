@@ -85,6 +85,10 @@ class AttemptRow(msgspec.Struct, kw_only=True):
     created_at: int
     started_at: int | None
     finished_at: int | None
+    #: Tokens the model server reported for this attempt's requests (it spent them).
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
 
 
 class EventRow(msgspec.Struct, kw_only=True):
@@ -120,6 +124,10 @@ class ChunkRow(msgspec.Struct, kw_only=True):
     model: str | None
     output: str | None
     updated_at: int
+    #: Tokens the chunk's requests cost, over every attempt that asked for it.
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
 
 
 class FeedRow(msgspec.Struct, kw_only=True):

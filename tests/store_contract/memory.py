@@ -157,6 +157,8 @@ class _Tables:
         self.feeds: dict[str, FeedRow] = {}
         #: (feed id, entry key) -> (item id, seen at).
         self.feed_entries: dict[tuple[str, str], tuple[str | None, int]] = {}
+        #: Token counters (prompt, completion, cached tokens ever spent).
+        self.counters: dict[str, int] = {}
 
 
 class _Snapshot(msgspec.Struct):
@@ -177,6 +179,7 @@ class _Snapshot(msgspec.Struct):
     feed_entries: list[tuple[str, str, str | None, int]] = []
     todo_marks: list[tuple[str, str, int]] = []
     daemons: list[DaemonRow] = []
+    counters: dict[str, int] = {}
 
 
 def _encode(t: _Tables) -> bytes:
@@ -197,6 +200,7 @@ def _encode(t: _Tables) -> bytes:
             feed_entries=[(f, k, i, at) for (f, k), (i, at) in t.feed_entries.items()],
             todo_marks=[(i, k, at) for (i, k), at in t.todo_marks.items()],
             daemons=list(t.daemons.values()),
+            counters=t.counters,
         )
     )
 
@@ -221,6 +225,7 @@ def _decode(data: bytes) -> _Tables:
     t.feed_entries = {(f, k): (i, at) for f, k, i, at in snap.feed_entries}
     t.todo_marks = {(i, k): at for i, k, at in snap.todo_marks}
     t.daemons = {d.daemon_id: d for d in snap.daemons}
+    t.counters = dict(snap.counters)
     return t
 
 
@@ -788,6 +793,27 @@ class MemoryUnitOfWork:
                     )
                 )
 
+    def spend(self, run_id: str, prompt: int, completion: int, cached: int) -> None:
+        self._query()
+        for attempt in self._open_attempts(run_id):
+            self._put(
+                self._t.attempts,
+                attempt.attempt_id,
+                msgspec.structs.replace(
+                    attempt,
+                    prompt_tokens=attempt.prompt_tokens + prompt,
+                    completion_tokens=attempt.completion_tokens + completion,
+                    cached_tokens=attempt.cached_tokens + cached,
+                ),
+            )
+        for name, value in (
+            ("prompt_tokens", prompt),
+            ("completion_tokens", completion),
+            ("cached_tokens", cached),
+        ):
+            if value:
+                self._put(self._t.counters, name, self._t.counters.get(name, 0) + value)
+
     def attempts_for(self, item_id: str) -> list[AttemptRow]:
         self._query()
         runs = {r.run_id for r in self._t.runs.values() if r.item_id == item_id}
@@ -1311,16 +1337,9 @@ class MemoryUnitOfWork:
 
     def token_totals(self) -> tuple[int, int]:
         self._query()
-        prompt = completion = 0
-        for of_item in self._t.artifacts.values():
-            for art in of_item.values():
-                prompt += int(_json_field(art.meta, "prompt_tokens") or 0)
-                completion += int(_json_field(art.meta, "completion_tokens") or 0)
-        for e in self._t.events.values():
-            if e.kind == "transition" and (e.to_status or "").startswith("FAILED_"):
-                prompt += int(_json_field(e.detail, "prompt_tokens") or 0)
-                completion += int(_json_field(e.detail, "completion_tokens") or 0)
-        return prompt, completion
+        return self._t.counters.get("prompt_tokens", 0), self._t.counters.get(
+            "completion_tokens", 0
+        )
 
     # --- retention -----------------------------------------------------------------
 

@@ -83,3 +83,43 @@ async def test_attempts_come_oldest_first_across_an_items_runs(store: Store) -> 
     last = await store.read(lambda tx: tx.last_attempt("r1"))
     assert found == ["t1", "t2", "t3", "t4"]
     assert seen == last == rows.attempt("t4", "r1", "a", created_at=7)
+
+
+async def test_tokens_spent_go_to_the_open_attempt_and_counters_outlive_the_run(
+    store: Store,
+) -> None:
+    await rows.insert(
+        store,
+        rows.item("a", status="ARCHIVED"),
+        rows.run("r1", "a", status="running"),
+        rows.attempt("t1", "r1", "a", status="failed", created_at=1),
+        rows.attempt("t2", "r1", "a", status="running", created_at=2),
+    )
+
+    def spend(tx: UnitOfWork) -> None:
+        tx.spend("r1", 100, 20, 60)
+        tx.spend("r1", 5, 1, 0)
+        tx.spend("r1", 0, 0, 0)
+
+    await store.write(spend)
+    tried = await store.read(lambda tx: tx.attempts_for("a"))
+    got = [(a.attempt_id, a.prompt_tokens, a.completion_tokens, a.cached_tokens) for a in tried]
+    # A terminal attempt never changes: the running one spent them.
+    assert got == [("t1", 0, 0, 0), ("t2", 105, 21, 60)]
+    assert await store.read(lambda tx: tx.token_totals()) == (105, 21)
+
+    def prune(tx: UnitOfWork) -> None:
+        tx.update_run("r1", status="succeeded", finished_at=10)
+        tx.end_attempt("r1", "succeeded", 10)
+        tx.prune_archived(
+            finished_before=1000,
+            cancelled_before=1000,
+            failed_before=1000,
+            keep_versions=0,
+            dry_run=False,
+        )
+
+    await store.write(prune)
+    assert await store.read(lambda tx: tx.attempts_for("a")) == []
+    # Retention removed the run and its attempts; the totals stay.
+    assert await store.read(lambda tx: tx.token_totals()) == (105, 21)

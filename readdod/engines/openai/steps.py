@@ -65,6 +65,7 @@ async def map_chunks(
             except msgspec.DecodeError:
                 pass
         if ledger is not None:
+            tally.take()  # what came before this chunk is the step's, not the chunk's
             await ledger.update("summary", idx, "processing", model=tally.model)
         on_retry, on_attempt = chunk_retry(hooks, "summary", idx, tally.model)
         try:
@@ -83,10 +84,16 @@ async def map_chunks(
         except StepError as exc:
             if ledger is not None:
                 with anyio.CancelScope(shield=True):
-                    await ledger.update("summary", idx, "error", error=exc)
+                    await ledger.update("summary", idx, "error", error=exc, spent=tally.take())
             raise
         if ledger is not None:
-            await ledger.update("summary", idx, "done", output=msgspec.json.encode(note).decode())
+            await ledger.update(
+                "summary",
+                idx,
+                "done",
+                output=msgspec.json.encode(note).decode(),
+                spent=tally.take(),
+            )
         notes.append(note)
     return notes
 

@@ -23,6 +23,8 @@ class Tally:
         self.latency_ms = 0.0
         self.requests = 0
         self.templates: list[str] = []
+        #: What :meth:`take` handed over already: (prompt, completion, cached) tokens.
+        self._taken = (0, 0, 0)
 
     def output(self, payload: T) -> EngineOutput[T]:
         return EngineOutput(
@@ -34,6 +36,20 @@ class Tally:
             cached_tokens=self.cached_tokens,
             latency_ms=round(self.latency_ms),
             attempts=self.requests,
+        )
+
+    def take(self) -> Spent | None:
+        """The tokens spent since the last ``take`` (None: none), for a chunk's ledger."""
+        now = (self.prompt_tokens, self.completion_tokens, self.cached_tokens or 0)
+        prompt, completion, cached = (a - b for a, b in zip(now, self._taken, strict=True))
+        self._taken = now
+        if not (prompt or completion):
+            return None
+        return Spent(
+            model=self.model,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cached_tokens=cached if self.cached_tokens is not None else None,
         )
 
     def charge(self, error: StepError) -> None:

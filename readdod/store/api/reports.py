@@ -34,7 +34,8 @@ class ReportQueries(Protocol):
         ...
 
     def token_totals(self) -> tuple[int, int]:
-        """Prompt and completion tokens recorded in every artifact's meta."""
+        """Prompt and completion tokens ever spent (:meth:`RunQueries.spend`): counters,
+        not sums over rows, so retention does not lower them."""
         ...
 
     # --- retention -------------------------------------------------------------------

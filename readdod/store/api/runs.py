@@ -65,6 +65,11 @@ class RunQueries(Protocol):
         none waiting gets a RESUME attempt named ``new_id(now)``."""
         ...
 
+    def spend(self, run_id: str, prompt: int, completion: int, cached: int) -> None:
+        """Add tokens a model server reported to the run's open attempt (the one that
+        spent them) and to the store's token counters, which pruning never lowers."""
+        ...
+
     def attempts_for(self, item_id: str) -> list[AttemptRow]:
         """Every attempt of the item's runs, oldest first."""
         ...

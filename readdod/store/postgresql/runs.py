@@ -12,6 +12,16 @@ from readdod.store.rows import ATTEMPT_COLUMNS, RUN_COLUMNS, AttemptRow, RunRow
 _RUN_SETTABLE = frozenset(RUN_COLUMNS) - {"run_id", "item_id", "created_at"}
 
 
+def _named(prompt: int, completion: int, cached: int) -> list[tuple[str, int]]:
+    """The token counters a spend adds to, those it changes only."""
+    named = (
+        ("prompt_tokens", prompt),
+        ("completion_tokens", completion),
+        ("cached_tokens", cached),
+    )
+    return [(name, value) for name, value in named if value]
+
+
 def _attempt(row: Sequence[Any]) -> AttemptRow:
     return AttemptRow(**dict(zip(ATTEMPT_COLUMNS, row, strict=True)))
 
@@ -97,6 +107,13 @@ class PostgresRunQueries(PostgresUnitBase):
         for run_id in run_ids:
             if run_id not in started:
                 self.execute(Q["add_running_attempt"], (new_id(now), owner, now, now, run_id))
+
+    def spend(self, run_id: str, prompt: int, completion: int, cached: int) -> None:
+        if not (prompt or completion or cached):
+            return
+        self.execute(Q["spend_on_attempt"], (prompt, completion, cached, run_id))
+        for name, value in _named(prompt, completion, cached):
+            self.execute(Q["add_to_counter"], (name, value))
 
     def attempts_for(self, item_id: str) -> list[AttemptRow]:
         return [_attempt(r) for r in self.all(Q["attempts_of_item"], (item_id,))]

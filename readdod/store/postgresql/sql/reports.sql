@@ -30,16 +30,9 @@ SELECT detail::jsonb ->> 'step', (detail::jsonb ->> 'duration_ms')::float8
  ORDER BY seq DESC LIMIT %s;
 
 -- name: token_totals
--- Prompt and completion tokens recorded in every artifact's meta, and in the events of
--- steps that failed after the model server had answered (paid for all the same).
-SELECT (coalesce(a.prompt, 0) + coalesce(f.prompt, 0))::bigint,
- (coalesce(a.completion, 0) + coalesce(f.completion, 0))::bigint
- FROM (SELECT sum((meta::jsonb ->> 'prompt_tokens')::float8) AS prompt,
-   sum((meta::jsonb ->> 'completion_tokens')::float8) AS completion FROM artifacts
-   WHERE meta LIKE '%%tokens%%') a,
-  (SELECT sum((detail::jsonb ->> 'prompt_tokens')::float8) AS prompt,
-   sum((detail::jsonb ->> 'completion_tokens')::float8) AS completion FROM events
-   WHERE kind = 'transition' AND starts_with(to_status, 'FAILED_') AND detail LIKE '%%tokens%%') f;
+-- Tokens ever spent: counters that retention never lowers.
+SELECT coalesce((SELECT value FROM counters WHERE name = 'prompt_tokens'), 0)::bigint,
+ coalesce((SELECT value FROM counters WHERE name = 'completion_tokens'), 0)::bigint;
 
 -- ---------------------------------------------------------------- retention
 

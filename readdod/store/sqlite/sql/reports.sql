@@ -29,15 +29,9 @@ SELECT json_extract(detail, '$.step'), json_extract(detail, '$.duration_ms')
  ORDER BY seq DESC LIMIT ?;
 
 -- name: token_totals
--- Prompt and completion tokens recorded in every artifact's meta, and in the events of
--- steps that failed after the model server had answered (paid for all the same).
-SELECT coalesce(a.prompt, 0) + coalesce(f.prompt, 0),
- coalesce(a.completion, 0) + coalesce(f.completion, 0)
- FROM (SELECT sum(json_extract(meta, '$.prompt_tokens')) AS prompt,
-   sum(json_extract(meta, '$.completion_tokens')) AS completion FROM artifacts) a,
-  (SELECT sum(json_extract(detail, '$.prompt_tokens')) AS prompt,
-   sum(json_extract(detail, '$.completion_tokens')) AS completion FROM events
-   WHERE kind = 'transition' AND to_status LIKE 'FAILED\_%' ESCAPE '\' AND detail LIKE '%tokens%') f;
+-- Tokens ever spent: counters that retention never lowers.
+SELECT coalesce((SELECT value FROM counters WHERE name = 'prompt_tokens'), 0),
+ coalesce((SELECT value FROM counters WHERE name = 'completion_tokens'), 0);
 
 -- ---------------------------------------------------------------- retention
 

@@ -45,3 +45,13 @@ INSERT INTO attempts (attempt_id, run_id, item_id, mode, status,
 SELECT {attempt_columns} FROM attempts
  WHERE run_id IN (SELECT run_id FROM runs WHERE item_id = ?)
  ORDER BY created_at, attempt_id;
+
+-- name: spend_on_attempt
+-- Tokens the model server reported, on the run's open attempt (the one that spent them).
+UPDATE attempts SET prompt_tokens = prompt_tokens + ?,
+ completion_tokens = completion_tokens + ?, cached_tokens = cached_tokens + ?
+ WHERE run_id = ? AND {open_attempt};
+
+-- name: add_to_counter
+INSERT INTO counters (name, value) VALUES (?, ?)
+ ON CONFLICT (name) DO UPDATE SET value = counters.value + excluded.value;
