@@ -308,7 +308,7 @@ class Transport:
                     finally:
                         spent = time.perf_counter() - started
                         tally.latency_ms += spent * 1000
-                        self._logged(model, kind, mode, max_tokens, spent, answer)
+                        self._logged(model, kind, mode, max_tokens, spent, answer, slots.limit)
             except StreamCut as cut:
                 # The server is up and answering: it takes fewer requests at once.
                 assert slot is not None
@@ -376,8 +376,10 @@ class Transport:
         max_tokens: int,
         spent: float,
         answer: Answer | None,
+        concurrency: int,
     ) -> None:
-        """One line per request: the format, its limit, its time and what it cost."""
+        """One line per request: the format, its limit, its time and what it cost, and
+        how many requests the server is given at once."""
         got = answer or Answer()
         log.info(
             "ai.request",
@@ -392,6 +394,7 @@ class Transport:
             prompt_tokens=got.prompt_tokens,
             cached_tokens=got.cached_tokens,
             completion_tokens=got.completion_tokens,
+            concurrency=concurrency,
         )
 
     def _step_down(self, model: str, mode: str, exc: Exception) -> None:
