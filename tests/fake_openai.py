@@ -23,7 +23,10 @@ answer is cut off: ``finish_reason: length``), ``ctrl`` (valid content
 written loosely: in a code fence, with words around it and a raw newline
 inside a string), ``bigint`` (integers far outside their range, as a
 grammar that ignores ranges lets through) or ``echo`` (the JSON Schema
-itself instead of an answer).
+itself instead of an answer), ``cut`` (a stream cut short as
+llama-cpp-python's ``interrupt_requests`` cuts it: some content, then
+``[DONE]`` with no finish reason) or ``drop`` (a stream whose connection
+closes after some content).
 
 Besides the faults, it behaves as the servers people run do, each behaviour
 chosen when it is made: which response formats it takes (``accepts``) and
@@ -72,7 +75,8 @@ from pathlib import Path
 from typing import Any
 
 DIRECTIVE = re.compile(
-    r"fake:(400|429|500|503|hang|badjson|invalid|refuse|garbage|reset|length|ctrl|bigint|echo)"
+    r"fake:(400|429|500|503|hang|badjson|invalid|refuse|garbage|reset|length|ctrl|bigint|echo"
+    r"|cut|drop)"
     r"(?:x(\d+))?(?:@([a-z_]+))?(?:#(\w+))?"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -82,6 +86,10 @@ GARBAGE: Any = object()
 RESET: Any = object()
 #: Answer 200 and break the stream off before any event.
 BREAK: Any = object()
+#: Stream part of the answer, then ``[DONE]`` without a finish reason.
+CUT: Any = object()
+#: Stream part of the answer, then close the connection.
+DROP: Any = object()
 #: The response formats a server may take, as readdod names them.
 FORMATS = ("json_schema", "json_object_schema", "json_object", "prompt")
 #: How llama-cpp-python's server refuses ``json_schema`` (HTTP 500).
@@ -339,6 +347,15 @@ class FakeOpenAI:
                     return
                 if payload is BREAK:
                     self._events([], complete=False)
+                    return
+                if isinstance(payload, tuple) and payload[0] in (CUT, DROP):
+                    # Every event but the finish reason (and the usage after it).
+                    events = [
+                        e
+                        for e in fake._chunks(body, payload[1])
+                        if e["choices"] and not e["choices"][0]["finish_reason"]
+                    ]
+                    self._events(events[: max(2, len(events) // 2)], complete=payload[0] is CUT)
                     return
                 if status == 200 and body.get("stream"):
                     self._events(fake._chunks(body, payload))
@@ -623,6 +640,10 @@ class FakeOpenAI:
             return 200, GARBAGE, {}
         if what == "reset":
             return 200, RESET, {}
+        if what in ("cut", "drop"):
+            if body.get("stream"):
+                return 200, (CUT if what == "cut" else DROP, self._ok(body)), {}
+            return 200, self._ok(body), {}
         if what == "badjson":
             return 200, self._completion(body, "Sure! Here it is: {summary: oops", user), {}
         if what == "invalid":
