@@ -54,7 +54,8 @@ def own_steps(note: Note, card: Card) -> list[str]:
     return [
         t.title
         for t in card.todos
-        if t.kind == "action" and len(t.title.rstrip(_ENDS)) >= 4
+        if t.kind == "action"
+        and len(t.title.rstrip(_ENDS)) >= 4
         and t.title.rstrip(_ENDS).casefold() in text
     ]
 

@@ -106,7 +106,9 @@ def test_one_imperative_is_a_step_in_a_note_but_not_in_an_essay() -> None:
 
 
 def test_several_imperatives_in_one_sentence_are_found_after_a_lead_clause() -> None:
-    text = "The pump drips. If it leaks again, shut off the valve, loosen the nut and swap the seal."
+    text = (
+        "The pump drips. If it leaks again, shut off the valve, loosen the nut and swap the seal."
+    )
     assert find_instructions(text, "en", 5) == [
         "If it leaks again, shut off the valve, loosen the nut and swap the seal."
     ]

@@ -4,7 +4,8 @@ A how-to text says what to do: imperative sentences ("Water deeply at the
 base", "Füttern Sie den Sauerteig", "Arrosez le soir", "Поливайте помидоры"),
 numbered or bulleted steps, and advice with a modal ("you should …", "Sie
 sollten …", "il faut …", "hay que …", "следует …"). Each language has its own
-cues (:data:`CUES`); English, German, French, Spanish and Russian are known.
+cues (:data:`CUES`); English, German, French, Spanish, Russian, Chinese and
+Japanese are known.
 A text in another language gets no instructions rather than guesses.
 
 A sentence counts when its first word, or the first word after a short
@@ -238,9 +239,11 @@ def _ru(s: str) -> _Cue | None:
     return _Cue(strong=False) if any(_RU_IMPERATIVE_RE.search(w) for w in words) else None
 
 
-#: An opening "before / after / when …" clause of a Chinese or Japanese instruction
-#: (骑车前, 刹车不灵时, 乗る前に, 雨の日の後は), or a subject "you" (你/您).
-_ZH_LEAD: Final = r"(?:[^，。！？；,]{1,10}?(?:之前|以前|之后|以后|的时候|前|后|时)[，,]?\s*)?(?:你|您)?"
+#: An opening "before / after / when …" clause of a Chinese instruction (骑车前,
+#: 刹车不灵时), or a subject "you" (你/您). Japanese puts its cue at the end instead.
+_ZH_LEAD: Final = (
+    r"(?:[^，。！？；,]{1,10}?(?:之前|以前|之后|以后|的时候|前|后|时)[，,]?\s*)?(?:你|您)?"
+)
 _ZH_STRONG_RE: Final = re.compile(
     _ZH_LEAD + r"(?:请|应该|应当|必须|务必|一定要|千万|记得|记住|不要|别|最好|要先|得先)"
 )
