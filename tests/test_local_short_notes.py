@@ -98,6 +98,25 @@ def test_a_one_paragraph_note_is_titled_by_its_first_sentence() -> None:
     assert extract_text("长" * 60 + "。短句。").title is None
 
 
+def test_todos_do_not_quote_a_notes_first_sentence_as_if_it_were_its_title() -> None:
+    note = Note("en", "rust", "The gate hinge squeaks. Spray it with oil and open it a few times.")
+    card = run(note)
+    assert card.title == "The gate hinge squeaks."
+    assert not any("squeaks" in t.title for t in card.todos), [t.title for t in card.todos]
+    # A heading is a title and is quoted as one.
+    heading = Note("en", "rust", "Gate hinge\n\nSpray it with oil and open it a few times.")
+    assert any("“Gate hinge”" in t.title for t in run(heading).todos)
+
+
+def test_a_labelled_instruction_counts_after_its_label() -> None:
+    text = "Iced tea: steep some tea bags in cold water overnight. It keeps for days."
+    assert find_instructions(text, "en", 5) == [
+        "Iced tea: steep some tea bags in cold water overnight."
+    ]
+    # A number after a noun is no object: "Chapter two" is not an instruction.
+    assert find_instructions("Chapter two covers the history of the valley.", "en", 5) == []
+
+
 def test_one_imperative_is_a_step_in_a_note_but_not_in_an_essay() -> None:
     note = "The kettle is slow again. Descale it with vinegar and rinse it twice."
     assert find_instructions(note, "en", 5) == ["Descale it with vinegar and rinse it twice."]

@@ -52,8 +52,9 @@ _MARKER_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _WORD_RE: Final = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
-#: A short clause before the instruction: "If the leaves turn brown, remove …".
-_LEAD_RE: Final = re.compile(r"^([^,;:]{2,80}),\s+(.*)$", re.DOTALL)
+#: A short clause or label before the instruction: "If the leaves turn brown, remove …",
+#: "Cold brew: mix …".
+_LEAD_RE: Final = re.compile(r"^([^,;:]{2,80})[,:]\s+(.*)$", re.DOTALL)
 _TERMINAL: Final = ".!。！"
 
 _EN_VERBS: Final = word_set("""
@@ -163,7 +164,9 @@ def _words(s: str) -> list[str]:
 
 #: After a listed step's first word, these show it is a verb: "Activate it", "Create the …".
 _EN_OBJECTS: Final = word_set(
-    "the a an it them your this that these those all each every into up down out off back"
+    "the a an it them your this that these those all each every into up down out off back "
+    # a quantity: "Steep some tea", "Add half the sugar" (not a number: "Chapter two …")
+    "some several half"
 )
 
 

@@ -20,7 +20,7 @@ from readdod.engines.local.instructions import find_instructions
 from readdod.engines.local.phrases import ENGLISH, Phrases, phrases_for
 from readdod.engines.local.wording import normalize_space
 from readdod.models import Score, Summary, Todo, TodoKind, Todos
-from readdod.text import split_sentences
+from readdod.text import is_complete, split_sentences
 from readdod.text.dates import find_dates
 from readdod.text.words import latin_length
 
@@ -127,6 +127,9 @@ def _ref(inp: EngineInput, ph: Phrases) -> tuple[str, str]:
         or latin_length(title) > TITLE_QUOTE_MAX
         or title.endswith(("…", "..."))
         or len(split_sentences(title)) > 1  # a note's opening pasted as its title
+        # A note titled by its own first sentence: "Read “The tap drips.” in full" reads
+        # as if that sentence were all there is.
+        or (is_complete(title) and normalize_space(inp.text).startswith(title))
     ):
         return ph.ref(None)
     return ph.ref(title)
