@@ -255,8 +255,15 @@ _ZH_STEP_RE: Final = re.compile(
     + r"(?:先|首先|然后|再|接着|之后|最后|马上|立刻|立即|随时|每[天日周月晚次]|把|"
     + r"[^，。！？；,]{1,6}?(?<![主重只想])(?:要|需要)(?![是有求的点]))"
 )
-#: A Chinese sentence's clauses: a cue may open any of them ("米饭想好吃，先把米洗三遍").
-_ZH_CLAUSE_RE: Final = re.compile(r"[，,；;：:]\s*")
+#: "Before / after / when …" and straight to a verb, no subject: "睡前喝一杯温牛奶". Not a
+#: time and a statement ("十年前这里是农田", "出门时他已经走了").
+_ZH_WHEN_DO_RE: Final = re.compile(
+    r"[^，。！？；,]{1,8}?(?:之前|之后|以后|前|后|的时候|时)[，,]?(?![是有的这那我你他她它人都也已曾就才还会在被])"
+    r"[\u4e00-\u9fff]"
+)
+#: A Chinese or Japanese sentence's clauses: a cue may open any of them
+#: ("米饭想好吃，先把米洗三遍", "味噌汁を作るときは、まず出汁を取ります").
+_CJK_CLAUSE_RE: Final = re.compile(r"[，,、；;：:]\s*")
 _JA_STRONG_RE: Final = re.compile(
     r"(?:[てで]ください|ましょう|なさい|(?:する|の)こと|べき(?:です|だ)?|"
     r"(?:ほう|方)が(?:いい|よい)(?:です|でしょう)?|ようにし(?:ましょう|てください))[。！!]?$"
@@ -265,16 +272,18 @@ _JA_STEP_RE: Final = re.compile(r"^(?:まず|最初に|次に|それから|そ�
 
 
 def _zh(s: str) -> _Cue | None:
-    clauses = _ZH_CLAUSE_RE.split(s)
+    clauses = _CJK_CLAUSE_RE.split(s)
     if any(_ZH_STRONG_RE.match(c) for c in clauses):
         return _Cue(strong=True)
-    return _Cue(strong=False) if any(_ZH_STEP_RE.match(c) for c in clauses) else None
+    weak = any(_ZH_STEP_RE.match(c) for c in clauses) or _ZH_WHEN_DO_RE.match(s)
+    return _Cue(strong=False) if weak else None
 
 
 def _ja(s: str) -> _Cue | None:
     if _JA_STRONG_RE.search(s):
         return _Cue(strong=True)
-    return _Cue(strong=False) if _JA_STEP_RE.match(s) else None
+    steps = any(_JA_STEP_RE.match(c) for c in _CJK_CLAUSE_RE.split(s))
+    return _Cue(strong=False) if steps else None
 
 
 #: The cue finder of each language that has one.
