@@ -174,6 +174,15 @@ def test_chinese_and_japanese_instructions(lang: str, text: str, expected: list[
     assert find_instructions(text, lang, 5) == expected
 
 
+def test_a_chinese_report_with_a_stray_cue_gives_no_steps() -> None:
+    report = "".join(
+        f"第{i}个项目的进展情况良好，相关部门已经完成了初步评估。" for i in range(1, 11)
+    )
+    report += "会后发表了一份简短的声明。市民对这项计划普遍表示支持。"
+    assert find_instructions(report, "zh", 5) == []
+    assert "请按时提交材料。" in find_instructions(report + "请按时提交材料。", "zh", 5)
+
+
 def test_cjk_sentences_are_long_enough_by_their_characters() -> None:
     # Two Han characters make a word: a seven-character step is a sentence, not a fragment.
     assert word_count("每天给猫梳一次毛。") >= 3
