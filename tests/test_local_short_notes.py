@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from readdod import rubric
-from readdod.engines.local import detect_genre
+from readdod.engines.base import EngineInput
+from readdod.engines.local import build_card, detect_genre, plan_todos, score_text, summarize_text
 from readdod.engines.local.instructions import find_instructions
 from readdod.extraction import extract_text
 from readdod.text import split_sentences, word_count
@@ -96,6 +97,20 @@ def test_a_one_paragraph_note_is_titled_by_its_first_sentence() -> None:
     # A heading line stays the title; a first sentence too long for one gives none.
     assert extract_text("Winter care\n\nWater less. Feed in May.").title == "Winter care"
     assert extract_text("长" * 60 + "。短句。").title is None
+
+
+def test_a_title_that_is_the_whole_note_is_cut_to_its_first_sentence() -> None:
+    """An item captured before notes were titled by their first sentence has the whole
+    note as its title: the card shows the first sentence, the todos quote none of it."""
+    text = "睡前一小时放下手机。每天同一时间起床，周末也一样。"
+    inp = EngineInput(text=text, intent="睡眠", title=text)
+    summary = summarize_text(inp)
+    score = score_text(inp, summary)
+    todos = plan_todos(inp, summary, score)
+    card = build_card(inp, summary, score, todos)
+    assert card.title == "睡前一小时放下手机。"
+    assert not any("睡前一小时" in t.title for t in todos.items if t.kind != "action")
+    assert rubric.check(card) == []
 
 
 def test_todos_do_not_quote_a_notes_first_sentence_as_if_it_were_its_title() -> None:
