@@ -145,7 +145,7 @@ def extract_text(text: str, *, title: str | None = None, url: str | None = None)
         # A heading line, or the first sentence of a note written as one paragraph:
         # never the whole note.
         first_line = ws(body.split("\n", 1)[0])
-        first = next(iter(split_sentences(first_line)), "")
+        first = next(iter(split_sentences(first_line[: 4 * _SHORT_TITLE_CHARS])), "")
         clean_title = first if latin_length(first) <= _SHORT_TITLE_CHARS else ""
     return Extraction(
         url=url,
