@@ -11,6 +11,7 @@ learned is kept across a restart of the real daemon.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,8 @@ import pytest
 from readdod.config import AIConfig
 from readdod.engines import openai as oa
 from readdod.engines.base import EngineInput, StepHooks, step_hooks
-from readdod.errors import StepError
 from readdod.engines.openai.concurrency import MAX_BACKOFF, RAISE_AFTER, AdaptiveSlots, Aimd
+from readdod.errors import StepError
 from readdod.models import Summary
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.fake_openai import FakeOpenAI, ai_config
@@ -57,7 +58,7 @@ def test_aimd_halves_once_per_burst_and_climbs_back_one_at_a_time() -> None:
     raises = [n for n in range(1, 1000) if a.succeed()]
     assert a.limit == 8
     # Each step up takes RAISE_AFTER successes per request the limit allows.
-    steps = [raises[0]] + [b - a for a, b in zip(raises, raises[1:], strict=False)]
+    steps = [raises[0]] + [b - a for a, b in itertools.pairwise(raises)]
     assert steps == [RAISE_AFTER * n for n in range(1, 8)]
     assert not a.succeed() and a.limit == 8
 
@@ -72,7 +73,7 @@ def test_a_raise_that_is_cut_again_makes_the_next_raise_wait_longer() -> None:
         waits.append(n)
         assert a.limit == 2
         assert a.lower(a.epoch) and a.limit == 1  # the server cut the second stream again
-    assert waits == [RAISE_AFTER * 2**min(i, MAX_BACKOFF) for i in range(MAX_BACKOFF + 2)]
+    assert waits == [RAISE_AFTER * 2 ** min(i, MAX_BACKOFF) for i in range(MAX_BACKOFF + 2)]
 
 
 def test_a_learned_limit_starts_where_it_was_but_never_above_the_ceiling() -> None:

@@ -485,3 +485,50 @@ def feed_lines(feeds: list[dict[str, Any]]) -> list[str]:
         if f["failures"]:
             lines.append(f"  error    {f['last_error_code']}: {f['last_error']}")
     return lines
+
+
+def _plain(text: str) -> str:
+    """A server's words with no control character left to reach the terminal."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)
+
+
+def server_check_lines(found: dict[str, Any]) -> list[str]:
+    """`readdod server check`: what the model server showed, and the settings to use."""
+    out = [f"server      {_plain(found['base_url'])}  model {_plain(found['model'])}"]
+    if not found["reachable"]:
+        out.append(f"unreachable {_plain(found.get('error') or '')}")
+        return out
+    if found.get("models"):
+        out.append("models      " + _cut(_plain(", ".join(found["models"])), 100))
+    tried = [
+        f"{f['format']}: " + ("taken" if f["taken"] else f"refused ({_cut(_plain(f['said']), 80)})")
+        for f in found.get("formats") or []
+    ]
+    out.append("formats     " + ("\n            ".join(tried) or "not tried"))
+    ctx = found.get("context_tokens")
+    where = _cut(_plain(found.get("context_from") or ""), 100)
+    out.append(f"context     {ctx if ctx else 'unknown'} tokens ({where})")
+    speed = found.get("speed") or {}
+    if found.get("tokens_per_s"):
+        out.append(
+            f"speed       {found['tokens_per_s']:g} tokens/s written; first token after"
+            f" {speed.get('first_token_s')} s, {speed.get('seconds')} s in all"
+        )
+    elif speed:
+        out.append(f"speed       unknown ({_plain(speed.get('error') or 'no finished stream')})")
+    runs = found.get("two_streams") or []
+    if runs:
+        said = "both finished" if found.get("two_streams_hold") else "one was cut short"
+        detail = "; ".join(
+            f"{r['events']} events, finish {r.get('finish_reason')}, {r['seconds']} s" for r in runs
+        )
+        out.append(f"two streams {said} ({detail})")
+    if found.get("error"):
+        out.append(f"error       {_plain(found['error'])}")
+    for note in found.get("notes") or []:
+        out.append(f"note        {_plain(note)}")
+    if found.get("settings"):
+        out.append("settings to use:")
+        out.append("  [ai]")
+        out += [f"  {k} = {_toml_value(v)}" for k, v in found["settings"].items()]
+    return out
