@@ -216,8 +216,7 @@ async def _probe_context(
         if isinstance(read, int) and read < sent * 0.9:
             found.context_tokens, found.context_from = read, "probed: it read only this much"
         else:
-            found.context_tokens = sent
-            found.context_from = f"probed: it read {sent} tokens; it may take more"
+            found.context_from = f"probed: at least {sent}, all it was sent; keep ai.context_tokens"
         return
     said = _said(resp)
     size = formats.context_size(said)
@@ -277,8 +276,9 @@ async def check(cfg: AIConfig, api_key: str | None, memory: ServerMemory | None 
             )
             tokens = found.speed.completion_tokens or found.speed.events
             writing = found.speed.seconds - (found.speed.first_token_s or 0)
-            if found.speed.finished and tokens and writing > 0:
-                found.tokens_per_s = round(tokens / writing, 1)
+            span = writing if writing > 0.05 else found.speed.seconds
+            if found.speed.finished and tokens and span > 0:
+                found.tokens_per_s = round(tokens / span, 1)
             runs: list[StreamRun] = []
 
             async def one(body: dict[str, Any]) -> None:
