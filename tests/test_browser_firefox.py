@@ -47,10 +47,10 @@ def site() -> Iterator[PageServer]:
 
 
 def _open(ff: Firefox, url: str) -> None:
-    """``url`` in a new tab, which becomes the current one."""
+    """The extension's page ``url`` in a new tab, which becomes the current one."""
     handle = ff.send("WebDriver:NewWindow", {"type": "tab"})["handle"]
     ff.send("WebDriver:SwitchToWindow", {"handle": handle})
-    ff.send("WebDriver:Navigate", {"url": url})
+    ff.load_privileged(url)
 
 
 def _run(ff: Firefox, promise: str) -> Any:
@@ -96,7 +96,7 @@ def test_a_page_saved_from_the_popup_in_firefox_reaches_the_daemon(
             ".map(t => t.id))",
         )
         assert isinstance(tab_ids, list) and len(tab_ids) == 1, tab_ids
-        ff.send("WebDriver:Navigate", {"url": f"{popup}?tab={tab_ids[0]}"})
+        ff.load_privileged(f"{popup}?tab={tab_ids[0]}")
         shown = _run(ff, submit_script(INTENT))
         assert shown["state"] == "READY", shown
         assert shown["card"]

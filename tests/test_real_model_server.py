@@ -302,15 +302,12 @@ def test_items_go_through_a_real_llama_cpp_python_server(
         )
 
 
-def test_two_items_in_flight_at_the_default_concurrency_lose_no_request_to_cut_streams(
+def test_two_items_in_flight_at_the_defaults_lose_no_request_to_a_cut_stream(
     llama_server: LlamaServer, tmp_path: Path, daemons: list[DaemonProc]
 ) -> None:
-    """llama-cpp-python at its defaults cuts a running stream when the next request
-    arrives (``interrupt_requests``). At readdod's default ``ai.concurrency`` the first
-    cuts lower the limit to one; the cut requests are sent again; no item fails for it.
-
-    Straight to the server, with no proxy between: a proxy that reads the whole answer
-    before passing it on turns a cut stream into a connection closed without an answer."""
+    """llama-cpp-python at its defaults (``interrupt_requests`` on) and readdod at its
+    own (``ai.concurrency`` unset): the server's cuts teach readdod to send one request
+    at a time, and no item fails because a stream was cut."""
     d = DaemonProc(
         tmp_path,
         ai={
@@ -318,8 +315,6 @@ def test_two_items_in_flight_at_the_default_concurrency_lose_no_request_to_cut_s
             "base_url": f"http://127.0.0.1:{llama_server.port}/v1",
             "model": "smollm2-135m",
             "timeout_s": 300.0,
-            "retry_initial_s": 0.1,
-            "retry_max_s": 0.2,
             "context_tokens": 4096,
             "temperature": 0.0,
         },
@@ -334,75 +329,59 @@ def test_two_items_in_flight_at_the_default_concurrency_lose_no_request_to_cut_s
         for intent, text in TEXTS[:2]
     ]
     for item in items:
-        d.wait_log(functools.partial(_finished, item), timeout=600)
-    outcomes = {}
-    for item in items:
-        got = d.call("get", {"id": item})["item"]
-        failure = got.get("failure") or {}
-        outcomes[item] = (got["status"], failure.get("error_code"), failure.get("message"))
+        d.wait_log(functools.partial(_finished, item), timeout=900)
+    got = [d.call("get", {"id": i})["item"] for i in items]
     d.stop()
-
+    requests = [e for e in d.logs if e["event"] == "ai.request"]
     cuts = [e for e in d.logs if e["event"] == "ai.stream_cut"]
     moves = [(e["limit"], e["reason"]) for e in d.logs if e["event"] == "ai.concurrency"]
-    requests = [e for e in d.logs if e["event"] == "ai.request"]
-    print(f"\n{len(requests)} requests, {len(cuts)} cut short; limit moves: {moves}")
-    print("outcomes:", json.dumps(outcomes, indent=1))
-    # Both items were in flight at the default concurrency, and the server did cut streams:
-    # the limit fell to one, the way this server runs.
-    assert max(e["concurrency"] for e in requests) > 1
-    assert cuts, "llama-cpp-python cut no stream: the test no longer shows what it is for"
-    assert moves and moves[-1][0] == 1
-    # Every request cut short was sent again: none failed, and no item failed for it.
-    failed = [e for e in requests if not e["answered"]]
-    assert failed == [] or all(e.get("finish_reason") is None for e in failed)
-    assert not [
-        e
-        for e in d.logs
-        if e["event"] == "ai.retry"
-        or e.get("error_code")
-        in (
-            "AI_PROVIDER_ERROR",
-            "AI_TIMEOUT",
-        )
-    ]
-    for status, code, message in outcomes.values():
-        assert status == "READY" or (status == "FAILED_AI" and code in CONTENT_CODES), (
-            status,
-            code,
-            message,
-        )
-    learned = json.loads((d.data / "model-servers.json").read_text())
-    assert [v.get("concurrency") for v in learned.values()] == [1]
+    print(f"\n{len(requests)} requests, {len(cuts)} streams cut, limit moves: {moves}")
+    for item in got:
+        failure = item.get("failure") or {}
+        print(" ", item["status"], failure.get("error_code"), failure.get("message"))
+    # Both items were in flight at once, so the server met two requests together.
+    assert max(e["concurrency"] for e in requests) >= 2 or cuts
+    # A cut stream lowered the limit and was asked again; it never failed an item.
+    if cuts:
+        assert moves and moves[0][1] == "stream cut short"
+        assert min(limit for limit, _ in moves) == 1
+    for item in got:
+        failure = item.get("failure") or {}
+        assert item["status"] == "READY" or (
+            item["status"] == "FAILED_AI" and failure.get("error_code") in CONTENT_CODES
+        ), (item["status"], failure)
+    assert not [e for e in d.logs if e.get("error_code") in ("AI_PROVIDER_ERROR", "AI_TIMEOUT")]
 
 
-def test_the_server_check_on_llama_cpp_python_at_its_defaults(
+def test_server_check_says_what_llama_cpp_python_takes_and_the_settings_to_use(
     llama_server: LlamaServer, tmp_path: Path
 ) -> None:
-    """`readdod server check` finds what this server takes: json_object with a schema
-    (json_schema refused), a context of 4096 probed from its refusal, a speed, and that
-    a second stream cuts the first short, so it advises ai.concurrency = 1."""
-    cfg = tmp_path / "config.toml"
-    base = f"http://127.0.0.1:{llama_server.port}/v1"
-    cfg.write_text(
-        f'[daemon]\ndata_dir = "{tmp_path / "data"}"\n'
-        f'[ai]\nengine = "openai"\nbase_url = "{base}"\nmodel = "smollm2-135m"\n'
-        "timeout_s = 300.0\n"
+    data = tmp_path / "data"
+    conf = tmp_path / "config.toml"
+    conf.write_text(
+        f'[daemon]\ndata_dir = "{data}"\n'
+        f'[ai]\nengine = "openai"\nbase_url = "http://127.0.0.1:{llama_server.port}/v1"\n'
+        'model = "smollm2-135m"\ncontext_tokens = 8192\n'
     )
-    cmd = [sys.executable, "-m", "readdod", "server", "check", "--config", str(cfg)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    print("\n" + done.stdout + done.stderr)
-    assert done.returncode == 0, done.stderr
-    assert "json_schema: refused" in done.stdout
-    assert "json_object_schema: taken" in done.stdout
-    assert "context     4096 tokens (probed" in done.stdout
-    assert "tokens/s written" in done.stdout
-    assert "two streams one was cut short" in done.stdout
-    assert "  concurrency = 1" in done.stdout
-    learned = json.loads((tmp_path / "data" / "model-servers.json").read_text())
-    assert learned == {
-        f"{base} smollm2-135m": {
-            "format": "json_object_schema",
-            "context_tokens": 4096,
-            "concurrency": 1,
-        }
-    }
+    env = {**os.environ, "READDOD_CONFIG": str(conf)}
+    argv = [sys.executable, "-m", "readdod", "server", "check"]
+    text = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    print("\n" + text.stdout + text.stderr)
+    assert text.returncode == 0, text.stderr
+    assert "two streams at once: cut" in text.stdout
+    assert "concurrency = 1" in text.stdout
+    assert "context_tokens = 4096" in text.stdout
+    learned = json.loads((data / "model-servers.json").read_text())
+    (entry,) = learned.values()
+    # llama-cpp-python refuses json_schema and takes json_object with a schema.
+    assert entry == {"format": "json_object_schema", "context_tokens": 4096, "concurrency": 1}
+    as_json = subprocess.run(
+        [*argv, "--json", "--no-remember"], capture_output=True, text=True, env=env, timeout=600
+    )
+    report = json.loads(as_json.stdout)
+    assert report["formats"]["json_schema"].startswith("refused: HTTP 500")
+    assert report["formats"]["json_object_schema"] == "accepted"
+    assert report["context_source"] == "probe" and report["context_tokens"] == 4096
+    assert report["tokens_per_s"] > 0
+    assert report["two_streams"] == "cut"
+    assert report["settings"]["ai.concurrency"] == 1

@@ -18,8 +18,9 @@ import msgspec
 from readdod import config
 from readdod.cli import render, source_verbs
 from readdod.cli.browser_verbs import BROWSER_VERBS
-from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
+from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from readdod.cli.inputs import read_capture_source
+from readdod.cli.server_verbs import SERVER_VERBS
 from readdod.errors import ConfigError, ExtractionError
 
 #: A verb that needs no daemon to talk to: the command line in, an exit code out.
@@ -206,28 +207,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 #: Every verb that runs in this process, by the name typed on the command line.
-def cmd_server(args: argparse.Namespace) -> int:
-    """`readdod server check`: no daemon needed; what is found is kept for the daemon."""
-    from readdod.engines.openai import read_api_key
-    from readdod.engines.openai.check import check
-    from readdod.engines.openai.servers import FILENAME, ServerMemory
-
-    cfg, _ = config.load(args.config)
-    memory = ServerMemory(config.data_dir(cfg) / FILENAME)
-    found = anyio.run(check, cfg.ai, read_api_key(cfg.ai.api_key_env), memory)
-    shown = msgspec.to_builtins(found)
-    if args.json:
-        print(render.json_text(shown))
-    else:
-        print("\n".join(render.server_check_lines(shown)))
-    if not found.reachable:
-        return EXIT_UNAVAILABLE
-    return EXIT_OK if found.format is not None and not found.error else EXIT_ERROR
-
-
 LOCAL_VERBS: dict[str, LocalVerb] = {
     "serve": cmd_serve,
-    "server": cmd_server,
     "config": cmd_config,
     "demo": cmd_demo,
     "schemas": cmd_schemas,
@@ -235,5 +216,6 @@ LOCAL_VERBS: dict[str, LocalVerb] = {
     "extract": cmd_extract,
     "import": source_verbs.cmd_import,
     **BROWSER_VERBS,
+    **SERVER_VERBS,
     "tui": cmd_tui,
 }

@@ -13,6 +13,7 @@ from typing import NoReturn
 from readdod import __version__
 from readdod.cli.browser_verbs import add_parsers as add_browser_parsers
 from readdod.cli.exits import EXIT_USAGE
+from readdod.cli.server_verbs import add_parsers as add_server_parsers
 
 
 class _Parser(argparse.ArgumentParser):
@@ -205,16 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
-    p = sub.add_parser("server", help="the configured model server (ai.base_url, ai.model)")
-    server = p.add_subparsers(dest="server_action", required=True, metavar="ACTION")
-    server.add_parser(
-        "check",
-        parents=[common],
-        help="ask it what it takes (formats, context, speed, two streams at once) and print"
-        " the settings to use",
-    )
     _todo_verbs(sub, common)
     add_browser_parsers(sub, common)
+    add_server_parsers(sub, common)
     return parser
 
 

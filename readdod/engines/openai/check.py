@@ -1,306 +1,369 @@
-"""``readdod server check``: what the configured model server takes, found by asking it.
+"""`readdod server check`: what a configured model server takes, asked of it directly.
 
-A handful of small requests, each bounded: the models it lists (and the
-context it says, where it says one: vLLM's ``max_model_len`` in
-``/v1/models``, llama.cpp's ``llama-server`` ``n_ctx`` in ``/props``, LM
-Studio's and others' ``context_length``), each response format of
-:data:`.formats.LADDER` until one is taken, the context probed with a prompt
-beyond ``ai.context_tokens`` when the server did not say it, the speed of one
-streamed answer, and whether two streams at once both finish (llama-cpp-python
-at its defaults cuts the first). :func:`advise` (pure) turns the findings into
-the settings to use. What was found is kept where the daemon keeps what it
-learns (:mod:`.servers`), so a daemon started later begins with it.
+The daemon learns each server's limits from its answers as it goes; this
+check asks up front, so a person sees in a minute what the first items
+would have found out: the response formats the server takes, its context
+length, how fast the model writes, and whether streaming holds with two
+requests at once (llama-cpp-python at its defaults cuts a running stream
+when the next request arrives; Ollama and ``llama-server`` queue or run
+them side by side; hosted APIs may answer 429). What it finds is kept where
+the daemon keeps what it learns (``model-servers.json`` in the data
+directory), so a daemon started after it begins at the right pace.
+
+The requests are small (tens of tokens); the context probe, made only when
+the server does not say its context, sends one prompt somewhat longer than
+``ai.context_tokens`` with ``max_tokens`` 1.
 """
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.parse
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
 
 import anyio
 import httpx
 import msgspec
+import openai
 
 from readdod.config import AIConfig
 from readdod.engines.openai import formats
 from readdod.engines.openai.servers import ServerMemory
 from readdod.engines.openai.transport import display_url
 
-#: A tiny schema every format is tried with.
-PROBE_SCHEMA: Final = {
+#: The tiny JSON every format is asked for.
+_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
-    "properties": {"ok": {"type": "boolean"}},
-    "required": ["ok"],
+    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+    "required": ["answer"],
+    "additionalProperties": False,
 }
-#: Tokens each probe's answer may take; the speed probe's.
-PROBE_TOKENS: Final = 8
-SPEED_TOKENS: Final = 48
-#: Seconds one probe may take, at most (a small bound: ``ai.timeout_s`` is per request).
-PROBE_S: Final = 120.0
-#: Keys that name a model's context in the ``/v1/models`` answers of known servers.
-CONTEXT_KEYS: Final = ("max_model_len", "context_length", "max_context_length", "n_ctx")
+_ASK_JSON: Final = (
+    'Is the sky blue on a clear day? Answer with JSON only, as {"answer": "yes"} or'
+    ' {"answer": "no"}.'
+)
+_COUNT: Final = "Count from 1 to 60 in words, separated by commas. Write nothing else."
+#: Tokens asked for when measuring speed and concurrency.
+WRITE_TOKENS: Final = 64
+#: Seconds one request of the check may take.
+REQUEST_S: Final = 300.0
 
 
-class FormatTried(msgspec.Struct, kw_only=True):
-    format: str
-    taken: bool
-    said: str = ""
+class Stream(msgspec.Struct, kw_only=True):
+    """One streamed request of the check: how it ended and when."""
 
-
-class StreamRun(msgspec.Struct, kw_only=True):
-    finished: bool
-    finish_reason: str | None = None
-    events: int = 0
-    completion_tokens: int | None = None
-    seconds: float = 0.0
+    outcome: str
+    started_s: float
     first_token_s: float | None = None
-    error: str = ""
+    ended_s: float = 0.0
+    completion_tokens: int = 0
+    detail: str | None = None
 
 
-class Findings(msgspec.Struct, kw_only=True):
-    """What the server showed; ``settings``: the config to use."""
+class Report(msgspec.Struct, kw_only=True):
+    """What the check found, and the settings it suggests."""
 
     base_url: str
     model: str
     reachable: bool
-    error: str = ""
     models: list[str] = []
-    formats: list[FormatTried] = []
-    format: str | None = None
+    #: Each format of :data:`formats.LADDER`: "accepted", or the server's words.
+    formats: dict[str, str] = {}
     context_tokens: int | None = None
-    context_from: str = ""
+    #: Where the context came from: the server's own metadata, or a probe.
+    context_source: str | None = None
     tokens_per_s: float | None = None
-    speed: StreamRun | None = None
-    two_streams: list[StreamRun] = []
-    two_streams_hold: bool | None = None
+    prompt_tokens_per_s: float | None = None
+    #: "parallel", "queued", "cut" (a running stream ended when the other came), or
+    #: "limited" (429/503).
+    two_streams: str | None = None
+    streams: list[Stream] = []
+    concurrency: int | None = None
     settings: dict[str, Any] = {}
     notes: list[str] = []
+    error: str | None = None
 
 
-def advise(found: Findings, cfg: AIConfig) -> tuple[dict[str, Any], list[str]]:
-    """The ``[ai]`` settings to use for what was found, and why. Pure."""
-    settings: dict[str, Any] = {}
-    notes: list[str] = []
-    if found.format is not None:
-        settings["structured_output"] = found.format
-        notes.append(
-            f"the server takes {found.format!r}; with structured_output = 'auto' readdod learns"
-            " this by itself"
+@dataclass
+class _Probe:
+    cfg: AIConfig
+    client: openai.AsyncOpenAI
+    http: httpx.AsyncClient
+    report: Report
+    clock: Any = field(default=time.perf_counter)
+
+
+async def check(cfg: AIConfig, *, api_key: str | None, memory: ServerMemory | None) -> Report:
+    """Ask the server of ``cfg`` what it takes; keep what was learned in ``memory``."""
+    report = Report(base_url=display_url(cfg.base_url), model=cfg.model, reachable=False)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with (
+        httpx.AsyncClient(timeout=30.0, headers=headers) as http,
+        openai.AsyncOpenAI(
+            base_url=cfg.base_url,
+            api_key=api_key or "none",
+            max_retries=0,
+            timeout=REQUEST_S,
+        ) as client,
+    ):
+        probe = _Probe(cfg, client, http, report)
+        try:
+            await _models(probe)
+        except (httpx.HTTPError, ValueError) as exc:
+            report.error = f"the server at {report.base_url} did not answer /models: {exc}"
+            return report
+        report.reachable = True
+        await _formats(probe)
+        await _metadata_context(probe)
+        if report.context_tokens is None:
+            await _probe_context(probe)
+        await _speed(probe)
+        await _two_streams(probe)
+    _advise(report, cfg)
+    if memory is not None:
+        best = next((f for f, said in report.formats.items() if said == "accepted"), None)
+        memory.remember(
+            report.base_url,
+            cfg.model,
+            format=best,
+            context=report.context_tokens,
+            concurrency=report.concurrency,
         )
-    if found.context_tokens is not None:
-        settings["context_tokens"] = max(1024, found.context_tokens)
-    if found.two_streams_hold is False:
-        settings["concurrency"] = 1
-        notes.append(
-            "a second request cut the first one's stream short (llama-cpp-python's"
-            " interrupt_requests does this): readdod lowers its limit to 1 by itself;"
-            " set ai.concurrency = 1 to start there, or run the server with"
-            " --interrupt_requests False"
+    return report
+
+
+async def _models(p: _Probe) -> None:
+    resp = await p.http.get(_url(p.cfg, "models"))
+    resp.raise_for_status()
+    body = resp.json()
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise ValueError("its /models answer has no list of models")
+    p.report.models = [str(m.get("id")) for m in data if isinstance(m, dict)]
+    for m in data:
+        if isinstance(m, dict) and m.get("id") == p.cfg.model:
+            size = _context_field(m)
+            if size:
+                p.report.context_tokens, p.report.context_source = size, "/models"
+    if p.cfg.model not in p.report.models and p.report.models:
+        p.report.notes.append(
+            f"ai.model {p.cfg.model!r} is not among the models the server lists"
+            f" ({', '.join(p.report.models[:5])}); a server with one model may answer any name"
         )
-    elif found.two_streams_hold:
-        settings["concurrency"] = cfg.concurrency
-    if found.tokens_per_s:
-        longest = max(cfg.max_tokens.summary, cfg.max_tokens.todos, cfg.max_tokens.score)
-        first = (found.speed.first_token_s if found.speed else None) or 0.0
-        # Room for the longest answer three times over, plus reading the prompt, with
-        # the requests that may queue ahead of it.
-        need = (longest / found.tokens_per_s + first * 8) * 3
-        if need > cfg.timeout_s:
-            settings["timeout_s"] = float(min(3600, round(need, -1) + 10))
-    return settings, notes
 
 
-def _models_url(base: str) -> str:
-    return base.rstrip("/") + "/models"
-
-
-def _root(base: str) -> str:
-    parts = urllib.parse.urlsplit(base)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-
-
-def _context_of(entry: dict[str, Any]) -> int | None:
-    for source in (entry, entry.get("meta") or {}):
-        for key in CONTEXT_KEYS:
-            value = source.get(key) if isinstance(source, dict) else None
-            if isinstance(value, int) and value >= 256:
-                return value
+def _context_field(model: dict[str, Any]) -> int | None:
+    """The context a model entry names: vLLM's ``max_model_len``, LM Studio's
+    ``max_context_length``, llama-server's ``meta.n_ctx_train``."""
+    meta = model.get("meta") if isinstance(model.get("meta"), dict) else {}
+    for value in (
+        model.get("max_model_len"),
+        model.get("max_context_length"),
+        model.get("context_length"),
+        cast("dict[str, Any]", meta).get("n_ctx"),
+        cast("dict[str, Any]", meta).get("n_ctx_train"),
+    ):
+        if isinstance(value, int) and value > 0:
+            return value
     return None
 
 
-def _body(cfg: AIConfig, prompt: str, max_tokens: int, *, stream: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": cfg.model,
-        "messages": [{"role": "user", "content": prompt}],
-        "temperature": 0,
-        "max_tokens": max_tokens,
-        "stream": stream,
-    }
-    if stream:
-        body["stream_options"] = {"include_usage": True}
-    return body
-
-
-def _said(resp: httpx.Response) -> str:
+async def _metadata_context(p: _Probe) -> None:
+    """llama-server's ``/props`` (the context it runs with, per slot), Ollama's
+    ``/api/show``."""
+    root = _root(p.cfg)
     try:
-        body: object = resp.json()
-    except ValueError:
-        body = resp.text
-    return f"HTTP {resp.status_code}: {formats.error_text(body)[:200]}"
-
-
-async def _stream(
-    client: httpx.AsyncClient, url: str, body: dict[str, Any], started: float
-) -> StreamRun:
-    run = StreamRun(finished=False)
-    try:
-        async with client.stream("POST", url, json=body) as resp:
-            if resp.status_code != 200:
-                await resp.aread()
-                run.error = _said(resp)
-                return run
-            async for line in resp.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    break
-                try:
-                    event = json.loads(data)
-                except ValueError:
-                    continue
-                run.events += 1
-                for choice in event.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    if delta.get("content") and run.first_token_s is None:
-                        run.first_token_s = round(time.monotonic() - started, 3)
-                    if choice.get("finish_reason"):
-                        run.finish_reason = choice["finish_reason"]
-                usage = event.get("usage")
-                if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-                    run.completion_tokens = usage["completion_tokens"]
-    except httpx.HTTPError as exc:
-        run.error = f"the stream broke off: {exc!r}"[:200]
-    run.seconds = round(time.monotonic() - started, 3)
-    run.finished = run.finish_reason is not None
-    return run
-
-
-async def _formats(client: httpx.AsyncClient, url: str, cfg: AIConfig, found: Findings) -> None:
-    prompt = 'Answer with the JSON object {"ok": true} and nothing else.'
-    for mode in formats.LADDER:
-        body = _body(cfg, prompt, PROBE_TOKENS, stream=False)
-        fmt = formats.response_format(mode, "check", PROBE_SCHEMA)
-        if fmt is not None:
-            body["response_format"] = fmt
-        resp = await client.post(url, json=body)
+        resp = await p.http.get(f"{root}/props")
         if resp.status_code == 200:
-            found.formats.append(FormatTried(format=mode, taken=True))
-            found.format = mode
+            props = resp.json()
+            settings = props.get("default_generation_settings") or {}
+            n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+            if isinstance(n_ctx, int) and n_ctx > 0:
+                p.report.context_tokens, p.report.context_source = n_ctx, "/props"
+            slots = props.get("total_slots")
+            if isinstance(slots, int) and slots > 0:
+                p.report.notes.append(f"the server runs {slots} request(s) at once (/props)")
             return
-        found.formats.append(FormatTried(format=mode, taken=False, said=_said(resp)))
-
-
-async def _probe_context(
-    client: httpx.AsyncClient, url: str, cfg: AIConfig, found: Findings
-) -> None:
-    """Ask with a prompt twice ``ai.context_tokens`` long: servers refuse it and most
-    say their context; Ollama cuts it to its context and counts what it read."""
-    sent = cfg.context_tokens * 2
-    prompt = "Reply with one word. " + "the " * sent
-    resp = await client.post(url, json=_body(cfg, prompt, 1, stream=False))
-    if resp.status_code == 200:
-        read = (resp.json().get("usage") or {}).get("prompt_tokens")
-        if isinstance(read, int) and read < sent * 0.9:
-            found.context_tokens, found.context_from = read, "probed: it read only this much"
-        else:
-            found.context_from = f"probed: at least {sent}, all it was sent; keep ai.context_tokens"
-        return
-    said = _said(resp)
-    size = formats.context_size(said)
-    if size is not None:
-        found.context_tokens, found.context_from = size, f"probed: {said[:120]}"
-    elif formats.context_overflow(said):
-        found.context_from = f"probed: less than {sent} tokens ({said[:120]})"
-    else:
-        found.context_from = f"probed, not said: {said[:120]}"
-
-
-async def _context_said(client: httpx.AsyncClient, cfg: AIConfig, found: Findings) -> None:
-    """The context as the server reports it: ``/v1/models``, then ``/props``."""
-    resp = await client.get(_models_url(cfg.base_url))
-    if resp.status_code != 200:
-        raise httpx.HTTPStatusError(_said(resp), request=resp.request, response=resp)
-    data = resp.json().get("data") or []
-    found.models = [str(m.get("id")) for m in data if isinstance(m, dict)][:20]
-    for entry in data:
-        if isinstance(entry, dict) and entry.get("id") == cfg.model:
-            size = _context_of(entry)
-            if size is not None:
-                found.context_tokens, found.context_from = size, "/v1/models"
-                return
-    try:
-        props = await client.get(_root(cfg.base_url) + "/props")
-    except httpx.HTTPError:
-        return
-    if props.status_code == 200:
-        try:
-            settings = props.json().get("default_generation_settings") or {}
-        except ValueError:
-            return
-        size = settings.get("n_ctx") if isinstance(settings, dict) else None
-        if isinstance(size, int) and size >= 256:
-            found.context_tokens, found.context_from = size, "/props"
-
-
-async def check(cfg: AIConfig, api_key: str | None, memory: ServerMemory | None = None) -> Findings:
-    """Ask the server of ``cfg`` what it takes; keep what was found in ``memory``."""
-    server = display_url(cfg.base_url)
-    found = Findings(base_url=server, model=cfg.model, reachable=False)
-    url = cfg.base_url.rstrip("/") + "/chat/completions"
-    headers = {"authorization": f"Bearer {api_key or 'no-key'}"}
-    timeout = httpx.Timeout(min(PROBE_S, cfg.timeout_s * 2), connect=10.0)
-    async with httpx.AsyncClient(headers=headers, timeout=timeout) as client:
-        try:
-            await _context_said(client, cfg, found)
-            found.reachable = True
-            await _formats(client, url, cfg, found)
-            if found.context_tokens is None:
-                await _probe_context(client, url, cfg, found)
-            prompt = "Count from 1 to 100, separated by commas."
-            started = time.monotonic()
-            found.speed = await _stream(
-                client, url, _body(cfg, prompt, SPEED_TOKENS, stream=True), started
+        resp = await p.http.post(f"{root}/api/show", json={"model": p.cfg.model})
+        if resp.status_code == 200:
+            shown = resp.json()
+            info = shown.get("model_info") or {}
+            for key, value in info.items() if isinstance(info, dict) else ():
+                if key.endswith(".context_length") and isinstance(value, int):
+                    p.report.context_tokens, p.report.context_source = value, "/api/show"
+            p.report.notes.append(
+                "Ollama runs a model with its num_ctx (2048 or 4096 by default), not the"
+                " model's full context: set num_ctx on the model, and ai.context_tokens to it"
             )
-            tokens = found.speed.completion_tokens or found.speed.events
-            writing = found.speed.seconds - (found.speed.first_token_s or 0)
-            span = writing if writing > 0.05 else found.speed.seconds
-            if found.speed.finished and tokens and span > 0:
-                found.tokens_per_s = round(tokens / span, 1)
-            runs: list[StreamRun] = []
+    except (httpx.HTTPError, ValueError):
+        pass
 
-            async def one(body: dict[str, Any]) -> None:
-                runs.append(await _stream(client, url, body, time.monotonic()))
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(one, _body(cfg, prompt, SPEED_TOKENS, stream=True))
-                # The second one goes out once the first is streaming, as the next item's
-                # request would.
-                await anyio.sleep(max(0.2, (found.speed.first_token_s or 0) * 1.5))
-                tg.start_soon(one, _body(cfg, "Name ten colours.", SPEED_TOKENS, stream=True))
-            found.two_streams = runs
-            found.two_streams_hold = all(r.finished for r in runs)
-        except httpx.HTTPError as exc:
-            found.error = str(exc) or repr(exc)
-    found.settings, found.notes = advise(found, cfg)
-    if memory is not None and found.reachable:
-        memory.remember(
-            server,
-            cfg.model,
-            format=found.format,
-            context=found.context_tokens,
-            concurrency=found.settings.get("concurrency"),
+async def _formats(p: _Probe) -> None:
+    for mode in formats.LADDER:
+        params: dict[str, Any] = {
+            "model": p.cfg.model,
+            "messages": [{"role": "user", "content": _ASK_JSON}],
+            "max_tokens": 24,
+            "temperature": 0.0,
+        }
+        fmt = formats.response_format(mode, "check", _SCHEMA)
+        if fmt is not None:
+            params["response_format"] = fmt
+        try:
+            with anyio.fail_after(REQUEST_S):
+                await p.client.chat.completions.create(**params)
+            p.report.formats[mode] = "accepted"
+        except openai.APIStatusError as exc:
+            said = formats.error_text(exc.body, str(exc))
+            p.report.formats[mode] = f"refused: HTTP {exc.status_code} {said[:160]}"
+        except (openai.APIError, TimeoutError) as exc:
+            p.report.formats[mode] = f"error: {exc!r}"[:200]
+
+
+async def _probe_context(p: _Probe) -> None:
+    """A prompt somewhat longer than ``ai.context_tokens``: refused, the server's words
+    often give its context; taken, the context is at least that."""
+    words = int(p.cfg.context_tokens * 1.25)
+    prompt = "Reply with OK. " + "word " * words
+    try:
+        with anyio.fail_after(REQUEST_S):
+            await p.client.chat.completions.create(
+                model=p.cfg.model,
+                messages=[{"role": "user", "content": prompt}],
+                max_tokens=1,
+            )
+        p.report.notes.append(
+            f"a prompt of about {words} tokens was taken: the context is at least"
+            f" ai.context_tokens ({p.cfg.context_tokens})"
         )
-    return found
+    except openai.APIStatusError as exc:
+        said = formats.error_text(exc.body, str(exc))
+        size = formats.context_size(said) or formats.context_size(str(exc.body))
+        if formats.context_overflow(said) and size:
+            p.report.context_tokens, p.report.context_source = size, "probe"
+        elif formats.context_overflow(said):
+            p.report.notes.append(f"a long prompt was refused as too long: {said[:160]}")
+    except (openai.APIError, TimeoutError):
+        pass
+
+
+async def _stream(p: _Probe, t0: float, started: anyio.Event | None = None) -> Stream:
+    got = Stream(outcome="error", started_s=p.clock() - t0)
+    finished = False
+    try:
+        with anyio.fail_after(REQUEST_S):
+            stream = await p.client.chat.completions.create(
+                model=p.cfg.model,
+                messages=[{"role": "user", "content": _COUNT}],
+                max_tokens=WRITE_TOKENS,
+                temperature=0.0,
+                stream=True,
+            )
+            try:
+                async for chunk in stream:
+                    for choice in chunk.choices:
+                        if choice.delta.content:
+                            if got.first_token_s is None:
+                                got.first_token_s = p.clock() - t0
+                                if started is not None:
+                                    started.set()
+                            got.completion_tokens += 1
+                        if choice.finish_reason:
+                            finished = True
+            finally:
+                await stream.close()
+        got.outcome = "finished" if finished else "cut"
+    except openai.APIStatusError as exc:
+        got.outcome = "refused"
+        got.detail = f"HTTP {exc.status_code}: {formats.error_text(exc.body, str(exc))[:160]}"
+    except openai.APIConnectionError as exc:
+        got.outcome = "cut" if got.completion_tokens else "error"
+        got.detail = repr(exc.__cause__ or exc)[:200]
+    except (openai.APIError, TimeoutError) as exc:
+        got.detail = repr(exc)[:200]
+    got.ended_s = p.clock() - t0
+    if started is not None:
+        started.set()
+    return got
+
+
+async def _speed(p: _Probe) -> None:
+    one = await _stream(p, p.clock())
+    if one.outcome == "finished" and one.first_token_s is not None:
+        writing = one.ended_s - one.first_token_s
+        if writing > 0 and one.completion_tokens > 1:
+            # Stream events are close to tokens for the servers people run.
+            p.report.tokens_per_s = round((one.completion_tokens - 1) / writing, 1)
+
+
+async def _two_streams(p: _Probe) -> None:
+    """Two streamed requests, the second sent once the first writes."""
+    t0 = p.clock()
+    first_writes = anyio.Event()
+    results: list[Stream] = []
+
+    async def first() -> None:
+        results.insert(0, await _stream(p, t0, first_writes))
+
+    async def second() -> None:
+        await first_writes.wait()
+        results.append(await _stream(p, t0))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(first)
+        tg.start_soon(second)
+    p.report.streams = results
+    a, b = results
+    outcomes = {a.outcome, b.outcome}
+    if "cut" in outcomes:
+        p.report.two_streams, p.report.concurrency = "cut", 1
+    elif "refused" in outcomes and any(
+        s.detail and s.detail.startswith(("HTTP 429", "HTTP 503")) for s in results
+    ):
+        p.report.two_streams, p.report.concurrency = "limited", 1
+    elif outcomes == {"finished"}:
+        overlapped = b.first_token_s is not None and b.first_token_s < a.ended_s
+        p.report.two_streams = "parallel" if overlapped else "queued"
+        p.report.concurrency = p.cfg.concurrency if overlapped else 1
+    else:
+        p.report.two_streams = "error"
+
+
+def _advise(report: Report, cfg: AIConfig) -> None:
+    """The settings to use, from what was found."""
+    settings: dict[str, Any] = {}
+    best = next((f for f, said in report.formats.items() if said == "accepted"), None)
+    if best is not None:
+        settings["ai.structured_output"] = "auto" if best == formats.LADDER[0] else best
+    if report.context_tokens is not None and report.context_tokens < cfg.context_tokens:
+        settings["ai.context_tokens"] = report.context_tokens
+    if report.concurrency is not None:
+        settings["ai.concurrency"] = max(1, min(report.concurrency, cfg.concurrency))
+    if report.two_streams == "cut":
+        report.notes.append(
+            "the server ends a running stream when another request arrives (llama-cpp-python's"
+            " interrupt_requests, on by default): readdod learns to send one request at a"
+            " time; start the server with --interrupt_requests False to have it queue instead"
+        )
+    elif report.two_streams == "queued":
+        report.notes.append(
+            "the server answers one request at a time: more requests in flight only wait"
+            " in its queue (llama-server: --parallel N gives it N slots)"
+        )
+    if report.tokens_per_s:
+        longest = max(msgspec.structs.asdict(cfg.max_tokens).values())
+        needed = longest / report.tokens_per_s * 2 + 30
+        if needed > cfg.timeout_s:
+            settings["ai.timeout_s"] = float(round(needed, -1))
+    report.settings = settings
+
+
+def _url(cfg: AIConfig, path: str) -> str:
+    return f"{cfg.base_url.rstrip('/')}/{path}"
+
+
+def _root(cfg: AIConfig) -> str:
+    """The server's root: the base URL without its ``/v1``."""
+    base = cfg.base_url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
