@@ -134,6 +134,7 @@ def _check_instant(name: str, value: str | None) -> None:
 def _check_origin(origin: CaptureOrigin) -> None:
     """Refuse a saved time that is no ISO 8601 instant with a UTC offset."""
     _check_instant("origin.saved_at", origin.saved_at)
+    _check_instant("origin.archived_at", origin.archived_at)
 
 
 def _check_document(req: CaptureRequest) -> None:
@@ -217,6 +218,14 @@ def _seen(work: Work, c: Checked) -> tuple[ItemRow | None, str | None]:
     return None, same_page[0].id if same_page else None
 
 
+def _archived_detail(req: CaptureRequest) -> dict[str, object]:
+    """What the archive move of an item archived elsewhere records: the reason and when."""
+    detail: dict[str, object] = {"reason": "USER_ARCHIVE"}
+    if req.origin is not None and req.origin.archived_at:
+        detail["archived_at"] = req.origin.archived_at
+    return detail
+
+
 def capture_unit(
     work: Work, c: Checked, now: int, *, auto_process: bool, workers: Workers | None
 ) -> tuple[ItemRow, bool, Claimed | None]:
@@ -254,7 +263,11 @@ def capture_unit(
     path: list[tuple[Status, Status, Trigger]] = []
     run_id = None
     owner = None
-    if auto_process:
+    if req.archived:
+        # Finished with elsewhere: the person's own archive, brought along as it was.
+        path.append((S.CAPTURED, S.ARCHIVED, Trigger.USER))
+        row = msgspec.structs.replace(row, status=S.ARCHIVED, archive_reason="USER_ARCHIVE")
+    elif auto_process:
         run_id = ids.ulid(now)
         path.append((S.CAPTURED, S.QUEUED, Trigger.SYSTEM))
         row = msgspec.structs.replace(row, status=S.QUEUED, current_run_id=run_id)
@@ -284,7 +297,11 @@ def capture_unit(
             src,
             dst,
             trigger,
-            {"worker_id": owner} if dst is S.PROCESSING else None,
+            {"worker_id": owner}
+            if dst is S.PROCESSING
+            else _archived_detail(req)
+            if dst is S.ARCHIVED
+            else None,
         )
     if run_id is None or owner is None:
         return row, True, None
