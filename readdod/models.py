@@ -132,6 +132,9 @@ class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: The person finished with it elsewhere (an import's read state): the item is written
     #: ARCHIVED (USER_ARCHIVE) and is neither fetched nor processed until asked.
     archived: bool = False
+    #: When ``capture_id`` names an item not yet processed that differs only by its intent,
+    #: give it this intent (a re-import with ``--intent``) instead of refusing the repeat.
+    set_intent: bool = False
 
 
 class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -34,6 +34,8 @@ from readdod.store import ItemRow
 S = Status
 #: Marks capture hashes made from what identifies a capture (see :func:`capture_hash`).
 CAPTURE_HASH_PREFIX: Final = "c2:"
+#: What :func:`_seen` answers for a repeat whose intent is to be set (no item id looks so).
+RETARGET: Final = "\x00retarget"
 
 
 class Checked(msgspec.Struct, frozen=True):
@@ -191,6 +193,28 @@ def check(req: CaptureRequest, max_bytes: int) -> Checked:
     )
 
 
+def _not_processed(row: ItemRow) -> bool:
+    """Nothing has been made of the item yet: its intent can still change what will be."""
+    if row.status in (S.CAPTURED, S.QUEUED):
+        return True
+    return row.status == S.ARCHIVED and row.current_run_id is None and row.match_score is None
+
+
+def _only_intent_differs(found: ItemRow, c: Checked) -> bool:
+    req = msgspec.structs.replace(c.req, intent=found.intent_text)
+    return found.capture_hash == capture_hash(c.canonical, req)
+
+
+def _retarget(work: Work, found: ItemRow, c: Checked, now: int) -> ItemRow:
+    """Give an item not yet processed the intent a repeat of its capture brings."""
+    fields = {"intent_text": c.intent, "capture_hash": c.digest, "updated_at": now}
+    if not work.tx.set_status(found.id, found.status, found.status, **fields):
+        raise IdempotencyConflict(f"item {found.id} changed meanwhile; capture it again")
+    detail = dumps({"intent": {"from": found.intent_text, "to": c.intent}})
+    work.tx.insert_event(now, found.id, None, "intent", None, found.status, Trigger.USER, detail)
+    return msgspec.structs.replace(found, intent_text=c.intent, capture_hash=c.digest)
+
+
 def _seen(work: Work, c: Checked) -> tuple[ItemRow | None, str | None]:
     """The item this capture repeats, if any; else the item of the same page (a sibling)."""
     req = c.req
@@ -198,6 +222,8 @@ def _seen(work: Work, c: Checked) -> tuple[ItemRow | None, str | None]:
         found = work.tx.item_by_capture_id(req.capture_id)
         if found is not None:
             if not _same_capture(found.capture_hash, c.digest, req):
+                if req.set_intent and _not_processed(found) and _only_intent_differs(found, c):
+                    return found, RETARGET
                 raise IdempotencyConflict(
                     f"capture_id {req.capture_id!r} was already used for different"
                     f" content (item {found.id}); use a new capture_id"
@@ -228,11 +254,14 @@ def _archived_detail(req: CaptureRequest) -> dict[str, object]:
 
 def capture_unit(
     work: Work, c: Checked, now: int, *, auto_process: bool, workers: Workers | None
-) -> tuple[ItemRow, bool, Claimed | None]:
-    """Write the capture (or find it again): (item, created, claimed at once)."""
+) -> tuple[ItemRow, bool, Claimed | None, bool]:
+    """Write the capture (or find it again): (item, created, claimed at once, whether a
+    repeat's intent was set)."""
     seen, sibling_of = _seen(work, c)
+    if seen is not None and sibling_of == RETARGET:
+        return _retarget(work, seen, c, now), False, None, True
     if seen is not None:
-        return seen, False, None
+        return seen, False, None, False
     req = c.req
     row = ItemRow(
         id=ids.ulid(now),
@@ -304,7 +333,8 @@ def capture_unit(
             else None,
         )
     if run_id is None or owner is None:
-        return row, True, None
+        return row, True, None, False
     small = len(req.html or "") + len(req.text or "") <= CLAIM_SOURCE_MAX_CHARS
     source = (req.html, req.text, document) if small and (req.html or req.text) else None
-    return row, True, claimed(row, owner, run_id, "PROCESS", refetch=False, done={}, source=source)
+    done = claimed(row, owner, run_id, "PROCESS", refetch=False, done={}, source=source)
+    return row, True, done, False

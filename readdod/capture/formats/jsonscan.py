@@ -84,10 +84,14 @@ class _Reader:
                     raise
                 want *= 2
                 continue
-            if end == len(self.buf) and not self.eof and self.buf[self.pos] not in "[{\"":
-                # A number at the window's end may go on in the next chunk.
-                if self.more(want):
-                    continue
+            # A number at the window's end may go on in the next chunk.
+            if (
+                end == len(self.buf)
+                and not self.eof
+                and self.buf[self.pos] not in '[{"'
+                and self.more(want)
+            ):
+                continue
             self.pos = end
             return obj
 
