@@ -81,6 +81,8 @@ class _Reader:
                 if len(self.buf) - self.pos > MAX_ENTRY:
                     raise _TooLarge from None
                 if not self.more(want):
+                    # Raised again on the window as it is now, for its line.
+                    _decoder.raw_decode(self.buf, self.pos)
                     raise
                 want *= 2
                 continue
