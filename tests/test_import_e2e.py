@@ -15,8 +15,31 @@ from tests.daemon_proc import DaemonProc, run_cli
 FILES = Path(__file__).parent / "imports"
 #: A page long enough to be an article (shorter kept content is fetched instead).
 PAGE = " ".join(
-    "Spaced reviews help memory because each retrieval, made just as forgetting begins,"
-    " strengthens the trace more than an easy review would do.".split() * 3
+    [
+        "Spaced",
+        "reviews",
+        "help",
+        "memory",
+        "because",
+        "each",
+        "retrieval,",
+        "made",
+        "just",
+        "as",
+        "forgetting",
+        "begins,",
+        "strengthens",
+        "the",
+        "trace",
+        "more",
+        "than",
+        "an",
+        "easy",
+        "review",
+        "would",
+        "do.",
+    ]
+    * 3
 )
 
 

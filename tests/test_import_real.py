@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from readdod.capture.formats import READERS, Entry, Problem, Skipped, detect
-from readdod.capture.plan import Options, Planned, Skipped as PlanSkipped, census, plan
+from readdod.capture.plan import Options, Planned, census, plan
 
 FILES = Path(__file__).parent / "imports"
 REAL = FILES / "wallabag"
@@ -112,7 +112,7 @@ def test_wallabag_v1_splits_its_comma_joined_tags() -> None:
 
 
 def test_browser_json_folders_leave_out_the_browsers_own_roots() -> None:
-    chrome = [e for e in READERS["chrome"]((REAL / "chrome-bookmarks").read_text())]
+    chrome = list(READERS["chrome"]((REAL / "chrome-bookmarks").read_text()))
     assert [e.folder for e in chrome if isinstance(e, Entry)] == [()]
     doc = (
         '{"roots": {"bookmark_bar": {"type": "folder", "name": "Barre", "children": ['
@@ -129,7 +129,7 @@ def test_firefox_export_folders_become_tags_and_duplicates_merge() -> None:
     counted = census(READERS["netscape"](text), opts)
     got = list(plan(READERS["netscape"](text), opts, counted))
     planned = [g for g in got if isinstance(g, Planned)]
-    repeats = [g for g in got if isinstance(g, PlanSkipped)]
+    repeats = [g for g in got if isinstance(g, Skipped)]
     # Every anchor is accounted for: 6 links, 2 of them repeats of earlier ones.
     assert counted.entries == 6 and len(planned) + len(repeats) == 6 and len(repeats) == 2
     by_url = {p.params["url"]: p.params for p in planned}

@@ -69,7 +69,9 @@ def test_archived_entries_come_in_archived_and_are_not_fetched(
     capture = next(e for e in history if e["kind"] == "capture")
     assert capture["detail"]["origin"]["saved_at"] == "2020-09-13T12:26:40Z"
     # The summary a person reads says how many came in archived.
-    again = run_cli(d, "import", str(export), "-i", "learn the write path", "--config", str(d.config))
+    again = run_cli(
+        d, "import", str(export), "-i", "learn the write path", "--config", str(d.config)
+    )
     assert again.returncode == EXIT_OK, again.stderr
 
 

@@ -89,13 +89,27 @@ class Census(msgspec.Struct):
     """A first pass over the file: how many entries, which are repeats of an earlier one
     (by position), what the repeats add to the first, and how many lack an intent.
 
-    It keeps 8 bytes of identity per link, so a file of a million links is
-    counted in a few tens of MB."""
+    It keeps 16 bytes of identity per entry (the capture_id, which the second pass
+    then need not work out again) and a set of 8-byte keys, so a file of a million
+    links is counted in a few tens of MB."""
 
     entries: int = 0
+    ids: bytearray = msgspec.field(default_factory=bytearray)
     needs_intent: int = 0
     repeats: set[int] = msgspec.field(default_factory=set)
     merged: dict[int, Merge] = msgspec.field(default_factory=dict)
+
+
+_NO_ID: Final = bytes(16)
+
+
+def _known_id(counted: Census | None, position: int, item: Entry) -> str | None:
+    """The entry's capture_id, as the census worked it out when it did."""
+    if counted is not None:
+        raw = bytes(counted.ids[16 * position : 16 * position + 16])
+        if len(raw) == 16 and raw != _NO_ID:
+            return CAPTURE_ID_PREFIX + raw.hex()
+    return capture_id(item)
 
 
 def _key(cid: str) -> int:
@@ -108,10 +122,9 @@ def census(found: Iterable[Entry | Problem | Skipped], opts: Options) -> Census:
     seen: set[int] = set()
     for position, item in enumerate(found):
         c.entries += 1
-        if not isinstance(item, Entry):
-            continue
-        cid = capture_id(item)
-        if cid is None:
+        cid = capture_id(item) if isinstance(item, Entry) else None
+        c.ids += _NO_ID if cid is None else bytes.fromhex(cid[len(CAPTURE_ID_PREFIX) :])
+        if cid is None or not isinstance(item, Entry):
             continue
         key = _key(cid)
         if key in seen:
@@ -161,6 +174,8 @@ def _merge(entry: Entry, m: Merge | None) -> Entry:
         archived=entry.archived and not m.unread,
         highlights=(*entry.highlights, *m.highlights)[:HIGHLIGHTS_MAX],
     )
+
+
 def capture_id(entry: Entry) -> str | None:
     """The entry's identity: its canonical URL or its text; None for a URL that is no
     http(s) address (refused before it is sent)."""
@@ -208,7 +223,7 @@ def plan(
         if not isinstance(item, Entry):
             yield item
             continue
-        cid = capture_id(item)
+        cid = _known_id(counted, position, item)
         if cid is None:
             yield Problem(
                 item.line, f"not a web address (http or https): {cut(item.url or '', 100)!r}"

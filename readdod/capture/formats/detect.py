@@ -37,9 +37,7 @@ def _json_object(head: str) -> str:
 def _json_list(head: str) -> str:
     if _has(head, "savedAt", "slug"):
         return "omnivore"
-    if _has(head, "is_archived", "is_starred") or (
-        _has(head, "created_at") and _has(head, "url")
-    ):
+    if _has(head, "is_archived", "is_starred") or (_has(head, "created_at") and _has(head, "url")):
         return "wallabag"
     if _has(head, "is_read", "is_fav"):
         return "wallabag"  # wallabag v1

@@ -37,14 +37,15 @@ class _TooLarge(Exception):
 class _Reader:
     """A window on the stream: ``buf[pos:]`` is what is not read yet."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, chunk: int = CHUNK) -> None:
         self.stream = stream
+        self.chunk = chunk
         self.buf = ""
         self.pos = 0
         self.eof = False
         self._line = 1
 
-    def more(self, want: int = CHUNK) -> bool:
+    def more(self, want: int = 0) -> bool:
         """Read on; False at the end of the file. What is behind :attr:`pos` is dropped."""
         if self.eof:
             return False
@@ -52,7 +53,7 @@ class _Reader:
             self._line += self.buf.count("\n", 0, self.pos)
             self.buf = self.buf[self.pos :]
             self.pos = 0
-        got = self.stream.read(want)
+        got = self.stream.read(want or self.chunk)
         if not got:
             self.eof = True
             return False
@@ -73,7 +74,7 @@ class _Reader:
 
     def value(self) -> Any:
         """The next value, reading on as long as it is cut off by the window's end."""
-        want = CHUNK
+        want = self.chunk
         while True:
             try:
                 obj, end = _decoder.raw_decode(self.buf, self.pos)
@@ -134,10 +135,12 @@ def _problem(exc: json.JSONDecodeError, base: int) -> Problem:
     )
 
 
-def entries(src: str | TextIO, key: str | None = None) -> Iterator[tuple[int, Any] | Problem]:
+def entries(
+    src: str | TextIO, key: str | None = None, *, chunk: int = CHUNK
+) -> Iterator[tuple[int, Any] | Problem]:
     """(line, entry) for each entry of the top-level array, or of the array under ``key``
     of the top-level object; a :class:`Problem` where the file stops being JSON."""
-    r = _Reader(io.StringIO(src) if isinstance(src, str) else src)
+    r = _Reader(io.StringIO(src) if isinstance(src, str) else src, chunk)
     if r.skip() == "\ufeff":
         r.pos += 1
     try:
