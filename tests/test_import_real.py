@@ -162,3 +162,21 @@ def test_archived_entries_are_planned_archived_unless_asked() -> None:
     assert sum(p.params.get("archived", False) for p in kept) == 2
     asked = Options(fmt="pocket", intent="i", process_archived=True)
     assert not any(p.params.get("archived") for p in plan(entries, asked) if isinstance(p, Planned))
+
+
+def test_highlights_are_the_note_when_there_is_none() -> None:
+    marked = Entry(
+        line=1,
+        url="https://example.org/m",
+        highlights=("Reviews spaced over days beat one long session.",),
+        description="a teaser",
+    )
+    (p,) = plan([marked], Options(fmt="omnivore"))
+    assert isinstance(p, Planned) and p.highlights == 1
+    # Without --intent, what the person marked is what the engines read the page for.
+    assert p.params["intent"] == "Highlighted: “Reviews spaced over days beat one long session.”"
+    assert p.params["origin"]["highlights"] == list(marked.highlights)
+    assert p.params["origin"]["description"] == "a teaser"
+    (given,) = plan([marked], Options(fmt="omnivore", intent="study"))
+    assert isinstance(given, Planned) and given.params["intent"] == "study"
+    assert given.params["origin"]["note"].startswith("Highlighted: ")

@@ -138,7 +138,7 @@ def census(found: Iterable[Entry | Problem | Skipped], opts: Options) -> Census:
             m.highlights = (*m.highlights, *item.highlights)[:HIGHLIGHTS_MAX]
             continue
         seen.add(key)
-        if not opts.intent and not item.note:
+        if not opts.intent and not item.note and not item.highlights:
             c.needs_intent += 1
     del seen
     return c
@@ -261,7 +261,11 @@ def _planned(item: Entry, cid: str, opts: Options) -> Planned:
     tags = _tags(item, extra)
     if tags:
         params["tags"] = tags
-    intent = opts.intent or (cut(item.note, INTENT_MAX) if item.note else None)
+    marks = [cut(h, NOTE_MAX) for h in item.highlights[:HIGHLIGHTS_MAX] if h.strip()]
+    # What the person highlighted is theirs: without a note, it is the note (and so,
+    # without --intent, what the engines read the page for).
+    note = item.note or (marked(marks) if marks else None)
+    intent = opts.intent or (cut(note, INTENT_MAX) if note else None)
     if intent:
         params["intent"] = intent
     if opts.intent:
@@ -275,17 +279,21 @@ def _planned(item: Entry, cid: str, opts: Options) -> Planned:
         origin["saved_at"] = item.saved_at
     if item.archived and item.archived_at:
         origin["archived_at"] = item.archived_at
-    if item.note:
-        origin["note"] = cut(item.note, NOTE_MAX)
+    if note:
+        origin["note"] = cut(note, NOTE_MAX)
     if item.description:
         origin["description"] = cut(item.description, NOTE_MAX)
-    marks = [cut(h, NOTE_MAX) for h in item.highlights[:HIGHLIGHTS_MAX] if h.strip()]
     if marks:
         origin["highlights"] = marks
     params["origin"] = origin
     return Planned(
         item.line, params, archived=archived, starred=item.starred, highlights=len(marks)
     )
+
+
+def marked(highlights: list[str]) -> str:
+    """Highlights as one note."""
+    return "Highlighted: " + " · ".join(f"“{h}”" for h in highlights)
 
 
 def with_intent(planned: Planned, intent: str) -> Planned:
