@@ -116,3 +116,22 @@ def test_a_json_entry_cut_across_reads_is_read_whole() -> None:
     got = list(jsonscan.entries(io.StringIO(text), "bookmarks", chunk=97))
     assert [g[1] for g in got if isinstance(g, tuple)] == entries
     assert not [g for g in got if isinstance(g, Problem)]
+
+
+def test_a_bookmark_tag_that_never_ends_costs_that_link_only() -> None:
+    from readdod.capture.formats import READERS, Entry
+
+    doc = (
+        "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n"
+        '<DT><A HREF="https://example.org/a">A</A>\n'
+        '<DT><A HREF="https://example.org/b" ICON="' + "x" * (8 << 20) + "\n"
+        '<DT><A HREF="https://example.org/c">C</A>\n'
+        '<DT><A HREF="https://example.org/d">D</A>\n</DL>\n'
+    )
+    got = list(READERS["netscape"](doc))
+    assert [g.url for g in got if isinstance(g, Entry)][-2:] == [
+        "https://example.org/c",
+        "https://example.org/d",
+    ]
+    (problem,) = [g for g in got if isinstance(g, Problem)]
+    assert problem.line == 4 and "tag longer than" in problem.message

@@ -11,7 +11,7 @@ in chunks: what it holds is yielded as it is read.
 from __future__ import annotations
 
 import html.parser
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import msgspec
 
@@ -29,6 +29,8 @@ from readdod.capture.formats.entry import (
 
 #: Characters fed to the parser at a time.
 CHUNK = 256 * 1024
+#: The longest tag read (a bookmark's attributes, an icon's data: URI included).
+MAX_TAG = 1 << 20
 #: Folders nested deeper than this are kept at this depth.
 MAX_DEPTH = 32
 #: What marks a browser's own root folder in its export.
@@ -130,10 +132,41 @@ class _Reader(html.parser.HTMLParser):
             self.found[-1] = self._last
 
 
+def _bounded(src: Source, report: Callable[[Problem], None]) -> Iterator[str]:
+    """The file in chunks, with no more than :data:`MAX_TAG` characters between two
+    ``>``: a tag that never ends would otherwise be parsed again at every chunk."""
+    chunks = stream(src)
+    since = 0  # characters since the last ">"
+    dropping = False
+    line = 1
+    while chunk := chunks.read(CHUNK):
+        out: list[str] = []
+        start = 0
+        for gt in [*(i for i, c in enumerate(chunk) if c == ">"), len(chunk)]:
+            piece = chunk[start : gt + 1]
+            start = gt + 1
+            room = MAX_TAG - since
+            if dropping or len(piece) > room:
+                keep = "" if dropping else piece[: max(room, 0)]
+                if not dropping:
+                    report(
+                        Problem(line, f"a tag longer than {MAX_TAG // 1024} KiB; its rest skipped")
+                    )
+                out.append(keep)
+                dropping = not piece.endswith(">")
+                since = 0 if piece.endswith(">") else since + len(keep)
+                if piece.endswith(">"):
+                    out.append('">')  # closes the attribute it was cut in, and the tag
+            else:
+                out.append(piece)
+                since = 0 if piece.endswith(">") else since + len(piece)
+            line += piece.count("\n")
+        yield "".join(out)
+
+
 def read(src: Source) -> Iterator[Entry | Problem]:
     reader = _Reader()
-    chunks = stream(src)
-    while chunk := chunks.read(CHUNK):
+    for chunk in _bounded(src, lambda problem: reader.found.append(problem)):
         reader.feed(chunk)
         # The last entry may still take a <DD>: it stays until the next one is read.
         done, reader.found = reader.found[:-1], reader.found[-1:]
