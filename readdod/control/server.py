@@ -414,8 +414,11 @@ class ControlServer:
     # --- methods -----------------------------------------------------------
 
     async def _capture(self, req: CaptureRequest) -> dict[str, Any]:
-        item, created = await self.core.commands.capture(req)
-        return {"item": item, "created": created}
+        item, created, retargeted = await self.core.commands.capture_detail(req)
+        answer: dict[str, Any] = {"item": item, "created": created}
+        if retargeted:
+            answer["intent_set"] = True
+        return answer
 
     async def _process(self, params: p.ProcessParams) -> dict[str, Any]:
         item, run_id = await self.core.commands.process(
