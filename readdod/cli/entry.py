@@ -31,6 +31,7 @@ from readdod.errors import (
     InstanceLocked,
     ReaddodError,
     RequestError,
+    UnsafeSocket,
 )
 
 
@@ -68,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     except InstanceLocked as exc:
         print(f"readdod: {exc}", file=sys.stderr)
         return EXIT_LOCKED
+    except UnsafeSocket as exc:
+        print(f"readdod: {exc.error_code}: {exc.message}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except DaemonUnavailable as exc:
         print(f"readdod: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
