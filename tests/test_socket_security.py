@@ -178,18 +178,70 @@ def test_a_group_member_not_in_allowed_uids_is_forbidden(
     assert d2.stop() == 0
 
 
-def test_connections_beyond_the_cap_are_refused_and_the_daemon_keeps_serving(
+def test_a_full_table_closes_the_idlest_connection_for_a_new_one(
     tmp_path: Path, daemons: list[DaemonProc]
 ) -> None:
     d = _daemon(daemons, tmp_path, control={"max_connections": 2}).start()
     with d.client() as first, d.client() as second:
         assert first.call("ping") and second.call("ping")
+        # first is now the idlest: the third client gets in, and first is closed.
         with d.client() as third:
-            err = json.loads(third.read_raw())["error"]
-            assert (err["code"], err["data"]["error_code"]) == (503, "TOO_MANY_CONNECTIONS")
-            assert third._file.readline() == b""  # closed by the daemon
-        assert first.call("ping")["version"] and second.call("ping")["version"]
-    d.wait_log(lambda e: e["event"] == "control.too_many_connections")
+            assert third.call("ping")["version"]
+            told = json.loads(first.read_raw())["error"]  # told why, then closed
+            assert told["data"]["error_code"] == "TOO_MANY_CONNECTIONS"
+            assert "idlest" in told["message"]
+            assert first._file.readline() == b""
+        assert second.call("ping")["version"]
+    d.wait_log(lambda e: e["event"] == "control.idlest_closed" and e["watching"] is False)
+    assert d.stop() == 0
+
+
+def test_silent_connections_filling_the_table_never_lock_a_client_out(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    """128 connections (the default table) that never say a word: the CLI and the
+    browser host still get in at once, long before idle_timeout_s (300 s)."""
+    d = _daemon(daemons, tmp_path).start()
+    silent = []
+    try:
+        for _ in range(128):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(d.sock))
+            silent.append(s)
+        with d.client() as c:  # the 128 are all accepted before this one is answered
+            assert c.call("ping")["version"]
+        watcher = d.client()
+        watcher.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"watch","params":{}}\n')
+        assert _read_answer(watcher)["result"]["subscribed"] is True
+        for _ in range(3):
+            out = subprocess.run(
+                [sys.executable, "-m", "readdod", "ping", "--socket", str(d.sock)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=_clean_env(),
+            )
+            assert out.returncode == 0 and "TOO_MANY" not in out.stderr, out
+        frame = msgspec.json.encode({"method": "list", "id": 1, "params": {}})
+        host = subprocess.run(
+            [sys.executable, "-m", "readdod", "browser-host", "--socket", str(d.sock)],
+            input=struct.pack("<I", len(frame)) + frame,
+            capture_output=True,
+            timeout=120,
+            env=_clean_env(),
+        )
+        assert b'"items"' in host.stdout, host
+        # Silent ones went first: the watch is still served.
+        watcher.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{}}\n')
+        assert _read_answer(watcher)["result"]["version"]
+        watcher.close()
+        # Each client that left freed its place again: two were made by closing the idlest.
+        closed = d.wait_log(lambda e: e["event"] == "control.idlest_closed", count=2)
+        assert not any(e["watching"] for e in closed)
+        assert not any(e["event"] == "control.too_many_connections" for e in d.logs)
+    finally:
+        for s in silent:
+            s.close()
     assert d.stop() == 0
 
 
