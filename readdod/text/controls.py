@@ -31,6 +31,15 @@ def single_line(text: str) -> str:
     return _CONTROL.sub("", text).strip()
 
 
+_BODY_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def body(text: str) -> str:
+    """A text body for a file others read (an export): escape sequences and control
+    characters dropped, its lines and tabs kept as they are."""
+    return _BODY_CONTROL.sub("", _SEQUENCE.sub("", text))
+
+
 def _shown(match: re.Match[str]) -> str:
     ch = match.group()
     code = ord(ch)
