@@ -5,8 +5,10 @@ whatever else it prints visibly."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from readdod.text.controls import single_line, visible
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.test_tasks_e2e import task
 from tests.test_todos_e2e import TEXT, start
+from tests.tmux_pane import Pane
 
 #: What a terminal would act on: every C0 control but newline and tab, DEL, every C1.
 RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -133,3 +136,36 @@ def test_exports_carry_no_control_character_and_no_tag_of_the_texts(
     first_key = d.call("get", {"id": item_id})["todos"][0]["key"]
     assert [w for w in words if w.startswith("uid:")] == [f"uid:{todo_uid(item_id, first_key)}"]
     assert not [w for w in words if w.split(":")[0] in ("h", "t", "due")]
+
+
+def test_the_tui_in_a_real_terminal_is_not_driven_by_a_title(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    """``readdod tui`` under tmux: a stored title with an OSC sequence (a row from
+    before capture cleaned them) neither retitles the terminal nor garbles the rows."""
+    d = DaemonProc(tmp_path, daemon={"auto_process": False})
+    daemons.append(d)
+    d.start()
+    item_id = d.call("capture", {"text": TEXT, "intent": "decide on WAL"})["item"]["id"]
+    db = sqlite3.connect(d.db_path, timeout=30)
+    try:
+        raw = "Tides\x1b]2;PWNED\x07 of\x1b[2J the world"
+        db.execute("UPDATE items SET title = ? WHERE id = ?", (raw, item_id))
+        db.commit()
+    finally:
+        db.close()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("READDOD_", "TMUX"))},
+        "LC_ALL": "C.UTF-8",
+        "LANG": "C.UTF-8",
+        "TERM": "xterm-256color",
+    }
+    pane = Pane(tmp_path, [sys.executable, "-m", "readdod", "tui", "--socket", str(d.sock)], env)
+    try:
+        screen = pane.settled(lambda s: "● live" in s and "Tides" in s, "the inbox")
+        assert "Tides␛]2;PWNED␇ of" in screen, screen
+        title = pane._run("display-message", "-p", "-t", "t", "#{pane_title}")
+        assert "PWNED" not in title, title
+    finally:
+        pane.close()
+    assert d.stop() == 0
