@@ -18,7 +18,7 @@ from readdod import config
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK
 from readdod.cli.render import json_text
 from readdod.errors import ConfigError
-from readdod.text.display import one_line
+from readdod.text.controls import visible
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -62,6 +62,11 @@ def cmd_server(args: argparse.Namespace) -> int:
     else:
         print(render_report(report))
     return EXIT_OK if report.reachable else EXIT_ERROR
+
+
+def one_line(text: str) -> str:
+    """A server's words on one line, any control character shown as a sign."""
+    return visible(" ".join(text.split()))
 
 
 def render_report(report: Any) -> str:

@@ -13,7 +13,7 @@ from readdod.capture.plan import Options
 from readdod.cli import render
 from readdod.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE
 from readdod.control.client import Client
-from readdod.errors import DaemonUnavailable
+from readdod.errors import DaemonUnavailable, UnsafeSocket
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -50,6 +50,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             Client(sock).close()  # the daemon answers, before any progress is drawn
             importing.run(lambda: Client(sock), planned, tally, bar or (lambda _: None))
     except DaemonUnavailable as exc:
+        if isinstance(exc, UnsafeSocket):
+            raise  # nothing was sent: said once, with its code, as every client says it
         interrupted = str(exc)
     except KeyboardInterrupt:
         interrupted, code = "interrupted", EXIT_INTERRUPTED

@@ -30,6 +30,7 @@ from readdod.errors import (
 from readdod.models import PRIORITIES, CaptureOrigin, CaptureRequest, ProvidedDocument
 from readdod.states import Status, Trigger
 from readdod.store import ItemRow
+from readdod.text.controls import single_line
 
 S = Status
 #: Marks capture hashes made from what identifies a capture (see :func:`capture_hash`).
@@ -163,7 +164,17 @@ def document_of(kept: str | None) -> ProvidedDocument | None:
 
 
 def check(req: CaptureRequest, max_bytes: int) -> Checked:
-    """Refuse a capture that is missing something, too big or not a page; derive the rest."""
+    """Refuse a capture that is missing something, too big or not a page; derive the rest.
+
+    Its one-line fields are cleaned first (:func:`readdod.text.controls.single_line`):
+    no control character is stored, whichever client or feed sent it."""
+    req = msgspec.structs.replace(
+        req,
+        intent=single_line(req.intent),
+        title=single_line(req.title) if req.title is not None else None,
+        url=single_line(req.url) if req.url is not None else None,
+        tags=[single_line(t) for t in req.tags],
+    )
     intent = req.intent.strip()
     if not intent:
         raise ValidationFailed("intent is required: say why you saved this, in a few words")
