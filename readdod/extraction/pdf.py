@@ -283,7 +283,8 @@ def extract_pdf(
         ) from exc
     except MemoryError:
         raise ExtractionError(
-            f"{where} needs more memory to read than readdod gives one document.",
+            f"{where} needs more memory to read than readdod gives one document"
+            " (fetch.pdf_memory_mb).",
             code=ErrorCode.EXTRACTION_TOO_LARGE,
             retryable=False,
         ) from None
