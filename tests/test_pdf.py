@@ -20,7 +20,6 @@ from readdod.core.capture import document_of
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.fetch import extract_url, make_client
 from readdod.extraction.pdf import MAX_PAGES, extract_pdf
-from readdod.extraction.pdf_process import PdfLimits, extract_pdf_bounded
 from tests import pdfs
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.pageserver import fast_fetch, serve
@@ -429,6 +428,8 @@ def _zombie(pid: int) -> bool:
 
 
 def test_a_pdf_over_its_memory_is_refused_not_a_crash() -> None:
+    from readdod.extraction.pdf_process import PdfLimits, extract_pdf_bounded
+
     # One page drawing a 60 MB stream (200 KB compressed), read within 128 MiB.
     bomb = pdfs.shared_stream(pages=1, stream_bytes=60_000_000)
     limits = PdfLimits(max_chars=100_000_000, memory_mb=128)
