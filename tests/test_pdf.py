@@ -367,7 +367,9 @@ def test_the_daemon_stops_a_pdf_over_its_cpu_budget(
     hostile = pdfs.shared_stream()
     with serve() as srv:
         url = srv.page("/h.pdf", hostile, content_type="application/pdf")
-        d = DaemonProc(tmp_path, ai={"engine": "fixed"}, fetch={**fast_fetch(), "pdf_cpu_s": 1})
+        d = DaemonProc(
+            tmp_path, ai={"engine": "fixed"}, fetch=fast_fetch(pdf_cpu_s=1, max_bytes=10_000_000)
+        )
         daemons.append(d)
         d.start()
         item = d.call("capture", {"url": url, "intent": "read it"})["item"]
@@ -407,13 +409,21 @@ def test_a_pdf_is_read_in_a_child_process_that_cancelling_kills(
     hostile = pdfs.shared_stream()
     with serve() as srv:
         url = srv.page("/h.pdf", hostile, content_type="application/pdf")
-        d = DaemonProc(tmp_path, ai={"engine": "fixed"}, fetch={**fast_fetch(), "pdf_cpu_s": 600})
+        d = DaemonProc(
+            tmp_path, ai={"engine": "fixed"}, fetch=fast_fetch(pdf_cpu_s=600, max_bytes=10_000_000)
+        )
         daemons.append(d)
         d.start()
         assert d.proc is not None
+        pid = d.proc.pid
         item = d.call("capture", {"url": url, "intent": "read it"})["item"]
         readers: list[int] = []
-        _until(lambda: bool(readers.extend(_readers_of(d.proc.pid)) or readers), "reader")
+
+        def reading() -> bool:
+            readers[:] = _readers_of(pid)
+            return bool(readers)
+
+        _until(reading, "process reading the PDF")
         # The daemon answers while the child reads (it holds no lock of the daemon's).
         assert d.call("get", {"id": item["id"]})["item"]["status"] == "PROCESSING"
         d.call("archive", {"id": item["id"], "cancel": True})
