@@ -458,7 +458,7 @@ def test_a_pdf_over_its_memory_is_refused_not_a_crash() -> None:
         ("r5-owner-password.pdf", None, "pdf encryption test"),
         ("r6-owner-password.pdf", None, "pdf encryption test"),
         ("r4-aes-user-password.pdf", "UNSUPPORTED_CONTENT", "needs a password"),
-        ("imagemagick-ASCII85Decode.pdf", "UNSUPPORTED_CONTENT", "no text layer"),
+        ("poppler-395-0-fuzzed.pdf", "EXTRACTION_PARSE_FAILED", "/A85"),
         ("bomb_giant.pdf", "UNSUPPORTED_CONTENT", "cannot read"),
         ("bug1606566.pdf", "EXTRACTION_EMPTY", "too little text to read: 2 words"),
     ],
