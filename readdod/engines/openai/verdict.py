@@ -29,9 +29,9 @@ Judgement = Literal["yes", "partly", "no"]
 WEIGHT: Final[dict[str, float]] = {"yes": 1.0, "partly": 0.5, "no": 0.0}
 #: The share of the evidence's words that must occur in the text for it to count.
 GROUNDED: Final = 0.6
-#: ``match_score`` = floor + span * coverage, per verdict: a ``yes`` never falls below
-#: a ``partly``'s middle, a ``no`` never reaches the default skip threshold (40).
-BANDS: Final[dict[str, tuple[int, int]]] = {"yes": (60, 40), "partly": (35, 30), "no": (0, 25)}
+#: ``match_score`` = floor + span * coverage, per verdict: a ``yes`` scores 60-100 (read),
+#: a ``partly`` 35-59, a ``no`` 0-25, below the default skip threshold (40).
+BANDS: Final[dict[str, tuple[int, int]]] = {"yes": (60, 40), "partly": (35, 24), "no": (0, 25)}
 LOWER: Final[dict[str, Judgement]] = {"yes": "partly", "partly": "no", "no": "no"}
 _WORD = re.compile(r"\w+", re.UNICODE)
 
