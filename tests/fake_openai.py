@@ -40,7 +40,10 @@ off with ``finish_reason: length``), and the request parameters it refuses
 (``refuses``, with OpenAI's 400 that names them). Requests with ``stream: true`` are
 answered as server-sent events, with ``usage`` (including
 ``prompt_tokens_details.cached_tokens``: the prefix shared with the request
-before, as a prompt cache would find it) when ``stream_options`` asks. ``xN`` limits it to
+before, as a prompt cache would find it) when ``stream_options`` asks. With
+``interrupts`` it runs one request at a time and cuts a running stream short
+as soon as another request waits, as llama-cpp-python's server does at its
+defaults (``event_s`` paces the events, as a model writes). ``xN`` limits it to
 the first N matching requests (default: all), ``@step`` to one artifact
 (``summary``, ``score``, ``todos``, ``card_text``, ``summary_chunk``), and
 ``#tag`` keeps directives of different items apart.
@@ -257,8 +260,19 @@ class FakeOpenAI:
         context_tokens: int | None = None,
         stream_errors: bool = False,
         refuses: tuple[str, ...] = (),
+        interrupts: bool = False,
+        event_s: float = 0.0,
     ) -> None:
         self.port = port
+        #: One request at a time, and a stream cut short (``[DONE]`` with no finish reason)
+        #: as soon as another request waits: llama-cpp-python's ``interrupt_requests``.
+        self.interrupts = interrupts
+        #: Seconds between two events of a stream: how fast the model writes.
+        self.event_s = event_s
+        #: Streams cut short because another request came (``interrupts``).
+        self.cuts = 0
+        self._model = threading.Lock()
+        self._waiting = 0
         self.retry_after = retry_after
         self.hang_s = hang_s
         #: The response formats taken; others are refused with ``format_status``.
@@ -327,7 +341,15 @@ class FakeOpenAI:
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                     fake._changed.notify_all()
                 try:
-                    self._post(body)
+                    if fake.interrupts:
+                        with fake._lock:
+                            fake._waiting += 1
+                        with fake._model:
+                            with fake._lock:
+                                fake._waiting -= 1
+                            self._post(body)
+                    else:
+                        self._post(body)
                 finally:
                     with fake._lock:
                         fake.in_flight -= 1
@@ -403,7 +425,13 @@ class FakeOpenAI:
                     self.send_header("transfer-encoding", "chunked")
                     self.send_header("connection", "close")  # so no client reuses it
                     self.end_headers()
-                    for event in events:
+                    for sent, event in enumerate(events):
+                        if fake.event_s:
+                            fake._stopping.wait(fake.event_s)
+                        if fake.interrupts and sent and fake._waiting and complete:
+                            with fake._lock:
+                                fake.cuts += 1
+                            break  # another request waits: this one ends here, unfinished
                         self._chunk(f"data: {json.dumps(event)}\n\n".encode())
                     if complete:
                         self._chunk(b"data: [DONE]\n\n")

@@ -20,6 +20,7 @@ from readdod.cli import render, source_verbs
 from readdod.cli.browser_verbs import BROWSER_VERBS
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from readdod.cli.inputs import read_capture_source
+from readdod.cli.server_verbs import SERVER_VERBS
 from readdod.errors import ConfigError, ExtractionError
 
 #: A verb that needs no daemon to talk to: the command line in, an exit code out.
@@ -215,5 +216,6 @@ LOCAL_VERBS: dict[str, LocalVerb] = {
     "extract": cmd_extract,
     "import": source_verbs.cmd_import,
     **BROWSER_VERBS,
+    **SERVER_VERBS,
     "tui": cmd_tui,
 }

@@ -13,6 +13,7 @@ from typing import NoReturn
 from readdod import __version__
 from readdod.cli.browser_verbs import add_parsers as add_browser_parsers
 from readdod.cli.exits import EXIT_USAGE
+from readdod.cli.server_verbs import add_parsers as add_server_parsers
 
 
 class _Parser(argparse.ArgumentParser):
@@ -207,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     _todo_verbs(sub, common)
     add_browser_parsers(sub, common)
+    add_server_parsers(sub, common)
     return parser
 
 
