@@ -80,12 +80,11 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"\w+", text.casefold()) if len(w) >= 4} - COMMON
 
 
+END = ("READY", "ARCHIVED", "FAILED_AI", "FAILED_EXTRACTION")
+
+
 def _finished(item: str, e: dict[str, Any]) -> bool:
-    return bool(
-        e["event"] == "item.transition"
-        and e.get("item_id") == item
-        and e["to"] in ("READY", "ARCHIVED", "FAILED_AI", "FAILED_EXTRACTION")
-    )
+    return bool(e["event"] == "item.transition" and e.get("item_id") == item and e["to"] in END)
 
 
 @pytest.fixture(scope="module")
@@ -143,11 +142,7 @@ def test_a_real_instruction_model_makes_ready_cards_from_the_pages_instructions(
 
     # Two items were in flight at once: both were claimed before either ended.
     moves = [(e.get("item_id"), e["to"]) for e in d.logs if e["event"] == "item.transition"]
-    first_end = min(
-        i
-        for i, (item, to) in enumerate(moves)
-        if item in items and to not in ("QUEUED", "PROCESSING")
-    )
+    first_end = min(i for i, (item, to) in enumerate(moves) if item in items and to in END)
     assert {item for item, to in moves[:first_end] if to == "PROCESSING"} == set(items), moves
 
     for item, page in items.items():
