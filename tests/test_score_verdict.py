@@ -40,6 +40,10 @@ def test_coverage_moves_the_score_within_its_verdict() -> None:
     assert full > half >= 60 > partly >= 35
 
 
+def test_a_no_that_covers_every_part_with_a_quote_is_taken_as_partly() -> None:
+    assert 40 <= combine(_j("no", QUOTE, "yes", "yes"), TEXT, 1).match_score < 60
+
+
 def test_an_unrelated_intent_scores_below_the_skip_threshold() -> None:
     score = combine(_j("no", "", "no", "no"), TEXT, 1)
     assert score.match_score < 40
@@ -48,12 +52,15 @@ def test_an_unrelated_intent_scores_below_the_skip_threshold() -> None:
     assert len(set(score.reasons)) >= 3
 
 
-def test_a_yes_without_a_sentence_from_the_text_counts_one_step_down() -> None:
-    """A small model says "yes" for anything; a quote it invents does not back it."""
-    invented = combine(_j("yes", "Tomatoes need six hours of sun on a balcony.", "yes"), TEXT, 1)
-    backed = combine(_j("yes", QUOTE, "yes"), TEXT, 1)
-    assert invented.match_score < 60 <= backed.match_score
-    assert combine(_j("partly", "", "no"), TEXT, 1).match_score < 40
+def test_a_verdict_without_a_sentence_from_the_text_moves_half_as_far() -> None:
+    """A small model often describes instead of quoting: its verdict stands, its coverage
+    counts half."""
+    described = "The text tells the reader how to make their writes durable."
+    invented = combine(_j("yes", described, "yes"), TEXT, 1).match_score
+    backed = combine(_j("yes", QUOTE, "yes"), TEXT, 1).match_score
+    assert 60 <= invented < backed
+    assert combine(_j("partly", "", "yes"), TEXT, 1).match_score < 50
+    assert combine(_j("no", "", "yes", "no"), TEXT, 1).match_score < 40
 
 
 def test_a_yes_with_no_part_covered_is_partly_at_most() -> None:

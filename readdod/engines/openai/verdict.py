@@ -9,8 +9,8 @@ covers. :func:`combine` turns those judgements into the ``Score`` a card
 shows: ``match_score``, priority, recommendation and reasons.
 
 The evidence is checked against the text: a sentence that is not in it (a
-model's invention, or an echo of the intent) does not count, and a ``yes``
-or ``partly`` without it is taken one step down.
+model's invention, or an echo of the intent) does not count, and the
+coverage then moves the score half as far within the verdict's band.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ GROUNDED: Final = 0.6
 #: ``match_score`` = floor + span * coverage, per verdict: a ``yes`` scores 60-100 (read),
 #: a ``partly`` 35-59, a ``no`` 0-25, below the default skip threshold (40).
 BANDS: Final[dict[str, tuple[int, int]]] = {"yes": (60, 40), "partly": (35, 24), "no": (0, 25)}
-LOWER: Final[dict[str, Judgement]] = {"yes": "partly", "partly": "no", "no": "no"}
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -80,24 +79,25 @@ def coverage(parts: list[IntentPart]) -> float:
 
 
 def verdict(j: ScoreJudgement, text: str) -> Judgement:
-    """The model's verdict, checked: taken one step down without evidence from the text,
-    or when no part of the intent is covered at all; taken up from ``no`` to ``partly``
-    when every part is said to be covered, with evidence (the model contradicts itself,
-    so the middle is kept)."""
+    """The model's verdict, checked against its own parts: a ``yes`` with no part of the
+    intent covered is a ``partly``; a ``no`` with every part covered and a sentence from
+    the text to show it is a ``partly`` too (the model contradicts itself: the middle is
+    kept)."""
     v: Judgement = j.addresses
-    has_evidence = grounded(j.evidence, text)
-    if v != "no" and not has_evidence:
-        v = LOWER[v]
     if v == "yes" and coverage(j.parts) == 0.0:
         v = "partly"
-    if v == "no" and has_evidence and all(p.covered == "yes" for p in j.parts):
+    if v == "no" and grounded(j.evidence, text) and all(p.covered == "yes" for p in j.parts):
         v = "partly"
     return v
 
 
 def match_score(j: ScoreJudgement, text: str) -> int:
+    """The verdict's band, moved within it by the intent's coverage; a verdict without a
+    sentence from the text to show it gets half the coverage's share (small models often
+    describe rather than quote, so the verdict itself is kept)."""
     floor, span = BANDS[verdict(j, text)]
-    return floor + round(span * coverage(j.parts))
+    share = coverage(j.parts) * (1.0 if grounded(j.evidence, text) else 0.5)
+    return floor + round(span * share)
 
 
 def priority_for(score: int) -> Priority:
@@ -128,7 +128,7 @@ def reasons(j: ScoreJudgement, text: str, reading_min: int) -> list[str]:
     if evidence and grounded(evidence, text):
         first += f": “{evidence[:400]}”"
     elif j.addresses != v:
-        first += f" (the model said {j.addresses!r} but quoted nothing from the text)"
+        first += f" (the model said {j.addresses!r}, against its own parts)"
     out = [first]
     for p in j.parts:
         out.append(f"{_COVERED[p.covered]}: {' '.join(p.part.split())}")
