@@ -6,12 +6,13 @@ llama-cpp-python's server (built by ``.ci/setup-llama``) runs a GGUF on
 127.0.0.1, by default Qwen2.5-Coder-1.5B-Instruct; the real daemon captures
 the demo pages (``readdod/demo/pages``) one at a time, at ``ai.concurrency =
 1``, so each item's steps follow each other on the server. For every request
-it reports the prompt tokens readdod sent (the ``usage`` the server answered
-with) against the prompt tokens the server evaluated (its own
-``llama_perf_context_print`` line: the rest came from its prefix cache), the
-tokens written and the seconds. readdod's prompts put the system text and the
-article first and each step's instructions after them, so the later steps of
-an item evaluate little more than their instructions.
+it reports, from the server's own log, the prompt tokens it was sent (those
+it took from its prefix cache, its ``prefix-match hit`` line, plus those it
+evaluated) against the prompt tokens it evaluated (its
+``llama_perf_context_print`` line), the tokens it wrote and the seconds.
+readdod's prompts put the system text and the article first and each
+step's instructions after them, so the later steps of an item evaluate
+little more than their instructions.
 
 ``--small`` is CI's quick look that the bench still runs: the 135M model, one
 short text, short answers (its cards may fail the rubric; the cost is still
@@ -45,17 +46,25 @@ SMALL = os.environ.get("READDOD_LLAMA_MODEL") or str(
 )
 PAGES = Path(__file__).resolve().parent.parent / "readdod" / "demo" / "pages"
 _PROMPT_EVAL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
+_PREFIX = re.compile(r"(\d+) prefix-match hit, remaining (\d+) prompt tokens")
 _EVAL = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")
 END = ("READY", "ARCHIVED", "FAILED_AI", "FAILED_EXTRACTION")
 
 
 def server_figures(lines: list[str]) -> list[dict[str, float]]:
-    """The server's own figures per request, in order: prompt tokens evaluated and their
-    milliseconds, tokens generated and their milliseconds."""
+    """The server's own figures per request, in order: prompt tokens it took from its
+    prefix cache, prompt tokens it evaluated and their milliseconds, tokens generated and
+    their milliseconds."""
     out: list[dict[str, float]] = []
+    reused = 0
     for line in lines:
-        if m := _PROMPT_EVAL.search(line):
-            out.append({"prompt_eval_ms": float(m[1]), "prompt_evaluated": int(m[2])})
+        if m := _PREFIX.search(line):
+            reused = int(m[1])
+        elif m := _PROMPT_EVAL.search(line):
+            out.append(
+                {"prompt_eval_ms": float(m[1]), "prompt_evaluated": int(m[2]), "reused": reused}
+            )
+            reused = 0
         elif (m := _EVAL.search(line)) and out and "eval_ms" not in out[-1]:
             out[-1].update(eval_ms=float(m[1]), generated=int(m[2]))
     return out
@@ -113,18 +122,18 @@ def _item(
     steps = []
     paired = len(asked) == len(figures)  # one request at a time: the server's lines in order
     for i, e in enumerate(asked):
-        step: dict[str, Any] = {
-            "kind": e["kind"],
-            "seconds": e.get("seconds"),
-            "prompt_sent": e.get("prompt_tokens"),
-            "completion": e.get("completion_tokens"),
-        }
+        step: dict[str, Any] = {"kind": e["kind"], "seconds": e.get("seconds")}
         if paired:
-            step["prompt_evaluated"] = figures[i]["prompt_evaluated"]
+            f = figures[i]
+            step.update(
+                prompt_sent=int(f["reused"] + f["prompt_evaluated"]),
+                prompt_evaluated=int(f["prompt_evaluated"]),
+                completion=int(f.get("generated", 0)),
+            )
         steps.append(step)
-    sent = sum(s["prompt_sent"] or 0 for s in steps)
+    sent = sum(int(f["reused"] + f["prompt_evaluated"]) for f in figures)
     evaluated = sum(int(f["prompt_evaluated"]) for f in figures)
-    written = sum(s["completion"] or 0 for s in steps)
+    written = sum(int(f.get("generated", 0)) for f in figures)
     eval_ms = sum(f.get("eval_ms", 0.0) for f in figures)
     prompt_ms = sum(f["prompt_eval_ms"] for f in figures)
     return {
