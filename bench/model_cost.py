@@ -1,6 +1,6 @@
 """What a run costs on a real model server: tokens and seconds per item and per step.
 
-    python -m bench.model_cost [--small] [--pages N] [--model GGUF]
+    python -m bench.model_cost [--small] [--pages N] [--model GGUF] [--scores]
 
 llama-cpp-python's server (built by ``.ci/setup-llama``) runs a GGUF on
 127.0.0.1, by default Qwen2.5-Coder-1.5B-Instruct; the real daemon captures
@@ -13,6 +13,11 @@ evaluated) against the prompt tokens it evaluated (its
 readdod's prompts put the system text and the article first and each
 step's instructions after them, so the later steps of an item evaluate
 little more than their instructions.
+
+``--scores`` measures the score step instead: each pair of
+``bench/data/score_pairs.json`` (a short text, an intent it serves and one
+it does not) through the engine's score step alone, and the scores of both
+kinds of intent side by side.
 
 ``--small`` is CI's quick look that the bench still runs: the 135M model, one
 short text, short answers (its cards may fail the rubric; the cost is still
@@ -169,13 +174,65 @@ def _summary(model: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def scores(model: str) -> dict[str, Any]:
+    """``match_score`` of every pair's matching and unrelated intent, from the score step."""
+    import anyio
+    import msgspec
+
+    from readdod.config import AIConfig
+    from readdod.engines.base import EngineInput
+    from readdod.engines.openai import OpenAIEngine
+    from readdod.models import Summary
+
+    pairs = json.loads((Path(__file__).parent / "data" / "score_pairs.json").read_text("utf-8"))
+    none = Summary(tl_dr="-", key_points=["-"] * 3, intent_relevance="-", reading_time_min=1)
+    rows: list[dict[str, Any]] = []
+    with contextmanager(llama_server_for)(model, n_ctx=8192) as server:
+        cfg = msgspec.convert(
+            {
+                "engine": "openai",
+                "base_url": f"http://127.0.0.1:{server.port}/v1",
+                "model": Path(model).stem,
+                "concurrency": 1,
+                "timeout_s": 900.0,
+                "temperature": 0.0,
+            },
+            AIConfig,
+        )
+
+        async def go() -> None:
+            engine = OpenAIEngine(cfg)
+            try:
+                for p in pairs:
+                    row: dict[str, Any] = {"id": p["id"]}
+                    for key, intent in (("match", p["intent"]), ("unrelated", p["unrelated"])):
+                        inp = EngineInput(text=p["text"], intent=intent, title=p.get("title"))
+                        row[key] = (await engine.score(inp, none)).payload.match_score
+                    rows.append(row)
+                    print(row, flush=True)
+            finally:
+                await engine.aclose()
+
+        anyio.run(go)
+    return {
+        "model": Path(model).name,
+        "pairs": rows,
+        "match_at_least_60": sum(1 for r in rows if r["match"] >= 60),
+        "unrelated_below_40": sum(1 for r in rows if r["unrelated"] < 40),
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--small", action="store_true", help="the 135M model on one short text")
     ap.add_argument("--pages", type=int, default=4, help="demo pages to run (default 4)")
     ap.add_argument("--model", help="a GGUF (default: Qwen2.5-Coder-1.5B, or 135M with --small)")
+    ap.add_argument("--scores", action="store_true", help="the score step on score_pairs.json")
     args = ap.parse_args()
     model = args.model or (SMALL if args.small else QWEN)
+    if args.scores:
+        report("model_scores", scores(model))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         figures = run(model, args.small, args.pages, Path(tmp))
     report("model_cost_small" if args.small else "model_cost", figures)
