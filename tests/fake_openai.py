@@ -161,6 +161,9 @@ class _Instance:
             enum = schema["enum"]
             if name == "priority":
                 return enum[1] if len(enum) > 1 else enum[0]
+            if name in ("addresses", "covered") and set(enum) == {"yes", "partly", "no"}:
+                # A judgement as a model makes it: from the words the intent and text share.
+                return "yes" if self.overlap >= 0.5 else "partly" if self.overlap >= 0.25 else "no"
             return enum[index % len(enum)]
         kind = schema.get("type")
         if kind == "object":

@@ -160,25 +160,21 @@ class LlamaServer:
         return out
 
 
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[LlamaServer]:
-    """llama-cpp-python's server on 127.0.0.1 with the small GGUF."""
+def llama_server_for(model: str, *, n_ctx: int = 4096) -> Iterator[LlamaServer]:
+    """llama-cpp-python's server on 127.0.0.1 with ``model``, at its defaults otherwise."""
     cache = Path(os.environ.get("READDOD_CI_CACHE") or Path.home() / ".cache" / "readdod-ci")
     python = os.environ.get("READDOD_LLAMA_PYTHON") or str(cache / "llama-venv" / "bin" / "python")
-    model = os.environ.get("READDOD_LLAMA_MODEL") or str(
-        cache / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    )
     if not (python and Path(python).exists() and model and Path(model).exists()):
         pytest.fail(
-            "the real model server is missing: READDOD_LLAMA_PYTHON and READDOD_LLAMA_MODEL must"
-            " name llama-cpp-python's interpreter and a GGUF model (default: where"
-            " `bash .ci/setup-llama` puts them); run `bash .ci/setup` first"
+            "the real model server is missing: READDOD_LLAMA_PYTHON and READDOD_LLAMA_MODEL"
+            " (or READDOD_LLAMA_QWEN_MODEL) must name llama-cpp-python's interpreter and a GGUF"
+            " model (default: where `bash .ci/setup-llama` puts them); run `bash .ci/setup` first"
         )
     port = _free_port()
     proc = subprocess.Popen(
         [
             *(python, "-m", "llama_cpp.server", "--model", model, "--host", "127.0.0.1"),
-            *("--port", str(port), "--n_ctx", "4096", "--n_threads", "2"),
+            *("--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "2"),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -208,6 +204,16 @@ def llama_server() -> Iterator[LlamaServer]:
         if drain is not None:
             drain.join(timeout=10)
         stderr.close()
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[LlamaServer]:
+    """llama-cpp-python's server on 127.0.0.1 with the small GGUF."""
+    cache = Path(os.environ.get("READDOD_CI_CACHE") or Path.home() / ".cache" / "readdod-ci")
+    model = os.environ.get("READDOD_LLAMA_MODEL") or str(
+        cache / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
+    yield from llama_server_for(model)
 
 
 def _finished(item: str, e: dict[str, Any]) -> bool:
