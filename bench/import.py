@@ -1,6 +1,9 @@
-"""``readdod import`` of a 10,000-bookmark file against the real daemon: captures/s.
+"""``readdod import`` of a 100,000-entry file against the real daemon: entries/s and the
+client's peak memory.
 
-    python -m bench.import [--bookmarks 10000]
+    python -m bench.import [--entries 100000] [--small]
+
+``--small`` (2,000 entries, no baseline) is what CI runs (``tests/test_import_bench.py``).
 
 A Netscape bookmark file (what browsers export) with a description on every
 link, imported by the ``readdod import`` command as a person runs it (a
@@ -13,18 +16,22 @@ so what is measured is reading the file and writing the captures (durable,
   resuming a cut-off import costs).
 - baseline: the same captures sent one request per round trip on one
   connection, as a script calling ``capture`` in a loop does, in the same run
-  on a fresh daemon.
+  on a fresh daemon (on the first 10,000 entries: it is a rate).
+- peak RSS: the import client's (a child of a small probe process, read from
+  ``getrusage``), which must stay under 200 MiB whatever the file.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
 import time
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from bench._common import Daemon, report
 from readdod.capture.formats import READERS
@@ -52,26 +59,40 @@ def bookmark_file(path: Path, n: int) -> None:
     path.write_text("\n".join(rows) + "\n")
 
 
-def timed_import(d: Daemon, path: Path) -> tuple[float, str]:
+#: Runs a command and prints its exit code, its peak RSS (KiB) and its output.
+_PROBE = (
+    "import resource, subprocess, sys\n"
+    "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    "sys.stderr.write(p.stderr[-2000:])\n"
+    "print(p.returncode)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "print(p.stdout)\n"
+)
+
+
+def timed_import(d: Daemon, path: Path) -> tuple[float, dict[str, Any], float]:
+    """(wall seconds, the --json summary, the client's peak RSS in MiB)."""
+    cmd = [sys.executable, "-m", "readdod", "import", str(path), "--json", "-i", "bench"]
+    cmd += ["--config", str(d.config)]
     t0 = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-m", "readdod", "import", str(path), "--json", "--config", str(d.config)],
-        capture_output=True,
-        text=True,
-        check=False,
+        [sys.executable, "-c", _PROBE, *cmd], capture_output=True, text=True, check=False
     )
     elapsed = time.perf_counter() - t0
-    if out.returncode != 0:
-        raise SystemExit(f"import failed ({out.returncode}): {out.stderr[-2000:]}")
-    return elapsed, out.stdout
+    code, rss_kib, summary = out.stdout.split("\n", 2)
+    if code != "0":
+        raise SystemExit(f"import failed ({code}): {out.stderr[-2000:]}")
+    return elapsed, json.loads(summary), int(rss_kib) / 1024
 
 
-def one_by_one(d: Daemon, path: Path) -> float:
+def one_by_one(d: Daemon, path: Path, limit: int) -> float:
     planned = [
         p
-        for p in plan(READERS["netscape"](path.read_text()), Options(fmt="netscape"))
+        for p in plan(
+            READERS["netscape"](path.read_text()), Options(fmt="netscape", intent="bench")
+        )
         if isinstance(p, Planned)
-    ]
+    ][:limit]
     with d.client() as c:
         t0 = time.perf_counter()
         for p in planned:
@@ -79,11 +100,8 @@ def one_by_one(d: Daemon, path: Path) -> float:
         return time.perf_counter() - t0
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bookmarks", type=int, default=10_000)
-    args = ap.parse_args()
-    n = args.bookmarks
+def run(n: int, *, baseline: bool) -> dict[str, Any]:
+    """The figures for an import of ``n`` entries."""
     with tempfile.TemporaryDirectory(prefix="readdod-bench-import-") as tmp:
         root = Path(tmp)
         path = root / "bookmarks.html"
@@ -93,29 +111,41 @@ def main() -> None:
         d = Daemon(root / "a", daemon={"auto_process": False})
         d.start()
         try:
-            first_s, _ = timed_import(d, path)
-            again_s, _ = timed_import(d, path)
+            first_s, first, first_rss = timed_import(d, path)
+            again_s, again, again_rss = timed_import(d, path)
             assert d.count("CAPTURED") == n, d.count("CAPTURED")
         finally:
             d.stop()
-        base = Daemon(root / "b", daemon={"auto_process": False})
-        base.start()
-        try:
-            base_s = one_by_one(base, path)
-        finally:
-            base.stop()
-    report(
-        "import",
-        {
-            "bookmarks": n,
+        assert (first["new"], again["already"], first["total"]) == (n, n, n), (first, again)
+        figures: dict[str, Any] = {
+            "entries": n,
+            "file_mib": round(path.stat().st_size / 2**20, 1),
             "import_s": round(first_s, 2),
-            "captures_per_s": round(n / first_s, 1),
+            "entries_per_s": round(n / first_s, 1),
+            "peak_rss_mib": round(max(first_rss, again_rss), 1),
             "import_again_s": round(again_s, 2),
             "import_again_entries_per_s": round(n / again_s, 1),
-            "baseline_one_by_one_per_s": round(n / base_s, 1),
-            "ratio_vs_one_by_one": round(base_s / first_s, 2),
-        },
-    )
+        }
+        if baseline:
+            base = Daemon(root / "b", daemon={"auto_process": False})
+            base.start()
+            try:
+                limit = min(n, 10_000)
+                base_s = one_by_one(base, path, limit)
+            finally:
+                base.stop()
+            figures["baseline_one_by_one_per_s"] = round(limit / base_s, 1)
+            figures["ratio_vs_one_by_one"] = round(figures["entries_per_s"] * base_s / limit, 2)
+    return figures
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entries", "--bookmarks", type=int, default=100_000)
+    ap.add_argument("--small", action="store_true", help="2,000 entries, no baseline (CI)")
+    args = ap.parse_args()
+    n = 2_000 if args.small else args.entries
+    report("import_small" if args.small else "import", run(n, baseline=not args.small))
 
 
 if __name__ == "__main__":

@@ -81,6 +81,9 @@ class FetchConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     attempts: Annotated[int, msgspec.Meta(ge=1, le=20)] = 3
     retry_initial_s: Seconds = 1.0
     retry_max_s: Seconds = 30.0
+    #: CPU seconds and memory one PDF may take to read (its own process is stopped there).
+    pdf_cpu_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 30.0
+    pdf_memory_mb: Annotated[int, msgspec.Meta(ge=128, le=65536)] = 1024
 
 
 AnswerLimit = Annotated[int, msgspec.Meta(ge=16, le=100_000)]

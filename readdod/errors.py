@@ -25,6 +25,7 @@
     ├── ConfigError                   a bad config file or value
     ├── InstanceLocked                another daemon owns the database
     └── DaemonUnavailable             (client side) no daemon answers on the socket
+        └── UnsafeSocket                SOCKET_UNSAFE: a socket directory or daemon not to trust
 
 Failure kinds come from these types, never from matching message text.
 """
@@ -79,6 +80,7 @@ class ErrorCode(enum.StrEnum):
     STORE_WRITE_FAILED = "STORE_WRITE_FAILED"
     BACKUP_UNSUPPORTED = "BACKUP_UNSUPPORTED"
     DAEMON_UNAVAILABLE = "DAEMON_UNAVAILABLE"
+    SOCKET_UNSAFE = "SOCKET_UNSAFE"
 
 
 #: Whether trying the same thing again can succeed, decided once per code: the
@@ -140,6 +142,7 @@ RETRYABLE: Final[Mapping[ErrorCode, bool | None]] = {
     ErrorCode.STORE_WRITE_FAILED: True,
     ErrorCode.BACKUP_UNSUPPORTED: False,
     ErrorCode.DAEMON_UNAVAILABLE: True,
+    ErrorCode.SOCKET_UNSAFE: False,
 }
 
 
@@ -361,3 +364,10 @@ class InstanceLocked(ReaddodError):
 
 class DaemonUnavailable(ReaddodError):
     code = ErrorCode.DAEMON_UNAVAILABLE
+
+
+class UnsafeSocket(DaemonUnavailable):
+    """The socket's directory may be another user's, or the daemon answering is: nothing is
+    sent (a client) or bound (the daemon). The message names the path and the fix."""
+
+    code = ErrorCode.SOCKET_UNSAFE

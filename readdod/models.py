@@ -82,6 +82,17 @@ class CaptureOrigin(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, om
     #: When it was saved there: ISO 8601 with a UTC offset.
     saved_at: Annotated[str, msgspec.Meta(max_length=40)] | None = None
     note: Annotated[str, msgspec.Meta(max_length=10_000)] | None = None
+    #: What the source said of the page (a publisher's teaser): never the intent.
+    description: Annotated[str, msgspec.Meta(max_length=10_000)] | None = None
+    #: When the person archived it there (ISO 8601 with a UTC offset).
+    archived_at: Annotated[str, msgspec.Meta(max_length=40)] | None = None
+    #: The passages the person highlighted there.
+    highlights: (
+        Annotated[
+            list[Annotated[str, msgspec.Meta(max_length=10_000)]], msgspec.Meta(max_length=200)
+        ]
+        | None
+    ) = None
 
 
 class ProvidedDocument(
@@ -118,6 +129,12 @@ class CaptureRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     origin: CaptureOrigin | None = None
     #: With ``text`` only: the document that text was read from.
     document: ProvidedDocument | None = None
+    #: The person finished with it elsewhere (an import's read state): the item is written
+    #: ARCHIVED (USER_ARCHIVE) and is neither fetched nor processed until asked.
+    archived: bool = False
+    #: When ``capture_id`` names an item not yet processed that differs only by its intent,
+    #: give it this intent (a re-import with ``--intent``) instead of refusing the repeat.
+    set_intent: bool = False
 
 
 class Extraction(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -10,8 +10,10 @@ gate, the engines' repair step and ``readdod eval`` all judge output with
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -23,6 +25,8 @@ from readdod.models import (
     Payload,
     Score,
     Summary,
+    Todo,
+    TodoKind,
     Todos,
     UserCard,
     UserPayload,
@@ -60,6 +64,112 @@ def _todos(p: Todos) -> list[str]:
     if len({t.title.strip().lower() for t in p.items}) != len(p.items):
         problems.append("todos repeats a title")
     return problems
+
+
+def _words(*lists: str) -> frozenset[str]:
+    return frozenset(_fold(w) for text in lists for w in text.split())
+
+
+def _fold(word: str) -> str:
+    """Lower case without accents: "Decídelo" and "decidelo" are one word here."""
+    nfkd = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(ch for ch in nfkd if not unicodedata.combining(ch))
+
+
+#: The verbs a todo's title starts with, by the kind of todo they make, in the languages
+#: readdod stems (imperative and infinitive forms): what a small model's labels are checked
+#: against when they cannot all be right.
+KIND_VERBS: Final[dict[TodoKind, frozenset[str]]] = {
+    "output": _words(
+        "write draft note jot list record document summarise summarize outline create make"
+        " build prepare plan decide design sketch compile log",
+        "escribe escribir escriba anota anotar anote apunta apuntar apunte redacta redactar"
+        " crea crear cree haz hacer haga prepara preparar prepare decide decidir decida"
+        " elabora elaborar planifica planificar planea planear disena disenar resume resumir"
+        " registra registrar",
+        "ecris ecrire ecrivez note noter notez redige rediger redigez dresse dresser cree"
+        " creer creez fais faire faites prepare preparer preparez decide decider decidez"
+        " resume resumer resumez planifie planifier",
+        "schreibe schreiben notiere notieren erstelle erstellen entwirf entwerfen plane planen"
+        " entscheide entscheiden fasse",
+        "escreva escrever anote anotar crie criar faca fazer prepare preparar decida decidir"
+        " planeje planejar",
+    ),
+    "read": _words(
+        "read reread re-read skim",
+        "lee leer lea relee releer ojea ojear",
+        "lis lire lisez relis relire parcours parcourir",
+        "lies lesen",
+        "leia ler",
+    ),
+    "learn": _words(
+        "learn study research understand explore investigate",
+        "aprende aprender estudia estudiar investiga investigar entiende entender explora"
+        " explorar averigua averiguar informate",
+        "apprends apprendre etudie etudier comprends comprendre explore explorer",
+        "lerne lernen studiere studieren verstehe verstehen recherchiere",
+        "aprenda aprender estude estudar entenda entender pesquise pesquisar",
+    ),
+}
+_FIRST_WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*")
+
+
+def kind_of_title(title: str) -> TodoKind | None:
+    """The kind a todo's leading verb names, or None when it names none readdod knows."""
+    m = _FIRST_WORD.search(title)
+    if m is None:
+        return None
+    word = _fold(m.group(0))
+    bare = next((word[: -len(c)] for c in _CLITICS if word.endswith(c)), word)
+    for kind, verbs in KIND_VERBS.items():
+        if word in verbs or bare in verbs:
+            return kind
+    return None
+
+
+#: Pronouns a Spanish, Italian or Portuguese imperative carries ("anótalo", "decídelo").
+_CLITICS: Final = frozenset(("lo", "la", "le", "los", "las", "les", "se", "me", "te", "nos"))
+
+
+def mend_todos(todos: Todos, own_output: str) -> Todos:
+    """A small model's near misses mended, where the todos themselves are right.
+
+    - A repeated title is dropped (while three todos remain).
+    - No todo of kind ``output``: the first whose verb makes something (write, note,
+      decide...) becomes one; failing that, readdod's own ``own_output`` todo (a note on
+      what the text means for the intent) is added, in place of the last when seven
+      are there already.
+    - Every todo of kind ``output``: the labels say nothing, so each todo takes the kind
+      its verb names (reading, learning, else an action), the ones that make something
+      staying ``output``; if none does, ``own_output`` is added as above.
+    """
+    items: list[Todo] = []
+    seen: set[str] = set()
+    for t in todos.items:
+        key = t.title.strip().casefold()
+        if key not in seen:
+            seen.add(key)
+            items.append(t)
+    if len(items) < 3:
+        items = list(todos.items)
+    kinds = [t.kind for t in items]
+    if len(items) > 1 and all(k == "output" for k in kinds):
+        items = [
+            Todo(title=t.title, kind=_relabel(t.title), estimate_min=t.estimate_min) for t in items
+        ]
+    if not any(t.kind == "output" for t in items):
+        maker = next((i for i, t in enumerate(items) if kind_of_title(t.title) == "output"), None)
+        if maker is not None:
+            t = items[maker]
+            items[maker] = Todo(title=t.title, kind="output", estimate_min=t.estimate_min)
+        elif own_output.strip() and own_output.strip().casefold() not in seen:
+            own = Todo(title=own_output.strip()[:200], kind="output", estimate_min=10)
+            items = [*items[:6], own]
+    return Todos(items=items)
+
+
+def _relabel(title: str) -> TodoKind:
+    return kind_of_title(title) or "action"
 
 
 def _card(p: Card) -> list[str]:

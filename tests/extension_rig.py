@@ -1,14 +1,22 @@
 """What the browser tests share: the page that only a logged-in browser sees, a home
-with the host installed, the extension's copy, and the scripts run in its popup."""
+with the host installed, the extension's copy, the scripts run in its popup, and the
+daemon those tests end at with the checks made on what it received."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from tests.daemon_proc import DaemonProc
+from tests.pageserver import PageServer, html_page, serve
 
 EXTENSION = Path(__file__).resolve().parent.parent / "browser"
 #: Only a browser with the session behind the login sees this text: the daemon must get
@@ -97,3 +105,82 @@ OFFERED_SCRIPT = (
     "[...document.querySelectorAll('#recent button')].map(b => b.textContent))"
     " : setTimeout(f, 50); f(); })"
 )
+
+
+@dataclass
+class Rig:
+    """A running daemon, a loopback site with the page to save and a page to link to,
+    and a home with readdod's native host installed for one browser."""
+
+    daemon: DaemonProc
+    site: PageServer
+    home: Path
+    env: dict[str, str]
+    page_url: str
+    linked_url: str
+    extension: Path
+
+
+@contextlib.contextmanager
+def rig(tmp_path: Path, browser: str) -> Iterator[Rig]:
+    """Everything a browser test needs but the browser, stopped afterwards."""
+    with serve() as site:
+        (tmp_path / "daemon").mkdir()
+        d = DaemonProc(tmp_path / "daemon", ai={"engine": "fixed"}, fetch={"allow_private": True})
+        try:
+            d.start()
+            home = tmp_path / "home"
+            env = home_env(home)
+            readdod_browser(env, "install", "--browser", browser, "--socket", str(d.sock))
+            yield Rig(
+                daemon=d,
+                site=site,
+                home=home,
+                env=env,
+                page_url=site.page("/tides", html_page(PARAGRAPHS, title=TITLE)),
+                linked_url=site.page(
+                    "/charts", html_page(PARAGRAPHS[1:], title="Charts of the bar")
+                ),
+                extension=extension_copy(tmp_path / "ext"),
+            )
+        finally:
+            d.close()
+
+
+def check_saved(r: Rig, shown: dict[str, Any]) -> None:
+    """The popup's save reached the daemon as the page the browser had, and its card shows."""
+    assert shown["state"] == "READY", shown
+    assert "READY" in shown["text"]
+    assert shown["card"], "the card is shown once READY"
+    (item,) = r.daemon.call("list")["items"]
+    assert (item["url"], item["title"], item["intent"]) == (r.page_url, TITLE, INTENT)
+    got = r.daemon.call("get", {"id": item["id"]})
+    extraction = got["artifacts"]["extraction"]["payload"]
+    assert extraction["source"] == "provided_html"
+    assert SECRET in extraction["text"]
+    assert r.site.hits("/tides") == 1  # the browser's own load; the daemon fetched nothing
+    assert got["artifacts"]["card"]["payload"]["title"] in shown["card"]
+
+
+def check_linked(r: Rig, res: dict[str, Any]) -> None:
+    """The link menu's capture (``res``, its handler's answer): the daemon fetched the
+    linked page itself and the item became READY with the intent given."""
+    assert "thrown" not in res, res
+    linked_id = res["item"]["id"]
+    r.daemon.wait_log(
+        lambda e: (
+            e["event"] == "item.transition"
+            and e.get("item_id") == linked_id
+            and e.get("to") == "READY"
+        ),
+        timeout=120,
+    )
+    assert r.site.hits("/charts") == 1
+    linked = r.daemon.call("get", {"id": linked_id})
+    assert linked["item"]["intent"] == "read the charts"
+    assert linked["artifacts"]["extraction"]["payload"]["source"] == "fetched"
+
+
+def capture_link_script(r: Rig) -> str:
+    """A call, in the background, to the link menu's handler for the linked page."""
+    return f"readdod.captureLink({json.dumps(r.linked_url)}, 'read the charts', -1)"

@@ -23,7 +23,10 @@ answer is cut off: ``finish_reason: length``), ``ctrl`` (valid content
 written loosely: in a code fence, with words around it and a raw newline
 inside a string), ``bigint`` (integers far outside their range, as a
 grammar that ignores ranges lets through) or ``echo`` (the JSON Schema
-itself instead of an answer).
+itself instead of an answer), ``cut`` (a stream cut short as
+llama-cpp-python's ``interrupt_requests`` cuts it: some content, then
+``[DONE]`` with no finish reason) or ``drop`` (a stream whose connection
+closes after some content).
 
 Besides the faults, it behaves as the servers people run do, each behaviour
 chosen when it is made: which response formats it takes (``accepts``) and
@@ -37,7 +40,10 @@ off with ``finish_reason: length``), and the request parameters it refuses
 (``refuses``, with OpenAI's 400 that names them). Requests with ``stream: true`` are
 answered as server-sent events, with ``usage`` (including
 ``prompt_tokens_details.cached_tokens``: the prefix shared with the request
-before, as a prompt cache would find it) when ``stream_options`` asks. ``xN`` limits it to
+before, as a prompt cache would find it) when ``stream_options`` asks. With
+``interrupts`` it runs one request at a time and cuts a running stream short
+as soon as another request waits, as llama-cpp-python's server does at its
+defaults (``event_s`` paces the events, as a model writes). ``xN`` limits it to
 the first N matching requests (default: all), ``@step`` to one artifact
 (``summary``, ``score``, ``todos``, ``card_text``, ``summary_chunk``), and
 ``#tag`` keeps directives of different items apart.
@@ -72,7 +78,8 @@ from pathlib import Path
 from typing import Any
 
 DIRECTIVE = re.compile(
-    r"fake:(400|429|500|503|hang|badjson|invalid|refuse|garbage|reset|length|ctrl|bigint|echo)"
+    r"fake:(400|429|500|503|hang|badjson|invalid|refuse|garbage|reset|length|ctrl|bigint|echo"
+    r"|cut|drop)"
     r"(?:x(\d+))?(?:@([a-z_]+))?(?:#(\w+))?"
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -82,6 +89,10 @@ GARBAGE: Any = object()
 RESET: Any = object()
 #: Answer 200 and break the stream off before any event.
 BREAK: Any = object()
+#: Stream part of the answer, then ``[DONE]`` without a finish reason.
+CUT: Any = object()
+#: Stream part of the answer, then close the connection.
+DROP: Any = object()
 #: The response formats a server may take, as readdod names them.
 FORMATS = ("json_schema", "json_object_schema", "json_object", "prompt")
 #: How llama-cpp-python's server refuses ``json_schema`` (HTTP 500).
@@ -150,6 +161,9 @@ class _Instance:
             enum = schema["enum"]
             if name == "priority":
                 return enum[1] if len(enum) > 1 else enum[0]
+            if name in ("addresses", "covered") and set(enum) == {"yes", "partly", "no"}:
+                # A judgement as a model makes it: from the words the intent and text share.
+                return "yes" if self.overlap >= 0.5 else "partly" if self.overlap >= 0.25 else "no"
             return enum[index % len(enum)]
         kind = schema.get("type")
         if kind == "object":
@@ -246,8 +260,19 @@ class FakeOpenAI:
         context_tokens: int | None = None,
         stream_errors: bool = False,
         refuses: tuple[str, ...] = (),
+        interrupts: bool = False,
+        event_s: float = 0.0,
     ) -> None:
         self.port = port
+        #: One request at a time, and a stream cut short (``[DONE]`` with no finish reason)
+        #: as soon as another request waits: llama-cpp-python's ``interrupt_requests``.
+        self.interrupts = interrupts
+        #: Seconds between two events of a stream: how fast the model writes.
+        self.event_s = event_s
+        #: Streams cut short because another request came (``interrupts``).
+        self.cuts = 0
+        self._model = threading.Lock()
+        self._waiting = 0
         self.retry_after = retry_after
         self.hang_s = hang_s
         #: The response formats taken; others are refused with ``format_status``.
@@ -316,7 +341,15 @@ class FakeOpenAI:
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                     fake._changed.notify_all()
                 try:
-                    self._post(body)
+                    if fake.interrupts:
+                        with fake._lock:
+                            fake._waiting += 1
+                        with fake._model:
+                            with fake._lock:
+                                fake._waiting -= 1
+                            self._post(body)
+                    else:
+                        self._post(body)
                 finally:
                     with fake._lock:
                         fake.in_flight -= 1
@@ -339,6 +372,15 @@ class FakeOpenAI:
                     return
                 if payload is BREAK:
                     self._events([], complete=False)
+                    return
+                if isinstance(payload, tuple) and payload[0] in (CUT, DROP):
+                    # Every event but the finish reason (and the usage after it).
+                    events = [
+                        e
+                        for e in fake._chunks(body, payload[1])
+                        if e["choices"] and not e["choices"][0]["finish_reason"]
+                    ]
+                    self._events(events[: max(2, len(events) // 2)], complete=payload[0] is CUT)
                     return
                 if status == 200 and body.get("stream"):
                     self._events(fake._chunks(body, payload))
@@ -383,7 +425,13 @@ class FakeOpenAI:
                     self.send_header("transfer-encoding", "chunked")
                     self.send_header("connection", "close")  # so no client reuses it
                     self.end_headers()
-                    for event in events:
+                    for sent, event in enumerate(events):
+                        if fake.event_s:
+                            fake._stopping.wait(fake.event_s)
+                        if fake.interrupts and sent and fake._waiting and complete:
+                            with fake._lock:
+                                fake.cuts += 1
+                            break  # another request waits: this one ends here, unfinished
                         self._chunk(f"data: {json.dumps(event)}\n\n".encode())
                     if complete:
                         self._chunk(b"data: [DONE]\n\n")
@@ -623,6 +671,10 @@ class FakeOpenAI:
             return 200, GARBAGE, {}
         if what == "reset":
             return 200, RESET, {}
+        if what in ("cut", "drop"):
+            if body.get("stream"):
+                return 200, (CUT if what == "cut" else DROP, self._ok(body)), {}
+            return 200, self._ok(body), {}
         if what == "badjson":
             return 200, self._completion(body, "Sure! Here it is: {summary: oops", user), {}
         if what == "invalid":

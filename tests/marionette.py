@@ -44,6 +44,37 @@ def firefox_binary() -> str:
     return found
 
 
+#: Chrome-context script behind ``Firefox.load_privileged``: ``arguments`` are the URL
+#: and the tab's WebDriver handle (its browser's ``browserId``).
+LOAD_PRIVILEGED = """
+const [url, handle] = [arguments[0], arguments[1]];
+const win = Services.wm.getMostRecentWindow("navigator:browser");
+const tab = win.gBrowser.tabs.find((t) => String(t.linkedBrowser.browserId) === handle)
+  || win.gBrowser.selectedTab;
+const browser = tab.linkedBrowser;
+const WPL = Ci.nsIWebProgressListener;
+const listener = {
+  QueryInterface: ChromeUtils.generateQI(["nsIWebProgressListener", "nsISupportsWeakReference"]),
+  onStateChange(progress, request, flags, status) {
+    const done = WPL.STATE_STOP | WPL.STATE_IS_WINDOW;
+    if (progress.isTopLevel && (flags & done) === done && browser.currentURI.spec === url) {
+      win.gBrowser.removeTabsProgressListener(tabs);
+      resolve(browser.currentURI.spec);
+    }
+  },
+};
+const tabs = {
+  onStateChange(b, progress, request, flags, status) {
+    if (b === browser) listener.onStateChange(progress, request, flags, status);
+  },
+};
+win.gBrowser.addTabsProgressListener(tabs);
+browser.fixupAndLoadURIString(url, {
+  triggeringPrincipal: Services.scriptSecurityManager.getSystemPrincipal(),
+});
+"""
+
+
 class Firefox:
     def __init__(self, *, profile: Path, env: dict[str, str], prefs: dict[str, Any]) -> None:
         profile.mkdir(parents=True, exist_ok=True)
@@ -51,7 +82,10 @@ class Firefox:
         lines = [f"user_pref({json.dumps(k)}, {json.dumps(v)});" for k, v in every.items()]
         (profile / "user.js").write_text("\n".join(lines) + "\n")
         self.log = profile.parent / "firefox.log"
+        # -remote-allow-system-access lets the chrome context open the extension's own
+        # pages (``load_privileged``); a Firefox that predates it ignores the flag.
         argv = [firefox_binary(), "--headless", "--marionette", "--no-remote"]
+        argv.append("-remote-allow-system-access")
         self.proc = subprocess.Popen(
             [*argv, "--profile", str(profile), "about:blank"],
             stdin=subprocess.DEVNULL,
@@ -126,6 +160,23 @@ class Firefox:
         return self.send("WebDriver:ExecuteAsyncScript", {"script": wrapped, "args": list(args)})[
             "value"
         ]
+
+    def load_privileged(self, url: str) -> str:
+        """Load ``url`` in the current tab as the browser itself would, and wait for it.
+
+        Firefox (ESR 153 on) refuses ``WebDriver:Navigate`` to an extension's own pages
+        (``moz-extension://``), as it refuses a page's script; the browser's own window
+        may still open them, as its toolbar button opens the popup. So the load is made
+        from the chrome context with the system principal, and the answer waits for the
+        tab's top-level document to stop loading.
+        """
+        handle = self.send("WebDriver:GetWindowHandle")["value"]
+        self.send("Marionette:SetContext", {"value": "chrome"})
+        try:
+            loaded: str = self.execute(LOAD_PRIVILEGED, url, handle)
+        finally:
+            self.send("Marionette:SetContext", {"value": "content"})
+        return loaded
 
     def close(self) -> None:
         try:

@@ -8,6 +8,7 @@ what order.
 from __future__ import annotations
 
 import io
+import zlib
 from typing import Final
 
 import msgspec
@@ -180,3 +181,74 @@ def scanned(*, title: str = "A scan") -> Made:
         del page
     c.save()
     return Made(data=buf.getvalue(), words=[], pages=2)
+
+
+def shared_stream(*, pages: int = 50, stream_bytes: int = 700_000) -> bytes:
+    """Hostile: ``pages`` pages that all draw one compressed content stream of ``stream_bytes``.
+
+    The file is a few kilobytes; its text is about ``pages * stream_bytes * 0.6``
+    characters, since every page repeats the whole stream.
+    """
+    line = b"BT /F1 9 Tf 72 700 Td (harbour lantern orchard meadow granite willow copper) Tj ET\n"
+    content = zlib.compress(line * (stream_bytes // len(line)), 9)
+    first_page = 5
+    kids = b" ".join(b"%d 0 R" % (first_page + n) for n in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(content)
+        + content
+        + b"\nendstream",
+    ]
+    objects += [
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792]"
+        b" /Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
+    ] * pages
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def few_words(text: str, *, title: str | None = None, author: str | None = None) -> bytes:
+    """One page holding ``text`` in body type, with the metadata given."""
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4)
+    if title is not None:
+        c.setTitle(title)
+    if author is not None:
+        c.setAuthor(author)
+    c.setFont("Helvetica", 11)
+    c.drawString(72, 720, text)
+    c.save()
+    return buf.getvalue()
+
+
+def wrapped_title(lines: list[str], body: str, *, title: str | None = None) -> bytes:
+    """A paper's first page: its title set large on ``lines``, then paragraphs of ``body``."""
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4)
+    if title is not None:
+        c.setTitle(title)
+    y = 760.0
+    c.setFont("Helvetica-Bold", 20)
+    for line in lines:
+        c.drawString(72, y, line)
+        y -= 26
+    c.setFont("Helvetica", 10)
+    words = body.split()
+    for start in range(0, len(words), 12):
+        y -= 14
+        c.drawString(72, y, " ".join(words[start : start + 12]))
+    c.save()
+    return buf.getvalue()

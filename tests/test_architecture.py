@@ -32,6 +32,7 @@ PURE = (
     "readdod.engines.openai.answers",
     "readdod.engines.openai.budget",
     "readdod.engines.openai.errors",
+    "readdod.engines.openai.verdict",
     "readdod.extraction.extract",
     "readdod.extraction.content",
     "readdod.extraction.metadata",

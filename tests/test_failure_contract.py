@@ -85,6 +85,8 @@ DECISIONS: dict[ErrorCode, tuple[bool | None, str | None]] = {
     # the same request fails the same way: the message names pg_dump
     ErrorCode.BACKUP_UNSUPPORTED: (False, None),
     ErrorCode.DAEMON_UNAVAILABLE: (True, None),
+    # another user's directory or daemon stays so until a person fixes it
+    ErrorCode.SOCKET_UNSAFE: (False, None),
 }
 
 

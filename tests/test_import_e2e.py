@@ -13,6 +13,34 @@ from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE
 from tests.daemon_proc import DaemonProc, run_cli
 
 FILES = Path(__file__).parent / "imports"
+#: A page long enough to be an article (shorter kept content is fetched instead).
+PAGE = " ".join(
+    [
+        "Spaced",
+        "reviews",
+        "help",
+        "memory",
+        "because",
+        "each",
+        "retrieval,",
+        "made",
+        "just",
+        "as",
+        "forgetting",
+        "begins,",
+        "strengthens",
+        "the",
+        "trace",
+        "more",
+        "than",
+        "an",
+        "easy",
+        "review",
+        "would",
+        "do.",
+    ]
+    * 3
+)
 
 
 def _daemon(made: list[DaemonProc], root: Path) -> DaemonProc:
@@ -62,7 +90,8 @@ def test_what_an_entry_keeps(tmp_path: Path, daemons: list[DaemonProc]) -> None:
     assert item["title"] == "Async Rust in depth"
     # The annotation is the note; with no --intent the note is the intent.
     assert item["intent"] == "learn how pinning works"
-    assert item["tags"] == ["async", "from-wallabag", "rust"]
+    # Starred on wallabag: a tag to filter on.
+    assert item["tags"] == ["async", "from-wallabag", "rust", "starred"]
     assert item["priority"] == "P3"
     assert item["source_type"] == "html"  # the page Wallabag kept came along
     got = d.call("get", {"id": item["id"], "history": True})
@@ -71,6 +100,7 @@ def test_what_an_entry_keeps(tmp_path: Path, daemons: list[DaemonProc]) -> None:
         "source": "import:wallabag",
         "saved_at": "2021-06-01T07:00:00Z",
         "note": "learn how pinning works",
+        "highlights": ["Pinning keeps"],
     }
 
 
@@ -80,13 +110,15 @@ def test_entries_without_intent_are_refused_with_their_lines(
     d = _daemon(daemons, tmp_path)
     code, tally, _ = _import(d, str(FILES / "bookmarks.html"))
     assert code == EXIT_ERROR
-    assert tally["new"] == 2  # the two links with a <DD> note
+    # A <DD> is the source's description (often the page's teaser), never an intent.
+    assert tally["new"] == 0
     reasons = {r["line"]: r["reason"] for r in tally["refused"]}
+    assert "give --intent" in reasons[12] and "description is not an intent" in reasons[12]
     assert "give --intent" in reasons[14]
     assert "not a web address" in reasons[21] and "no HREF" in reasons[22]
-    # Given an intent later, the rest comes in; the noted ones are already there.
+    # Given an intent later, every link comes in.
     _, tally, _ = _import(d, str(FILES / "bookmarks.html"), "--intent", "read later")
-    assert (tally["new"], tally["already"]) == (1, 2)
+    assert (tally["new"], tally["already"]) == (3, 0)
 
 
 def test_an_import_cut_short_is_finished_by_running_it_again(
@@ -178,7 +210,11 @@ def test_omnivore_export_archive_is_read_whole(tmp_path: Path, daemons: list[Dae
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("metadata_0_to_3.json", (FILES / "omnivore.json").read_text())
         z.writestr("metadata_4_to_4.json", more)
-        z.writestr("content/spacing-effect.html", "<p>kept page</p>")
+        z.writestr("content/spacing-effect.html", f"<article><p>{PAGE}</p></article>")
+        z.writestr(
+            "highlights/spacing-effect.md",
+            "> Reviews spaced over days beat one long session.\n\nuse for the exam\n",
+        )
     _code, tally, _ = _import(d, str(archive), "-i", "study")
     assert tally["format"] == "omnivore" and tally["new"] == 3
     assert [r["line"] for r in tally["refused"]] == [17, 18]
@@ -187,6 +223,17 @@ def test_omnivore_export_archive_is_read_whole(tmp_path: Path, daemons: list[Dae
     kinds = {i["url"]: i["source_type"] for i in _items(d)}
     assert kinds["https://example.org/spacing"] == "html"
     assert kinds["https://example.org/b"] == "url"
+    # What the person highlighted is kept with the item, and counted.
+    assert tally["highlighted"] == 1
+    spacing = next(i for i in _items(d) if i["url"] == "https://example.org/spacing")
+    got = d.call("get", {"id": spacing["id"], "history": True})
+    origin = next(e for e in got["events"] if e["kind"] == "capture")["detail"]["origin"]
+    assert origin["highlights"] == [
+        "Reviews spaced over days beat one long session. — use for the exam"
+    ]
+    # The publisher's teaser is the description, never the intent.
+    assert origin["description"] == "revisit before the exam"
+    assert spacing["intent"] == "study"
 
 
 def test_a_daemon_killed_mid_import_loses_nothing_and_adds_nothing_twice(

@@ -49,12 +49,13 @@ def test_netscape_keeps_time_title_tags_and_description() -> None:
     assert first.title == "SQLite & the WAL"
     assert first.tags == ("databases", "sqlite")
     assert first.saved_at == "2021-01-01T00:00:00Z"
-    assert first.note == "to tune our write path"
+    # A <DD> is the source's description (a teaser, often), not the person's note.
+    assert first.description == "to tune our write path" and first.note is None
     assert first.line == 12
     # A title across lines is one line; a link with no <DD> has no note.
-    assert entries[1].title == "A page with no note" and entries[1].note is None
-    # The note of a link in a nested folder stays with that link.
-    assert (entries[2].title, entries[2].note) == ("Bread", "bake on Sundays")
+    assert entries[1].title == "A page with no note" and entries[1].description is None
+    # The description of a link in a nested folder stays with that link.
+    assert (entries[2].title, entries[2].description) == ("Bread", "bake on Sundays")
     assert problems == [Problem(22, "a link without an address (no HREF)")]
 
 
@@ -96,7 +97,8 @@ def test_omnivore_labels_dates_and_bad_entries() -> None:
         (25, "https://example.org/archived"),
     ]
     assert entries[0].tags == ("learning", "memory")
-    assert entries[0].note == "revisit before the exam"
+    # Omnivore's description is the publisher's teaser: never the intent.
+    assert entries[0].description == "revisit before the exam" and entries[0].note is None
     assert entries[1].tags == ("later",)
     assert entries[1].saved_at == "2023-04-01T06:30:00Z"
     assert [p.line for p in problems] == [17, 18]
@@ -157,17 +159,29 @@ def _planned(name: str, opts: Options) -> tuple[list[Planned], list[Problem]]:
 
 
 def test_plan_takes_the_note_as_intent_and_keeps_the_origin() -> None:
+    planned, _ = _planned("karakeep.json", Options(fmt="karakeep", tags=("imported",)))
+    first = planned[0].params
+    assert first["intent"] == "apply to the daemon's loops"
+    assert first["tags"] == ["python", "anyio", "imported"]
+    assert first["origin"] == {
+        "source": "import:karakeep",
+        "saved_at": "2024-04-24T23:06:40Z",
+        "note": "apply to the daemon's loops",
+    }
+    assert planned[1].needs_intent
+
+
+def test_a_description_is_kept_and_never_the_intent() -> None:
     planned, problems = _planned("bookmarks.html", Options(fmt="netscape", tags=("imported",)))
     first = planned[0].params
-    assert first["intent"] == "to tune our write path"
+    assert "intent" not in first and planned[0].needs_intent
     assert first["tags"] == ["databases", "sqlite", "imported"]
     assert first["priority"] == "P3"
     assert first["origin"] == {
         "source": "import:netscape",
         "saved_at": "2021-01-01T00:00:00Z",
-        "note": "to tune our write path",
+        "description": "to tune our write path",
     }
-    assert planned[1].needs_intent
     # The same link again later in the file is left out; place: is no web address.
     assert [p.params["url"] for p in planned].count("https://example.org/sqlite-wal") == 1
     assert [p.line for p in problems] == [21, 22]
@@ -176,7 +190,7 @@ def test_plan_takes_the_note_as_intent_and_keeps_the_origin() -> None:
 def test_given_intent_wins_and_the_note_is_still_kept() -> None:
     planned, _ = _planned("bookmarks.html", Options(fmt="netscape", intent="tune the db"))
     assert {p.params["intent"] for p in planned} == {"tune the db"}
-    assert planned[0].params["origin"]["note"] == "to tune our write path"
+    assert planned[0].params["origin"]["description"] == "to tune our write path"
 
 
 def test_capture_id_follows_the_canonical_link() -> None:
@@ -204,7 +218,7 @@ def test_plan_keeps_every_field_within_the_capture_bounds() -> None:
 
 
 def test_a_page_too_big_to_hand_in_is_fetched_instead() -> None:
-    entry = Entry(line=1, url="https://example.org/big", html="<p>" + "x" * 5000 + "</p>")
+    entry = Entry(line=1, url="https://example.org/big", html="<p>" + "word " * 1000 + "</p>")
     (small,) = plan([entry], Options(fmt="wallabag", intent="i", max_html_bytes=1000))
     (big,) = plan([entry], Options(fmt="wallabag", intent="i", max_html_bytes=10_000))
     assert isinstance(small, Planned) and "html" not in small.params
@@ -220,7 +234,10 @@ def test_a_folder_description_is_not_the_note_of_the_link_before_it() -> None:
         "</DL><p>\n</DL>\n"
     )
     got = [e for e in READERS["netscape"](text) if isinstance(e, Entry)]
-    assert [(e.title, e.note) for e in got] == [("A", None), ("B", "the note of B")]
+    got_notes = [(e.title, e.description) for e in got]
+    assert got_notes == [("A", None), ("B", "the note of B")]
+    # The folder the link is in is its folder path.
+    assert [e.folder for e in got] == [(), ("Folder",)]
 
 
 def test_progress_bar_and_summary_say_the_counts() -> None:
@@ -230,7 +247,7 @@ def test_progress_bar_and_summary_say_the_counts() -> None:
 
     out = io.StringIO()
     bar = Bar(out, interval_s=0)
-    tally = Tally(fmt="pocket", total=40)
+    tally = Tally(fmt="pocket", total=40, intent_from="given")
     bar(tally)
     tally.new, tally.already = 10, 5
     tally.refused = [(n, f"bad line {n}") for n in range(2, 27)]

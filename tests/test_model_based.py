@@ -228,7 +228,10 @@ class ModelMachine(RuleBasedStateMachine):
         self.env.fake.fault(source.token, outcome.ai_fault if step else None, step)
 
     def capture_params(self, source: Source, capture_id: str | None) -> dict[str, Any]:
-        params: dict[str, Any] = {"intent": f"learn how WAL works {source.token}"}
+        # An intent the article addresses, in its own words: the score the model server's
+        # judgements give it is the model's ``scored`` priority (P1).
+        intent = f"learn how write-ahead logging keeps readers going {source.token}"
+        params: dict[str, Any] = {"intent": intent}
         if source.kind == "text":
             params["text"] = TEXT
         else:

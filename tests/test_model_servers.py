@@ -24,7 +24,7 @@ from readdod.engines import openai as oa
 from readdod.engines.base import EngineInput
 from readdod.engines.openai import formats
 from readdod.errors import AIError, ErrorCode
-from readdod.models import Summary
+from readdod.models import Score, Summary
 from tests.fake_openai import LLAMA_CPP_PYTHON_REFUSAL, FakeOpenAI
 
 pytestmark = pytest.mark.anyio
@@ -41,6 +41,12 @@ SUMMARY = Summary(
     intent_relevance="It shows how to turn WAL on.",
     reading_time_min=1,
     lang="en",
+)
+SCORE = Score(
+    match_score=90,
+    priority="P1",
+    reasons=["It shows the PRAGMA.", "It explains checkpoints.", "It is short."],
+    recommendation="read",
 )
 
 
@@ -223,13 +229,15 @@ async def test_loose_answers_are_read_and_unbounded_numbers_are_clamped() -> Non
         eng = _engine(fake)
         try:
             loose = await eng.summarize(EngineInput(text=TEXT, intent="learn WAL fake:ctrl"))
-            wild = await eng.score(EngineInput(text=TEXT, intent="learn WAL fake:bigint"), SUMMARY)
+            wild = await eng.todos(
+                EngineInput(text=TEXT, intent="learn WAL fake:bigint"), SUMMARY, SCORE
+            )
             big = await eng.summarize(EngineInput(text=TEXT, intent="learn WAL fake:bigint#s"))
         finally:
             await eng.aclose()
         assert len(fake.completions()) == 3  # no repair was needed
         assert "Line one.\nLine two: " in loose.payload.tl_dr
-        assert wild.payload.match_score == 100
+        assert {t.estimate_min for t in wild.payload.items} == {600}
         # readdod computes the reading time: it is not asked for, and the model's is ignored.
         asked = fake.completions()[0]["body"]["response_format"]["json_schema"]["schema"]
         assert "reading_time_min" not in asked["properties"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -324,3 +326,217 @@ def test_a_kept_document_is_read_back_and_one_this_version_cannot_read_is_left_o
     # Kept by another version and unreadable now: the text is read without it.
     assert document_of('{"pages": 4}') is None
     assert document_of("not json") is None
+
+
+# --- bounded: text, CPU time, memory, the daemon's loop (issue: hostile PDFs) ---------
+
+_CORPUS = Path(__file__).parent / "pdf_corpus"
+
+
+def test_text_stops_at_the_limit_whatever_the_file_size() -> None:
+    hostile = pdfs.shared_stream(pages=50, stream_bytes=100_000)
+    assert len(hostile) < 10_000  # about 3 MB of text in under 10 KB
+    with pytest.raises(ExtractionError) as info:
+        extract_pdf(hostile, "https://example.org/h.pdf", max_chars=300_000)
+    assert info.value.code is ErrorCode.EXTRACTION_TOO_LARGE and not info.value.retryable
+    assert "300,000 characters" in info.value.message and "fetch.max_bytes" in info.value.message
+
+
+def test_the_daemon_refuses_a_pdf_whose_text_passes_max_bytes(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    hostile = pdfs.shared_stream(pages=50, stream_bytes=100_000)
+    with serve() as srv:
+        url = srv.page("/h.pdf", hostile, content_type="application/pdf")
+        d = DaemonProc(
+            tmp_path, ai={"engine": "fixed"}, fetch={**fast_fetch(), "max_bytes": 300_000}
+        )
+        daemons.append(d)
+        d.start()
+        item = d.call("capture", {"url": url, "intent": "read it"})["item"]
+        d.wait_status("FAILED_EXTRACTION", 1)
+        failure = d.call("get", {"id": item["id"]})["item"]["failure"]
+    assert failure["error_code"] == "EXTRACTION_TOO_LARGE", failure
+    assert "characters" in failure["message"] and "fetch.max_bytes" in failure["message"]
+
+
+def test_the_daemon_stops_a_pdf_over_its_cpu_budget(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    # The 10 KB file of the report: 50 pages sharing a 700 KB stream, minutes of CPU.
+    hostile = pdfs.shared_stream()
+    with serve() as srv:
+        url = srv.page("/h.pdf", hostile, content_type="application/pdf")
+        d = DaemonProc(
+            tmp_path, ai={"engine": "fixed"}, fetch=fast_fetch(pdf_cpu_s=1, max_bytes=10_000_000)
+        )
+        daemons.append(d)
+        d.start()
+        item = d.call("capture", {"url": url, "intent": "read it"})["item"]
+        d.wait_status("FAILED_EXTRACTION", 1)
+        failure = d.call("get", {"id": item["id"]})["item"]["failure"]
+    assert failure["error_code"] == "EXTRACTION_TOO_LARGE", failure
+    assert "1 s of CPU" in failure["message"] and "fetch.pdf_cpu_s" in failure["message"]
+
+
+def _readers_of(pid: int) -> list[int]:
+    """The daemon's children reading a PDF, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == pid and b"readdod.extraction.pdf_process" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _until(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.05)
+
+
+def test_a_pdf_is_read_in_a_child_process_that_cancelling_kills(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    hostile = pdfs.shared_stream()
+    with serve() as srv:
+        url = srv.page("/h.pdf", hostile, content_type="application/pdf")
+        d = DaemonProc(
+            tmp_path, ai={"engine": "fixed"}, fetch=fast_fetch(pdf_cpu_s=600, max_bytes=10_000_000)
+        )
+        daemons.append(d)
+        d.start()
+        assert d.proc is not None
+        pid = d.proc.pid
+        item = d.call("capture", {"url": url, "intent": "read it"})["item"]
+        readers: list[int] = []
+
+        def reading() -> bool:
+            readers[:] = _readers_of(pid)
+            return bool(readers)
+
+        _until(reading, "process reading the PDF")
+        # The daemon answers while the child reads (it holds no lock of the daemon's).
+        assert d.call("get", {"id": item["id"]})["item"]["status"] == "PROCESSING"
+        d.call("archive", {"id": item["id"], "cancel": True})
+        _until(lambda: not Path(f"/proc/{readers[0]}").exists() or _zombie(readers[0]), "kill")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_pdf_over_its_memory_is_refused_not_a_crash() -> None:
+    from readdod.extraction.pdf_process import PdfLimits, extract_pdf_bounded
+
+    # One page drawing a 60 MB stream (200 KB compressed), read within 128 MiB.
+    bomb = pdfs.shared_stream(pages=1, stream_bytes=60_000_000)
+    limits = PdfLimits(max_chars=100_000_000, memory_mb=128)
+    with pytest.raises(ExtractionError) as info:
+        extract_pdf_bounded(bomb, limits=limits)
+    assert info.value.code is ErrorCode.EXTRACTION_TOO_LARGE
+    assert "memory" in info.value.message and "fetch.pdf_memory_mb" in info.value.message
+
+
+# --- encrypted and odd files: never an internal error ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "says"),
+    [
+        ("r5-owner-password.pdf", None, "pdf encryption test"),
+        ("r6-owner-password.pdf", None, "pdf encryption test"),
+        ("r4-aes-user-password.pdf", "UNSUPPORTED_CONTENT", "needs a password"),
+        ("poppler-395-0-fuzzed.pdf", "EXTRACTION_PARSE_FAILED", "/A85"),
+        ("bomb_giant.pdf", "UNSUPPORTED_CONTENT", "cannot read"),
+        ("bug1606566.pdf", "EXTRACTION_EMPTY", "too little text to read: 2 words"),
+    ],
+)
+def test_real_encrypted_and_odd_pdfs_are_read_or_refused_clearly(
+    name: str, code: str | None, says: str
+) -> None:
+    data = (_CORPUS / name).read_bytes()
+    if code is None:
+        got = extract_pdf(data)
+        assert got.title == says and got.byline == "cheng"
+        return
+    with pytest.raises(ExtractionError) as info:
+        extract_pdf(data)
+    assert info.value.code.value == code
+    assert says in info.value.message
+
+
+def test_capture_pdf_reads_an_aes_owner_locked_file_and_refuses_a_user_locked_one(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = DaemonProc(tmp_path, daemon={"auto_process": False})
+    daemons.append(d)
+    d.start()
+    out = run_cli(d, "capture", "--pdf", str(_CORPUS / "r6-owner-password.pdf"), "-i", "x")
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    locked = _CORPUS / "r4-aes-user-password.pdf"
+    out = run_cli(d, "capture", "--pdf", str(locked), "-i", "x")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "UNSUPPORTED_CONTENT" in out.stderr and "needs a password" in out.stderr
+    odd = tmp_path / "jbig2.pdf"
+    odd.write_bytes((_CORPUS / "bomb_giant.pdf").read_bytes())
+    out = run_cli(d, "capture", "--pdf", str(odd), "-i", "x")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "INTERNAL_ERROR" not in out.stderr and "jbig2.pdf" in out.stderr
+    assert len(d.call("list", {})["items"]) == 1
+
+
+# --- what a PDF's words and metadata say ----------------------------------------------
+
+
+def test_a_few_words_are_called_too_little_text_not_a_scan() -> None:
+    with pytest.raises(ExtractionError) as info:
+        extract_pdf(pdfs.few_words("Hello there world"))
+    assert info.value.code is ErrorCode.EXTRACTION_EMPTY
+    assert "too little text to read: 3 words on 1 page" in info.value.message
+    assert "as a scanner makes them" not in info.value.message
+
+
+_SENTENCE = "A harbour lantern lit the orchard path while the granite willow bent low. "
+
+
+@pytest.mark.parametrize(
+    "placeholder",
+    ["Microsoft Word - field notes.docx", "untitled", "Untitled-3", "report_final.pdf"],
+)
+def test_a_tool_placeholder_title_is_not_the_title(placeholder: str) -> None:
+    got = extract_pdf(pdfs.few_words(_SENTENCE, title=placeholder))
+    assert got.title != placeholder
+    assert got.title is not None and got.title.startswith("A harbour lantern")
+
+
+def test_a_real_microsoft_word_title_is_dropped() -> None:
+    got = extract_pdf((_CORPUS / "rotation.pdf").read_bytes())
+    assert got.title is not None and not got.title.startswith("Microsoft Word")
+    assert got.byline == "brianc"
+
+
+def test_a_leaked_perl_value_is_no_byline() -> None:
+    got = extract_pdf(pdfs.few_words(_SENTENCE, title="Notes", author="ARRAY(0x2c7cf020)"))
+    assert (got.title, got.byline) == ("Notes", None)
+
+
+def test_a_title_set_on_two_lines_is_kept_whole() -> None:
+    lines = ["Trace-based Just-in-Time Type Specialization for Dynamic", "Languages"]
+    got = extract_pdf(pdfs.wrapped_title(lines, _SENTENCE * 30))
+    assert got.title == " ".join(lines)
+    # A title from the metadata still wins.
+    got = extract_pdf(pdfs.wrapped_title(lines, _SENTENCE * 30, title="TraceMonkey"))
+    assert got.title == "TraceMonkey"

@@ -600,8 +600,10 @@ def test_thousands_of_connections_respect_the_cap(fz: Fuzzed) -> None:
         for s in socks:
             s.close()
     CASES["connections"] += len(socks)
+    # Refused at once, or served and later closed as the idlest for a newer one: each
+    # first line is an answer or TOO_MANY_CONNECTIONS, never a silent close.
     assert outcome["served"] + outcome["TOO_MANY_CONNECTIONS"] == len(socks), outcome
-    assert 1 <= outcome["served"] <= MAX_CONNECTIONS, outcome
+    assert outcome["served"] >= 1, outcome
     assert_serving(fz)
 
 

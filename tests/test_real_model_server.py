@@ -23,6 +23,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -159,25 +160,21 @@ class LlamaServer:
         return out
 
 
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[LlamaServer]:
-    """llama-cpp-python's server on 127.0.0.1 with the small GGUF."""
+def llama_server_for(model: str, *, n_ctx: int = 4096) -> Iterator[LlamaServer]:
+    """llama-cpp-python's server on 127.0.0.1 with ``model``, at its defaults otherwise."""
     cache = Path(os.environ.get("READDOD_CI_CACHE") or Path.home() / ".cache" / "readdod-ci")
     python = os.environ.get("READDOD_LLAMA_PYTHON") or str(cache / "llama-venv" / "bin" / "python")
-    model = os.environ.get("READDOD_LLAMA_MODEL") or str(
-        cache / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    )
     if not (python and Path(python).exists() and model and Path(model).exists()):
         pytest.fail(
-            "the real model server is missing: READDOD_LLAMA_PYTHON and READDOD_LLAMA_MODEL must"
-            " name llama-cpp-python's interpreter and a GGUF model (default: where"
-            " `bash .ci/setup-llama` puts them); run `bash .ci/setup` first"
+            "the real model server is missing: READDOD_LLAMA_PYTHON and READDOD_LLAMA_MODEL"
+            " (or READDOD_LLAMA_QWEN_MODEL) must name llama-cpp-python's interpreter and a GGUF"
+            " model (default: where `bash .ci/setup-llama` puts them); run `bash .ci/setup` first"
         )
     port = _free_port()
     proc = subprocess.Popen(
         [
             *(python, "-m", "llama_cpp.server", "--model", model, "--host", "127.0.0.1"),
-            *("--port", str(port), "--n_ctx", "4096", "--n_threads", "2"),
+            *("--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", "2"),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -207,6 +204,16 @@ def llama_server() -> Iterator[LlamaServer]:
         if drain is not None:
             drain.join(timeout=10)
         stderr.close()
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[LlamaServer]:
+    """llama-cpp-python's server on 127.0.0.1 with the small GGUF."""
+    cache = Path(os.environ.get("READDOD_CI_CACHE") or Path.home() / ".cache" / "readdod-ci")
+    model = os.environ.get("READDOD_LLAMA_MODEL") or str(
+        cache / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
+    yield from llama_server_for(model)
 
 
 def _finished(item: str, e: dict[str, Any]) -> bool:
@@ -299,3 +306,88 @@ def test_items_go_through_a_real_llama_cpp_python_server(
             code,
             message,
         )
+
+
+def test_two_items_in_flight_at_the_defaults_lose_no_request_to_a_cut_stream(
+    llama_server: LlamaServer, tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    """llama-cpp-python at its defaults (``interrupt_requests`` on) and readdod at its
+    own (``ai.concurrency`` unset): the server's cuts teach readdod to send one request
+    at a time, and no item fails because a stream was cut."""
+    d = DaemonProc(
+        tmp_path,
+        ai={
+            "engine": "openai",
+            "base_url": f"http://127.0.0.1:{llama_server.port}/v1",
+            "model": "smollm2-135m",
+            "timeout_s": 300.0,
+            "context_tokens": 4096,
+            "temperature": 0.0,
+        },
+        daemon={"skip_below": 0},
+        **{"ai.max_tokens": MAX_TOKENS},
+        **NO_AUTO_RETRY,
+    )
+    daemons.append(d)
+    d.start()
+    items = [
+        d.call("capture", {"text": text, "intent": intent})["item"]["id"]
+        for intent, text in TEXTS[:2]
+    ]
+    for item in items:
+        d.wait_log(functools.partial(_finished, item), timeout=900)
+    got = [d.call("get", {"id": i})["item"] for i in items]
+    d.stop()
+    requests = [e for e in d.logs if e["event"] == "ai.request"]
+    cuts = [e for e in d.logs if e["event"] == "ai.stream_cut"]
+    moves = [(e["limit"], e["reason"]) for e in d.logs if e["event"] == "ai.concurrency"]
+    print(f"\n{len(requests)} requests, {len(cuts)} streams cut, limit moves: {moves}")
+    for item in got:
+        failure = item.get("failure") or {}
+        print(" ", item["status"], failure.get("error_code"), failure.get("message"))
+    # Both items were in flight at once, so the server met two requests together.
+    assert max(e["concurrency"] for e in requests) >= 2 or cuts
+    # A cut stream lowered the limit and was asked again; it never failed an item.
+    if cuts:
+        assert moves and moves[0][1] == "stream cut short"
+        assert min(limit for limit, _ in moves) == 1
+    for item in got:
+        failure = item.get("failure") or {}
+        assert item["status"] == "READY" or (
+            item["status"] == "FAILED_AI" and failure.get("error_code") in CONTENT_CODES
+        ), (item["status"], failure)
+    assert not [e for e in d.logs if e.get("error_code") in ("AI_PROVIDER_ERROR", "AI_TIMEOUT")]
+
+
+def test_server_check_says_what_llama_cpp_python_takes_and_the_settings_to_use(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    conf = tmp_path / "config.toml"
+    conf.write_text(
+        f'[daemon]\ndata_dir = "{data}"\n'
+        f'[ai]\nengine = "openai"\nbase_url = "http://127.0.0.1:{llama_server.port}/v1"\n'
+        'model = "smollm2-135m"\ncontext_tokens = 8192\n'
+    )
+    env = {**os.environ, "READDOD_CONFIG": str(conf)}
+    argv = [sys.executable, "-m", "readdod", "server", "check"]
+    text = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    print("\n" + text.stdout + text.stderr)
+    assert text.returncode == 0, text.stderr
+    assert "two streams at once: cut" in text.stdout
+    assert "concurrency = 1" in text.stdout
+    assert "context_tokens = 4096" in text.stdout
+    learned = json.loads((data / "model-servers.json").read_text())
+    (entry,) = learned.values()
+    # llama-cpp-python refuses json_schema and takes json_object with a schema.
+    assert entry == {"format": "json_object_schema", "context_tokens": 4096, "concurrency": 1}
+    as_json = subprocess.run(
+        [*argv, "--json", "--no-remember"], capture_output=True, text=True, env=env, timeout=600
+    )
+    report = json.loads(as_json.stdout)
+    assert report["formats"]["json_schema"].startswith("refused: HTTP 500")
+    assert report["formats"]["json_object_schema"] == "accepted"
+    assert report["context_source"] == "probe" and report["context_tokens"] == 4096
+    assert report["tokens_per_s"] > 0
+    assert report["two_streams"] == "cut"
+    assert report["settings"]["ai.concurrency"] == 1

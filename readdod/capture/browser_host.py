@@ -122,7 +122,7 @@ class BrowserHost:
             )
         except DaemonUnavailable as exc:
             answer = nm.error_answer(
-                req.id, nm.UNAVAILABLE, exc.message, ErrorCode.DAEMON_UNAVAILABLE, status=503
+                req.id, nm.UNAVAILABLE, exc.message, ErrorCode(exc.error_code), status=503
             )
         except (OSError, msgspec.DecodeError) as exc:
             # A timeout, a reset, an unreadable answer: the daemon could not be heard.

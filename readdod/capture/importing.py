@@ -9,21 +9,23 @@ skipped; the rest go on.
 
 from __future__ import annotations
 
+import codecs
 import concurrent.futures
+import io
 import itertools
 import re
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 import msgspec
 
-from readdod.capture.formats import READERS, Entry, Problem, detect, omnivore
+from readdod.capture.formats import READERS, Entry, Problem, Skipped, detect, omnivore
 from readdod.capture.formats.detect import HEAD, UnknownFormat
-from readdod.capture.plan import Options, Planned, plan, with_intent
+from readdod.capture.plan import Census, Options, Planned, census, plan
 from readdod.control.client import Client, RpcError
 from readdod.control.protocol import MAX_BATCH, MAX_LINE
 from readdod.errors import DaemonUnavailable, ErrorCode, ReaddodError
@@ -50,7 +52,7 @@ class ImportFileError(ReaddodError):
 
 
 class Tally(msgspec.Struct):
-    """What an import did, entry by entry."""
+    """What an import did, entry by entry: every entry of the file is in one count."""
 
     fmt: str
     total: int = 0
@@ -58,11 +60,26 @@ class Tally(msgspec.Struct):
     already: int = 0
     #: (line, why) of every entry left out.
     refused: list[tuple[int, str]] = []
+    #: Entries left out on purpose, by why (repeats merged into their first, feed rows...).
+    skipped: dict[str, int] = {}
+    #: Of the entries sent: brought in ARCHIVED, starred, with highlights.
+    archived: int = 0
+    starred: int = 0
+    highlighted: int = 0
+    #: Repeats whose intent was set (not yet processed), or kept (processed already).
+    intent_set: int = 0
+    intent_kept: int = 0
+    #: Sent without an intent of the person's (``--intent`` gave theirs).
+    intent_from: str = "note"
     dry_run: bool = False
 
     @property
     def done(self) -> int:
-        return self.new + self.already + len(self.refused)
+        return self.new + self.already + len(self.refused) + sum(self.skipped.values())
+
+    @property
+    def duplicates(self) -> int:
+        return self.skipped.get(DUPLICATES, 0)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -70,104 +87,212 @@ class Tally(msgspec.Struct):
             "total": self.total,
             "new": self.new,
             "already": self.already,
+            "duplicates": self.duplicates,
+            "skipped": dict(self.skipped),
+            "archived": self.archived,
+            "starred": self.starred,
+            "highlighted": self.highlighted,
+            "intent_set": self.intent_set,
+            "intent_kept": self.intent_kept,
             "refused": [{"line": line, "reason": why} for line, why in self.refused],
             "dry_run": self.dry_run,
         }
 
 
-def read_file(path: Path) -> str:
-    """The file's text: UTF-8 (with or without a BOM), UTF-16 with a BOM, the charset an
-    HTML export declares, else a guess (old browsers wrote Windows code pages)."""
+#: The Skipped kind of a link met earlier in the same file.
+DUPLICATES: Final = "repeats of a link met earlier in the file (merged)"
+#: A file that is not UTF-8 is decoded whole by its declared charset: up to this size.
+MAX_LEGACY_BYTES: Final = 64 * 2**20
+#: A member of an export archive larger than this (uncompressed) is not read.
+MAX_MEMBER: Final = 64 * 2**20
+#: A member that claims to expand more than this many times is refused (a zip bomb).
+MAX_RATIO: Final = 200
+
+Found = Iterator[Entry | Problem | Skipped]
+
+
+def _is_utf8(path: Path) -> bool:
+    """Whether the file is UTF-8 throughout, read in chunks."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    except OSError as exc:
+        raise ImportFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return True
+
+
+def open_text(path: Path) -> TextIO:
+    """The file as text, read as it goes: UTF-8 (with or without a BOM); else (old browsers
+    wrote Windows code pages) decoded whole by the charset it declares, within bounds."""
+    if _is_utf8(path):
+        return path.open(encoding="utf-8-sig", newline="")
+    try:
+        size = path.stat().st_size
+        if size > MAX_LEGACY_BYTES:
+            raise ImportFileError(
+                f"{path} is not UTF-8 and is {size / 2**20:.0f} MB; convert it to UTF-8"
+                " (iconv -t UTF-8) and import it again"
+            )
         data = path.read_bytes()
     except OSError as exc:
         raise ImportFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        # Valid UTF-8 is UTF-8, whatever a page kept inside a JSON export declares.
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return decode_body(data, None)
+    return io.StringIO(decode_body(data, None), newline="")
 
 
-def _omnivore_archive(path: Path) -> list[Entry | Problem]:
-    """Every ``metadata_*.json`` of Omnivore's export archive; a problem names its member."""
-    found: list[Entry | Problem] = []
+def read_file(path: Path) -> str:
+    """The file's text, whole (for small files and tests)."""
+    with open_text(path) as f:
+        return f.read()
+
+
+def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | None:
+    """A member's text, or None when it is too large or expands too much to be read."""
+    if info.file_size > MAX_MEMBER:
+        return None
+    if info.file_size > 1 << 20 and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+        return None
+    with archive.open(info) as f:
+        data = f.read(MAX_MEMBER + 1)  # the header's size is not trusted either
+    if len(data) > MAX_MEMBER:
+        return None
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def _omnivore_archive(path: Path) -> Callable[[], Found]:
+    """Every ``metadata_*.json`` of Omnivore's export archive, each page and highlights
+    read when its entry is; a member too large to read is a problem naming it."""
     try:
         with zipfile.ZipFile(path) as archive:
-            names = sorted(
-                n for n in archive.namelist() if re.search(r"(^|/)metadata_[^/]*\.json$", n)
-            )
-            if not names:
-                raise ImportFileError(
-                    f"{path}: a zip archive without metadata_*.json files (not Omnivore's export)"
-                )
-            pages = {
-                m.group(1): archive.read(n).decode("utf-8", errors="replace")
-                for n in archive.namelist()
-                if (m := re.search(r"(?:^|/)content/([^/]+)\.html$", n))
-            }
-            for name in names:
-                text = archive.read(name).decode("utf-8-sig", errors="replace")
-                for got in omnivore.read(text, pages):
-                    if isinstance(got, Problem):
-                        got = Problem(got.line, f"{name}: {got.message}")
-                    found.append(got)
+            infos = archive.infolist()
     except (OSError, zipfile.BadZipFile) as exc:
         raise ImportFileError(f"cannot read the archive {path}: {exc}") from exc
+    metas = sorted(
+        (i for i in infos if re.search(r"(^|/)metadata_[^/]*\.json$", i.filename)),
+        key=lambda i: i.filename,
+    )
+    if not metas:
+        raise ImportFileError(
+            f"{path}: a zip archive without metadata_*.json files (not Omnivore's export)"
+        )
+    pages = {
+        m.group(1): i
+        for i in infos
+        if (m := re.search(r"(?:^|/)content/([^/]+)\.html$", i.filename))
+    }
+    marks = {
+        m.group(1): i
+        for i in infos
+        if (m := re.search(r"(?:^|/)highlights/([^/]+)\.md$", i.filename))
+    }
+
+    def found() -> Found:
+        try:
+            with zipfile.ZipFile(path) as archive:
+
+                def lookup(table: dict[str, zipfile.ZipInfo]) -> Callable[[str], str | None]:
+                    def get(slug: str) -> str | None:
+                        info = table.get(slug)
+                        return None if info is None else _member(archive, info)
+
+                    return get
+
+                for info in metas:
+                    text = _member(archive, info)
+                    if text is None:
+                        yield Problem(
+                            0,
+                            f"{info.filename}: {info.file_size / 2**20:.0f} MB"
+                            f" (from {info.compress_size} bytes): too large to read, skipped",
+                        )
+                        continue
+                    for got in omnivore.read(text, lookup(pages), lookup(marks)):
+                        if isinstance(got, Problem):
+                            got = Problem(got.line, f"{info.filename}: {got.message}")
+                        yield got
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise ImportFileError(f"cannot read the archive {path}: {exc}") from exc
+
     return found
 
 
-def entries(path: Path, fmt: str) -> tuple[str, list[Entry | Problem]]:
-    """The file's format (``fmt``, or detected for ``auto``) and what it holds."""
+def source(path: Path, fmt: str) -> tuple[str, Callable[[], Found]]:
+    """The file's format (``fmt``, or detected for ``auto``) and a way to read it (again:
+    an import reads it twice, to count and merge, then to send)."""
+    if not path.exists():
+        raise ImportFileError(f"cannot read {path}: no such file")
     if fmt in ("auto", "omnivore") and zipfile.is_zipfile(path):
         return "omnivore", _omnivore_archive(path)
-    text = read_file(path)
     if fmt == "auto":
+        with open_text(path) as f:
+            head = f.read(HEAD)
         try:
-            fmt = detect(path.name, text[:HEAD])
+            fmt = detect(path.name, head)
         except UnknownFormat as exc:
             raise ImportFileError(f"{path}: {exc}") from exc
-    return fmt, list(READERS[fmt](text))
+    reader = READERS[fmt]
+
+    def found() -> Found:
+        with open_text(path) as f:
+            yield from reader(f)
+
+    return fmt, found
+
+
+def entries(path: Path, fmt: str) -> tuple[str, list[Entry | Problem | Skipped]]:
+    """The file's format and what it holds, whole (for tests and small files)."""
+    fmt, found = source(path, fmt)
+    return fmt, list(found())
+
+
+class Prepared(msgspec.Struct):
+    """An import ready to send: the file counted, its repeats found, the intent settled."""
+
+    census: Census
+    opts: Options
 
 
 def prepare(
-    found: Iterable[Entry | Problem],
+    found: Callable[[], Found],
     opts: Options,
     ask: Callable[[int], str | None] | None,
-) -> tuple[list[Planned], list[Problem]]:
-    """The captures to send and the entries left out. Entries with neither ``--intent``
-    nor a note of their own get the one answer ``ask`` gives (it is told how many),
-    or are left out saying why."""
-    planned: list[Planned] = []
-    problems: list[Problem] = []
-    for got in plan(found, opts):
+) -> Prepared:
+    """Count the file (a first pass); entries with neither ``--intent`` nor a note of the
+    person's own get the one answer ``ask`` gives (it is told how many), or are left out
+    saying why."""
+    counted = census(found(), opts)
+    if counted.needs_intent and ask is not None and not opts.intent:
+        answer = ask(counted.needs_intent)
+        if answer:
+            opts = msgspec.structs.replace(opts, intent=answer)
+    return Prepared(counted, opts)
+
+
+NO_INTENT: Final = (
+    "no intent: the entry has no note of yours (a source's description is not an intent);"
+    " give --intent (why you saved these links)"
+)
+
+
+def planned(found: Callable[[], Found], prep: Prepared, tally: Tally) -> Iterator[Planned]:
+    """The captures to send, in file order (a second pass); what is left out is counted
+    into ``tally`` as it is met."""
+    for got in plan(found(), prep.opts, prep.census):
         if isinstance(got, Problem):
-            problems.append(got)
+            tally.refused.append((got.line, got.message))
+        elif isinstance(got, Skipped):
+            tally.skipped[got.kind] = tally.skipped.get(got.kind, 0) + 1
+        elif got.needs_intent:
+            tally.refused.append((got.line, NO_INTENT))
         else:
-            planned.append(got)
-    missing = sum(p.needs_intent for p in planned)
-    intent = ask(missing) if missing and ask is not None else None
-    if missing:
-        kept = []
-        for p in planned:
-            if not p.needs_intent:
-                kept.append(p)
-            elif intent:
-                kept.append(with_intent(p, intent))
-            else:
-                problems.append(
-                    Problem(
-                        p.line,
-                        "no intent: the entry has no note to take it from; give --intent"
-                        " (why you saved these links)",
-                    )
-                )
-        planned = kept
-    problems.sort(key=lambda p: p.line)
-    return planned, problems
+            yield got
 
 
-def _batches(planned: list[Planned]) -> Iterable[list[Planned]]:
+def _batches(planned: Iterable[Planned]) -> Iterator[list[Planned]]:
     """Runs of captures whose batch line stays within the daemon's limits."""
     batch: list[Planned] = []
     size = 2
@@ -186,6 +311,12 @@ def _reason(error: dict[str, Any]) -> str:
     data = error.get("data") or {}
     code = data.get("error_code") or f"RPC_{error.get('code')}"
     return f"{code}: {error.get('message', '')}"
+
+
+def _count(tally: Tally, p: Planned) -> None:
+    tally.archived += p.archived
+    tally.starred += p.starred
+    tally.highlighted += p.highlights > 0
 
 
 def send(client: Client, batch: list[Planned], tally: Tally) -> None:
@@ -213,16 +344,19 @@ def send(client: Client, batch: list[Planned], tally: Tally) -> None:
                 tally.new += 1
             else:
                 tally.already += 1
+                tally.intent_set += bool(got["result"].get("intent_set"))
         elif (got["error"].get("data") or {}).get("error_code") == ErrorCode.IDEMPOTENCY_CONFLICT:
-            # Imported before, with another intent or title: the link is there.
+            # Imported before, with another intent or title: the link is there (processed
+            # already when it was only the intent, which then stays).
             tally.already += 1
+            tally.intent_kept += "intent" in p.params
         else:
             tally.refused.append((p.line, _reason(got["error"])))
 
 
 def run(
     connect: Callable[[], Client] | None,
-    planned: list[Planned],
+    planned: Iterable[Planned],
     tally: Tally,
     progress: Callable[[Tally], None],
     *,
@@ -236,17 +370,19 @@ def run(
     """
     progress(tally)
     if connect is None:
-        tally.new = len(planned)
+        for p in planned:
+            _count(tally, p)
+            tally.new += 1
         progress(tally)
         return tally
-    batches = list(_batches(planned))
     lock = threading.Lock()
-    queue = iter(batches)
+    queue = _batches(planned)
     stop = threading.Event()
     sent = 0
+    batches = 0
 
     def worker() -> None:
-        nonlocal sent
+        nonlocal sent, batches
         with connect() as client:
             try:
                 client.call("ping")
@@ -257,18 +393,23 @@ def run(
             while not stop.is_set():
                 with lock:
                     batch = next(queue, None)
-                if batch is None:
-                    return
+                    if batch is None:
+                        return
+                    batches += 1
                 counted = Tally(fmt=tally.fmt)
                 send(client, batch, counted)
                 with lock:
                     sent += 1
                     tally.new += counted.new
                     tally.already += counted.already
+                    tally.intent_set += counted.intent_set
+                    tally.intent_kept += counted.intent_kept
                     tally.refused.extend(counted.refused)
+                    for p in batch:
+                        _count(tally, p)
                     progress(tally)
 
-    workers = max(1, min(connections, len(batches)))
+    workers = max(1, min(connections, -(-tally.total // BATCH)))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         futures = [pool.submit(worker) for _ in range(workers)]
         try:
@@ -278,7 +419,7 @@ def run(
             # Ctrl-C or a lost daemon: the batches on their way finish, no new one starts.
             stop.set()
             raise
-    if sent < len(batches):
+    if sent < batches:
         raise DaemonUnavailable(
             "the daemon refused every connection of this import (control.max_connections)"
         )
@@ -322,7 +463,27 @@ def summary_lines(tally: Tally, source: str) -> list[str]:
     lines = [
         f"{verb} {source} ({tally.fmt}): {tally.total} entries; new {tally.new},"
         f" already there {tally.already}, refused {len(tally.refused)}"
+        + "".join(f", {n} {kind}" for kind, n in sorted(tally.skipped.items()))
     ]
+    kept = []
+    if tally.archived:
+        kept.append(f"{tally.archived} archived as you had them (not fetched; --process-archived)")
+    if tally.starred:
+        kept.append(f"{tally.starred} starred (ls --tag starred)")
+    if tally.highlighted:
+        kept.append(f"{tally.highlighted} with your highlights")
+    if kept:
+        lines.append("  of those sent: " + "; ".join(kept))
+    if tally.intent_from == "note":
+        lines.append(
+            "  intent: each entry's own note; entries without one were left out (--intent);"
+            " a source's description is kept as its description, never as the intent"
+        )
+    if tally.intent_set or tally.intent_kept:
+        lines.append(
+            f"  intent set on {tally.intent_set} items not yet processed;"
+            f" {tally.intent_kept} processed already keep theirs"
+        )
     for line, why in tally.refused[:SHOWN_PROBLEMS]:
         lines.append(f"  line {line}: {why}")
     if len(tally.refused) > SHOWN_PROBLEMS:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any, TextIO, cast
 
 import msgspec
 
@@ -31,7 +32,9 @@ from readdod.errors import (
     InstanceLocked,
     ReaddodError,
     RequestError,
+    UnsafeSocket,
 )
+from readdod.text.controls import visible
 
 
 def _config_hint(args: argparse.Namespace, exc: ConfigError) -> str:
@@ -45,8 +48,26 @@ def _config_hint(args: argparse.Namespace, exc: ConfigError) -> str:
     return "fix the file, or give another with --config"
 
 
+class _Visible:
+    """A text stream that shows control characters visibly (:func:`visible`): whatever a
+    verb prints (a title, an intent, a todo from anywhere) cannot drive the terminal."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        return self._inner.write(visible(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command line (``sys.argv`` when ``argv`` is None); answer its exit code."""
+    if not isinstance(sys.stdout, _Visible):
+        sys.stdout = cast(TextIO, _Visible(sys.stdout))
+    if not isinstance(sys.stderr, _Visible):
+        sys.stderr = cast(TextIO, _Visible(sys.stderr))
     args = build_parser().parse_args(argv)
     try:
         local = LOCAL_VERBS.get(args.verb)
@@ -68,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     except InstanceLocked as exc:
         print(f"readdod: {exc}", file=sys.stderr)
         return EXIT_LOCKED
+    except UnsafeSocket as exc:
+        print(f"readdod: {exc.error_code}: {exc.message}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except DaemonUnavailable as exc:
         print(f"readdod: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE

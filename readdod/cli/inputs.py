@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from readdod import sniff
 from readdod.errors import (
@@ -19,6 +20,9 @@ from readdod.errors import (
     UnsupportedContent,
 )
 from readdod.models import Extraction
+
+if TYPE_CHECKING:
+    from readdod.config import FetchConfig
 
 
 def shown(value: str) -> str:
@@ -89,14 +93,17 @@ def read_capture_source(value: str, *, html: bool, max_bytes: int, verb: str = "
     return decode_body(data, None)
 
 
-def read_pdf_source(value: str, *, max_bytes: int) -> Extraction:
+def read_pdf_source(value: str, *, fetch: FetchConfig) -> Extraction:
     """The text, title and author of ``--pdf FILE``, extracted here (the capture carries text).
 
-    A file over ``max_bytes``, not a PDF, damaged or without a text layer is
-    refused here, naming it, before anything is sent.
+    A file over ``fetch.max_bytes``, not a PDF, damaged, without a text layer
+    or over its CPU or memory budget is refused here, naming it, before
+    anything is sent. It is read in a child process, as the daemon reads one.
     """
-    from readdod.extraction.pdf import extract_pdf, is_pdf
+    from readdod.extraction.pdf import is_pdf
+    from readdod.extraction.pdf_process import PdfLimits, extract_pdf_bounded
 
+    max_bytes = fetch.max_bytes
     name = "standard input" if value == "-" else shown(value)
     try:
         if value == "-":
@@ -115,7 +122,10 @@ def read_pdf_source(value: str, *, max_bytes: int) -> Extraction:
         kind = sniff.binary_kind(data) or "text"
         raise UnsupportedContent(f"{name} is not a PDF (it looks like {kind}); --pdf takes a PDF")
     try:
-        return extract_pdf(data, source="provided_text")
+        limits = PdfLimits(
+            max_chars=max_bytes, cpu_s=fetch.pdf_cpu_s, memory_mb=fetch.pdf_memory_mb
+        )
+        return extract_pdf_bounded(data, limits=limits, source="provided_text")
     except ExtractionError as exc:
         message = exc.message.replace("the PDF", name, 1)
         if exc.code is ErrorCode.EXTRACTION_TOO_LARGE:

@@ -20,6 +20,8 @@ from readdod.cli import render, source_verbs
 from readdod.cli.browser_verbs import BROWSER_VERBS
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from readdod.cli.inputs import read_capture_source
+from readdod.cli.server_verbs import SERVER_VERBS
+from readdod.control.client import check as check_socket
 from readdod.errors import ConfigError, ExtractionError
 
 #: A verb that needs no daemon to talk to: the command line in, an exit code out.
@@ -192,6 +194,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from readdod.cli.socket_verbs import socket_path
 
     path = socket_path(args)
+    check_socket(path)  # another user's socket is refused before the screen is taken
     try:
         from readdod.tui.app import run
     except ImportError as exc:
@@ -215,5 +218,6 @@ LOCAL_VERBS: dict[str, LocalVerb] = {
     "extract": cmd_extract,
     "import": source_verbs.cmd_import,
     **BROWSER_VERBS,
+    **SERVER_VERBS,
     "tui": cmd_tui,
 }

@@ -13,6 +13,26 @@ from typing import NoReturn
 from readdod import __version__
 from readdod.cli.browser_verbs import add_parsers as add_browser_parsers
 from readdod.cli.exits import EXIT_USAGE
+from readdod.cli.server_verbs import add_parsers as add_server_parsers
+
+#: The formats ``import --format`` takes (the readers' names, kept here so the parser
+#: imports no reader).
+IMPORT_FORMATS = (
+    "netscape",
+    "firefox",
+    "chrome",
+    "pocket",
+    "instapaper",
+    "readwise",
+    "omnivore",
+    "wallabag",
+    "karakeep",
+    "readability",
+    "pinboard",
+    "delicious",
+    "linkwarden",
+    "urls",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -175,15 +195,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format",
         default="auto",
-        choices=["auto", "netscape", "pocket", "omnivore", "wallabag", "karakeep", "urls"],
+        choices=["auto", *sorted(IMPORT_FORMATS)],
         help="the file's format (default: recognised from its content)",
     )
     p.add_argument(
-        "--intent", "-i", help="why you saved them (default: each entry's note or description)"
+        "--intent",
+        "-i",
+        help="why you saved them (default: each entry's own note; a source's description"
+        " is never taken for it)",
     )
     p.add_argument("--tag", action="append", help="a tag added to every entry (repeatable)")
     p.add_argument("--priority", choices=["P0", "P1", "P2", "P3"], default="P3", help="default: P3")
     p.add_argument("--dry-run", action="store_true", help="read and check only; capture nothing")
+    p.add_argument(
+        "--process-archived",
+        action="store_true",
+        help="fetch and process what you had archived too (default: brought in ARCHIVED)",
+    )
 
     p = sub.add_parser("feed", help="follow RSS and Atom feeds: each new entry is captured")
     feed = p.add_subparsers(dest="feed_action", required=True, metavar="ACTION")
@@ -207,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     _todo_verbs(sub, common)
     add_browser_parsers(sub, common)
+    add_server_parsers(sub, common)
     return parser
 
 

@@ -41,11 +41,16 @@ def socket_path(args: argparse.Namespace) -> Path:
 
 def _capture_limit(args: argparse.Namespace) -> int:
     """The largest page a capture may hand in: fetch.max_bytes, as the config says."""
+    return _fetch_config(args).max_bytes
+
+
+def _fetch_config(args: argparse.Namespace) -> config.FetchConfig:
+    """``[fetch]`` as the config says (its defaults if the file cannot be read)."""
     try:
         cfg, _ = config.load(args.config)
     except ConfigError:
-        return config.FetchConfig().max_bytes
-    return cfg.fetch.max_bytes
+        return config.FetchConfig()
+    return cfg.fetch
 
 
 def _wait_for(client: Client, item_id: str, timeout_s: float) -> dict[str, Any]:
@@ -68,7 +73,7 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
     if args.url:
         params["url"] = args.url
     if args.pdf:
-        params.update(pdf_params(args.pdf, _capture_limit(args)))
+        params.update(pdf_params(args.pdf, _fetch_config(args)))
     source = args.html or args.text
     if source:
         limit = _capture_limit(args)
@@ -122,11 +127,11 @@ def cmd_capture(args: argparse.Namespace, client: Client) -> int:
     return EXIT_OK
 
 
-def pdf_params(value: str, max_bytes: int) -> dict[str, Any]:
+def pdf_params(value: str, fetch: config.FetchConfig) -> dict[str, Any]:
     """A PDF's capture: its text, its title, and where it came from."""
     from readdod.extraction.pdf import document_of
 
-    doc = read_pdf_source(value, max_bytes=max_bytes)
+    doc = read_pdf_source(value, fetch=fetch)
     params: dict[str, Any] = {
         "text": doc.text,
         "origin": {"source": f"pdf:{Path(value).name if value != '-' else '-'}"},

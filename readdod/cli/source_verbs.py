@@ -13,7 +13,7 @@ from readdod.capture.plan import Options
 from readdod.cli import render
 from readdod.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE
 from readdod.control.client import Client
-from readdod.errors import DaemonUnavailable
+from readdod.errors import DaemonUnavailable, UnsafeSocket
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -21,22 +21,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     # A bad config is reported even for a dry run, which needs none of it.
     cfg, _ = config.load(args.config)
     path = Path(args.file)
-    fmt, found = importing.entries(path, args.format)
+    fmt, found = importing.source(path, args.format)
     opts = Options(
         fmt=fmt,
         intent=(args.intent or "").strip() or None,
         tags=tuple(args.tag or ()),
         priority=args.priority,
         max_html_bytes=cfg.fetch.max_bytes,
+        process_archived=args.process_archived,
     )
     ask = None if args.json else importing.ask_on_tty(sys.stdin, sys.stderr)
-    planned, problems = importing.prepare(found, opts, ask)
+    prep = importing.prepare(found, opts, ask)
     tally = importing.Tally(
         fmt=fmt,
-        total=len(planned) + len(problems),
-        refused=[(p.line, p.message) for p in problems],
+        total=prep.census.entries,
         dry_run=args.dry_run,
+        intent_from="given" if prep.opts.intent else "note",
     )
+    planned = importing.planned(found, prep, tally)
     bar = importing.Bar(sys.stderr) if sys.stderr.isatty() and not args.json else None
     interrupted: str | None = None
     code = EXIT_UNAVAILABLE
@@ -48,6 +50,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             Client(sock).close()  # the daemon answers, before any progress is drawn
             importing.run(lambda: Client(sock), planned, tally, bar or (lambda _: None))
     except DaemonUnavailable as exc:
+        if isinstance(exc, UnsafeSocket):
+            raise  # nothing was sent: said once, with its code, as every client says it
         interrupted = str(exc)
     except KeyboardInterrupt:
         interrupted, code = "interrupted", EXIT_INTERRUPTED

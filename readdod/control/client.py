@@ -1,4 +1,9 @@
-"""A small blocking client for the control socket (used by the CLI and tests)."""
+"""A small blocking client for the control socket (used by the CLI and tests).
+
+Before it sends a byte it checks whom it talks to: the socket's directory must
+be safe (:func:`readdod.control.security.socket_dir_owner`) and the daemon at
+the other end must run as the user, root, or that directory's trusted owner.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ from typing import Any
 
 import msgspec
 
-from readdod.errors import DaemonUnavailable, ReaddodError
+from readdod.control.security import check_daemon, trusted_daemon_uids
+from readdod.errors import DaemonUnavailable, ReaddodError, UnsafeSocket
 
 
 class RpcError(ReaddodError):
@@ -37,6 +43,7 @@ class Client:
     def __init__(self, path: Path, timeout_s: float | None = 60.0) -> None:
         self.path = path
         self._ids = itertools.count(1)
+        trusted = trusted_daemon_uids(path.parent)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout_s)
         try:
@@ -49,6 +56,11 @@ class Client:
             raise DaemonUnavailable(
                 f"permission denied on {path}: run readdod as the daemon's user"
             ) from exc
+        try:
+            check_daemon(self._sock, path, trusted)
+        except BaseException:
+            self._sock.close()
+            raise
         self._file = self._sock.makefile("rb")
 
     def __enter__(self) -> Client:
@@ -95,6 +107,17 @@ class Client:
             err = answer["error"]
             raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
         return answer["result"]
+
+
+def check(path: Path) -> None:
+    """Refuse an unsafe socket before a client that waits for its daemon starts (the TUI):
+    its directory, and the uid of whoever answers there; no daemon at all is fine here."""
+    try:
+        Client(path, timeout_s=5.0).close()
+    except UnsafeSocket:
+        raise
+    except (DaemonUnavailable, OSError):
+        pass  # not running (yet): the client says so itself, and retries
 
 
 def call(path: Path, method: str, params: dict[str, Any] | None = None) -> Any:

@@ -2,13 +2,18 @@
 
 One UTF-8 JSON object per line, at most :data:`MAX_LINE` bytes, except a
 ``capture``, which may carry a page of ``fetch.max_bytes`` (see
-:func:`capture_line_limit`). Protocol errors use JSON-RPC codes; application
+:func:`capture_line_limit`) when it names its method before its params
+(:func:`opens_capture`): a line is judged by its first bytes while it is read,
+so no other line is ever buffered past :data:`MAX_LINE`. Protocol errors use
+JSON-RPC codes; application
 errors use the HTTP-like status as ``code`` with ``data.error_code``.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Final, Literal
 
 import anyio
@@ -183,6 +188,23 @@ def capture_line_limit(max_bytes: int) -> int:
     return JSON_ESCAPE_MAX * max_bytes + MAX_LINE
 
 
+#: The start of a line that asks for a ``capture``: ``{``, then at most the ``jsonrpc``
+#: and ``id`` members with short values, then ``"method":"capture"`` (as every readdod
+#: client writes it, and as JSON-RPC's own examples order it).
+_CAPTURE_OPENING = re.compile(
+    rb'\s*\{\s*(?:"(?:jsonrpc|id)"\s*:\s*(?:"[^"\\]{0,200}"|-?[0-9]{1,20}|null)\s*,\s*){0,2}'
+    rb'"method"\s*:\s*"capture"\s*[,}]'
+)
+#: How much of a line :func:`opens_capture` looks at.
+OPENING_BYTES: Final = 512
+
+
+def opens_capture(head: bytes) -> bool:
+    """Whether a line that begins with ``head`` is a ``capture`` that names its method
+    before its params: only such a line may grow past :data:`MAX_LINE`."""
+    return _CAPTURE_OPENING.match(head[:OPENING_BYTES]) is not None
+
+
 class _Method(msgspec.Struct):
     method: Any = None
 
@@ -203,15 +225,28 @@ def method_of(line: bytes) -> str | None:
 
 
 class LineTooLong(Exception):
-    """A line exceeded the reader's limit; it has been skipped."""
+    """A line exceeded the reader's limit (``limit``); it has been skipped."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
 
 
 class ReadTimedOut(Exception):
     """A line was begun but not finished within the reader's ``read_timeout_s``."""
 
 
+#: Asked once a line outgrows the reader's limit, with the line's first bytes: a larger
+#: limit for this line (it may wait for room), or None to skip it.
+Widen = Callable[[bytes], Awaitable[int | None]]
+
+
 class LineReader:
     """Splits a byte stream into lines, skipping (not buffering) oversized ones.
+
+    A line is held to ``max_line`` while it is read; past it, ``widen`` (if given)
+    may allow that one line more, judged by its first bytes (a capture's page), so
+    what a connection buffers is known before the bytes come, not after.
 
     A last line without its newline still counts once the client stops writing,
     so ``printf '{...}' | socat - UNIX-CONNECT:...`` gets its answer. With
@@ -226,9 +261,12 @@ class LineReader:
         max_line: int = MAX_LINE,
         *,
         read_timeout_s: float | None = None,
+        widen: Widen | None = None,
     ) -> None:
         self._stream = stream
+        self._base = max_line
         self._max = max_line
+        self._widen = widen
         self._read_timeout_s = read_timeout_s
         self._buf = bytearray()
         #: Bytes of ``_buf`` known to hold no newline: a line that trickles in is scanned once.
@@ -246,14 +284,22 @@ class LineReader:
         deadline = self._deadline() if self._buf or self._skipping else math.inf
         while True:
             idx = self._buf.find(b"\n", self._scanned)
+            if idx > self._max and not self._skipping:
+                await self._widen_to_fit(deadline)
             if idx >= 0:
                 line = bytes(self._buf[:idx])
-                del self._buf[: idx + 1]
+                if len(self._buf) > self._base:
+                    # A long line's room is given back, not kept for the next line.
+                    self._buf = bytearray(memoryview(self._buf)[idx + 1 :])
+                else:
+                    del self._buf[: idx + 1]
                 self._scanned = 0
                 return self._checked(line)
             self._scanned = len(self._buf)
             if len(self._buf) > self._max:
-                self._buf.clear()
+                await self._widen_to_fit(deadline)
+            if len(self._buf) > self._max:
+                self._buf = bytearray()
                 self._scanned = 0
                 self._skipping = True
             if self._eof:
@@ -279,15 +325,30 @@ class LineReader:
                 deadline = self._deadline()
             self._buf.extend(data)
 
+    async def _widen_to_fit(self, deadline: float = math.inf) -> None:
+        """Ask :attr:`_widen` (once per line, within its deadline) for more room for the
+        line begun in the buffer."""
+        if self._widen is None or self._max != self._base:
+            return
+        head = bytes(self._buf[:OPENING_BYTES])
+        wider: int | None = None
+        with anyio.CancelScope(deadline=deadline) as scope:
+            wider = await self._widen(head)
+        if scope.cancelled_caught:
+            raise ReadTimedOut
+        if wider is not None and wider > self._max:
+            self._max = wider
+
     def _deadline(self) -> float:
         if self._read_timeout_s is None:
             return math.inf
         return anyio.current_time() + self._read_timeout_s
 
     def _checked(self, line: bytes) -> bytes:
+        limit, self._max = self._max, self._base
         if self._skipping:
             self._skipping = False
-            raise LineTooLong
-        if len(line) > self._max:
-            raise LineTooLong
+            raise LineTooLong(limit)
+        if len(line) > limit:
+            raise LineTooLong(limit)
         return line

@@ -42,6 +42,12 @@ ACCEPT_BACKOFF_S = 0.1
 ANSWER_CHUNK = 64 * 1024
 #: Events a watcher is sent in one write at most.
 WATCH_BATCH = 256
+#: Capture lines past MAX_LINE buffered at once, across every connection: with N
+#: connections the daemon holds at most N x MAX_LINE of other lines, plus this many pages.
+BIG_LINES = 2
+#: A full table closes its idlest connection once it has been silent this long; a
+#: newcomer waits at most twice that for one, then is refused.
+EVICT_IDLE_S = 0.5
 #: How long a refused connection is given to read why before it is closed.
 REFUSAL_LINGER_S = 1.0
 _TRANSIENT_ACCEPT = frozenset(
@@ -94,6 +100,13 @@ class _Conn:
         self.lock = anyio.Lock()
         self.pending_watch: Subscription | None = None
         self.watching = False
+        #: When it last sent a whole line (or connected): the idlest is closed for a newcomer.
+        self.last_active = time.monotonic()
+        #: A request of its is being answered: it is not idle, whatever its age.
+        self.busy = False
+        self.evicted = False
+        #: It holds one of the server's BIG_LINES (a capture line past MAX_LINE).
+        self.big = False
 
     async def send(self, data: bytes) -> None:
         """Write one answer; a client that does not read it in time is disconnected."""
@@ -131,6 +144,8 @@ class ControlServer:
         self.fleet = fleet
         self.policy = PeerPolicy(os.getuid(), self.cfg.control.allowed_uids)
         self.connections = 0
+        self._table: set[_Conn] = set()
+        self._big = anyio.CapacityLimiter(BIG_LINES)
         self.started = time.monotonic()
         #: A capture's line may carry a page of fetch.max_bytes; every other line MAX_LINE.
         self.line_limit = p.capture_line_limit(self.cfg.fetch.max_bytes)
@@ -185,14 +200,16 @@ class ControlServer:
         ctl = self.cfg.control
         try:
             async with stream:
-                refusal = self._admit(stream)
+                refusal = await self._admit(stream)
                 if refusal is not None:
                     await self._refuse(stream, refusal)
                     return
                 self.connections += 1
+                conn: _Conn | None = None
                 try:
                     async with anyio.create_task_group() as tg:
                         conn = _Conn(stream, tg, ctl.send_timeout_s)
+                        self._table.add(conn)
                         _conn.set(conn)
                         try:
                             await self._serve_lines(conn)
@@ -202,6 +219,9 @@ class ControlServer:
                         tg.cancel_scope.cancel()
                 finally:
                     self.connections -= 1
+                    if conn is not None:
+                        self._table.discard(conn)
+                        self._release_big(conn)
         except* (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
             pass  # the client left while it had answers coming
         except* Exception as group:
@@ -221,7 +241,7 @@ class ControlServer:
                 except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     break
 
-    def _admit(self, stream: ByteStream) -> bytes | None:
+    async def _admit(self, stream: ByteStream) -> bytes | None:
         """The refusal to send a connection that may not stay, or None to serve it."""
         raw = stream.extra(SocketAttribute.raw_socket, None)
         cred = peer_credentials(raw) if raw is not None else None
@@ -229,7 +249,7 @@ class ControlServer:
             log.warning("control.forbidden", uid=cred.uid, pid=cred.pid)
             return _refusal(403, ErrorCode.FORBIDDEN, self.policy.forbidden_message(cred))
         limit = self.cfg.control.max_connections
-        if self.connections >= limit:
+        if not await self._room(limit):
             log.warning("control.too_many_connections", max_connections=limit)
             return _refusal(
                 503,
@@ -239,17 +259,79 @@ class ControlServer:
             )
         return None
 
+    async def _room(self, limit: int) -> bool:
+        """Whether a new connection may stay: there is room, or the idlest connection (one
+        not being answered, silent for EVICT_IDLE_S; a watch last) is closed to make it,
+        so a table full of silent clients never locks the others out."""
+        deadline = anyio.current_time() + 2 * EVICT_IDLE_S
+        while self.connections - sum(c.evicted for c in self._table) >= limit:
+            idle = [c for c in self._table if not c.busy and not c.evicted]
+            now = time.monotonic()
+            victim = min(idle, key=lambda c: (c.watching, c.last_active), default=None)
+            if victim is not None and now - victim.last_active >= EVICT_IDLE_S:
+                self._evict(victim)
+                return True
+            wait = EVICT_IDLE_S if victim is None else EVICT_IDLE_S - (now - victim.last_active)
+            if anyio.current_time() + wait > deadline:
+                return False
+            await anyio.sleep(max(wait, 0.01))
+        return True
+
+    def _evict(self, victim: _Conn) -> None:
+        """Close ``victim``, telling it why first (if it reads within the linger)."""
+        victim.evicted = True
+
+        async def tell_and_close() -> None:
+            with anyio.move_on_after(REFUSAL_LINGER_S):
+                await victim.send(
+                    _refusal(
+                        503,
+                        ErrorCode.TOO_MANY_CONNECTIONS,
+                        "readdod serves control.max_connections clients and this connection"
+                        " was the idlest: it was closed to let a new client in; connect again",
+                    )
+                )
+            victim.tg.cancel_scope.cancel()
+
+        victim.tg.start_soon(tell_and_close)
+        log.info(
+            "control.idlest_closed",
+            max_connections=self.cfg.control.max_connections,
+            idle_s=round(time.monotonic() - victim.last_active, 3),
+            watching=victim.watching,
+        )
+
+    async def _widen(self, conn: _Conn, head: bytes) -> int | None:
+        """A line past MAX_LINE: a capture's may grow to its page, once one of the
+        BIG_LINES is free (until then it is not read: the client waits)."""
+        if not p.opens_capture(head):
+            return None
+        await self._big.acquire_on_behalf_of(conn)
+        conn.big = True
+        return self.line_limit
+
+    def _release_big(self, conn: _Conn) -> None:
+        if conn.big:
+            conn.big = False
+            self._big.release_on_behalf_of(conn)
+
     async def _serve_lines(self, conn: _Conn) -> None:
         ctl = self.cfg.control
-        reader = p.LineReader(conn.stream, self.line_limit, read_timeout_s=ctl.read_timeout_s)
+        reader = p.LineReader(
+            conn.stream,
+            p.MAX_LINE,
+            read_timeout_s=ctl.read_timeout_s,
+            widen=lambda head: self._widen(conn, head),
+        )
         idle = ctl.idle_timeout_s
         while True:
             line: bytes | None = None
             with anyio.move_on_after(None if conn.watching else idle) as scope:
                 try:
                     line = await reader.next_line()
-                except p.LineTooLong:
-                    await conn.send(self._too_long(self.line_limit))
+                except p.LineTooLong as exc:
+                    self._release_big(conn)
+                    await conn.send(self._too_long(exc.limit))
                     continue
                 except p.ReadTimedOut:
                     # Half a line, then nothing: the connection would be held for nothing.
@@ -262,10 +344,18 @@ class ControlServer:
                 return
             if not line.strip():
                 continue
+            conn.last_active = time.monotonic()
             if len(line) > p.MAX_LINE and p.method_of(line) != "capture":
+                self._release_big(conn)
                 await conn.send(self._too_long(p.MAX_LINE))
                 continue
-            await self._answer(conn, line)
+            conn.busy = True
+            try:
+                await self._answer(conn, line)
+            finally:
+                conn.busy = False
+                conn.last_active = time.monotonic()
+                self._release_big(conn)
             if conn.pending_watch is not None:
                 conn.tg.start_soon(self._stream_events, conn, conn.pending_watch)
                 conn.pending_watch = None
@@ -295,7 +385,8 @@ class ControlServer:
         if limit == p.MAX_LINE:
             why = (
                 f"request line longer than {p.MAX_LINE} bytes; it was skipped (only a capture"
-                " may be longer, up to its page of fetch.max_bytes; send it alone, not in a batch)"
+                " may be longer, up to its page of fetch.max_bytes: send it alone, not in a"
+                ' batch, with "method" before "params")'
             )
         else:
             mb = self.cfg.fetch.max_bytes / 2**20
@@ -414,8 +505,11 @@ class ControlServer:
     # --- methods -----------------------------------------------------------
 
     async def _capture(self, req: CaptureRequest) -> dict[str, Any]:
-        item, created = await self.core.commands.capture(req)
-        return {"item": item, "created": created}
+        item, created, retargeted = await self.core.commands.capture_detail(req)
+        answer: dict[str, Any] = {"item": item, "created": created}
+        if retargeted:
+            answer["intent_set"] = True
+        return answer
 
     async def _process(self, params: p.ProcessParams) -> dict[str, Any]:
         item, run_id = await self.core.commands.process(

@@ -30,10 +30,13 @@ from readdod.errors import (
 from readdod.models import PRIORITIES, CaptureOrigin, CaptureRequest, ProvidedDocument
 from readdod.states import Status, Trigger
 from readdod.store import ItemRow
+from readdod.text.controls import single_line
 
 S = Status
 #: Marks capture hashes made from what identifies a capture (see :func:`capture_hash`).
 CAPTURE_HASH_PREFIX: Final = "c2:"
+#: What :func:`_seen` answers for a repeat whose intent is to be set (no item id looks so).
+RETARGET: Final = "\x00retarget"
 
 
 class Checked(msgspec.Struct, frozen=True):
@@ -134,6 +137,7 @@ def _check_instant(name: str, value: str | None) -> None:
 def _check_origin(origin: CaptureOrigin) -> None:
     """Refuse a saved time that is no ISO 8601 instant with a UTC offset."""
     _check_instant("origin.saved_at", origin.saved_at)
+    _check_instant("origin.archived_at", origin.archived_at)
 
 
 def _check_document(req: CaptureRequest) -> None:
@@ -160,7 +164,17 @@ def document_of(kept: str | None) -> ProvidedDocument | None:
 
 
 def check(req: CaptureRequest, max_bytes: int) -> Checked:
-    """Refuse a capture that is missing something, too big or not a page; derive the rest."""
+    """Refuse a capture that is missing something, too big or not a page; derive the rest.
+
+    Its one-line fields are cleaned first (:func:`readdod.text.controls.single_line`):
+    no control character is stored, whichever client or feed sent it."""
+    req = msgspec.structs.replace(
+        req,
+        intent=single_line(req.intent),
+        title=single_line(req.title) if req.title is not None else None,
+        url=single_line(req.url) if req.url is not None else None,
+        tags=[single_line(t) for t in req.tags],
+    )
     intent = req.intent.strip()
     if not intent:
         raise ValidationFailed("intent is required: say why you saved this, in a few words")
@@ -190,6 +204,28 @@ def check(req: CaptureRequest, max_bytes: int) -> Checked:
     )
 
 
+def _not_processed(row: ItemRow) -> bool:
+    """Nothing has been made of the item yet: its intent can still change what will be."""
+    if row.status in (S.CAPTURED, S.QUEUED):
+        return True
+    return row.status == S.ARCHIVED and row.current_run_id is None and row.match_score is None
+
+
+def _only_intent_differs(found: ItemRow, c: Checked) -> bool:
+    req = msgspec.structs.replace(c.req, intent=found.intent_text)
+    return found.capture_hash == capture_hash(c.canonical, req)
+
+
+def _retarget(work: Work, found: ItemRow, c: Checked, now: int) -> ItemRow:
+    """Give an item not yet processed the intent a repeat of its capture brings."""
+    fields = {"intent_text": c.intent, "capture_hash": c.digest, "updated_at": now}
+    if not work.tx.set_status(found.id, found.status, found.status, **fields):
+        raise IdempotencyConflict(f"item {found.id} changed meanwhile; capture it again")
+    detail = dumps({"intent": {"from": found.intent_text, "to": c.intent}})
+    work.tx.insert_event(now, found.id, None, "intent", None, found.status, Trigger.USER, detail)
+    return msgspec.structs.replace(found, intent_text=c.intent, capture_hash=c.digest)
+
+
 def _seen(work: Work, c: Checked) -> tuple[ItemRow | None, str | None]:
     """The item this capture repeats, if any; else the item of the same page (a sibling)."""
     req = c.req
@@ -197,6 +233,8 @@ def _seen(work: Work, c: Checked) -> tuple[ItemRow | None, str | None]:
         found = work.tx.item_by_capture_id(req.capture_id)
         if found is not None:
             if not _same_capture(found.capture_hash, c.digest, req):
+                if req.set_intent and _not_processed(found) and _only_intent_differs(found, c):
+                    return found, RETARGET
                 raise IdempotencyConflict(
                     f"capture_id {req.capture_id!r} was already used for different"
                     f" content (item {found.id}); use a new capture_id"
@@ -217,13 +255,24 @@ def _seen(work: Work, c: Checked) -> tuple[ItemRow | None, str | None]:
     return None, same_page[0].id if same_page else None
 
 
+def _archived_detail(req: CaptureRequest) -> dict[str, object]:
+    """What the archive move of an item archived elsewhere records: the reason and when."""
+    detail: dict[str, object] = {"reason": "USER_ARCHIVE"}
+    if req.origin is not None and req.origin.archived_at:
+        detail["archived_at"] = req.origin.archived_at
+    return detail
+
+
 def capture_unit(
     work: Work, c: Checked, now: int, *, auto_process: bool, workers: Workers | None
-) -> tuple[ItemRow, bool, Claimed | None]:
-    """Write the capture (or find it again): (item, created, claimed at once)."""
+) -> tuple[ItemRow, bool, Claimed | None, bool]:
+    """Write the capture (or find it again): (item, created, claimed at once, whether a
+    repeat's intent was set)."""
     seen, sibling_of = _seen(work, c)
+    if seen is not None and sibling_of == RETARGET:
+        return _retarget(work, seen, c, now), False, None, True
     if seen is not None:
-        return seen, False, None
+        return seen, False, None, False
     req = c.req
     row = ItemRow(
         id=ids.ulid(now),
@@ -254,7 +303,11 @@ def capture_unit(
     path: list[tuple[Status, Status, Trigger]] = []
     run_id = None
     owner = None
-    if auto_process:
+    if req.archived:
+        # Finished with elsewhere: the person's own archive, brought along as it was.
+        path.append((S.CAPTURED, S.ARCHIVED, Trigger.USER))
+        row = msgspec.structs.replace(row, status=S.ARCHIVED, archive_reason="USER_ARCHIVE")
+    elif auto_process:
         run_id = ids.ulid(now)
         path.append((S.CAPTURED, S.QUEUED, Trigger.SYSTEM))
         row = msgspec.structs.replace(row, status=S.QUEUED, current_run_id=run_id)
@@ -284,10 +337,15 @@ def capture_unit(
             src,
             dst,
             trigger,
-            {"worker_id": owner} if dst is S.PROCESSING else None,
+            {"worker_id": owner}
+            if dst is S.PROCESSING
+            else _archived_detail(req)
+            if dst is S.ARCHIVED
+            else None,
         )
     if run_id is None or owner is None:
-        return row, True, None
+        return row, True, None, False
     small = len(req.html or "") + len(req.text or "") <= CLAIM_SOURCE_MAX_CHARS
     source = (req.html, req.text, document) if small and (req.html or req.text) else None
-    return row, True, claimed(row, owner, run_id, "PROCESS", refetch=False, done={}, source=source)
+    done = claimed(row, owner, run_id, "PROCESS", refetch=False, done={}, source=source)
+    return row, True, done, False

@@ -58,13 +58,18 @@ class Commands:
 
     async def capture(self, req: CaptureRequest) -> tuple[Item, bool]:
         """A new item (created: True), or the one this capture repeats (False)."""
+        item, created, _ = await self.capture_detail(req)
+        return item, created
+
+    async def capture_detail(self, req: CaptureRequest) -> tuple[Item, bool, bool]:
+        """:meth:`capture`, and whether a repeat's intent was set (``set_intent``)."""
         checked = captures.check(req, self.max_capture_bytes)
         workers = self.workers if self.auto_process else None
         slot = workers is not None and workers.reserve()
         held = workers if slot else None
         claimed: Claimed | None = None
         try:
-            row, created, claimed = await self.units.commit(
+            row, created, claimed, retargeted = await self.units.commit(
                 lambda work: captures.capture_unit(
                     work, checked, self.clock.now_ms(), auto_process=self.auto_process, workers=held
                 )
@@ -72,7 +77,7 @@ class Commands:
         finally:
             if held is not None:
                 held.settle(claimed)
-        return item_view(row), created
+        return item_view(row), created, retargeted
 
     async def process(
         self,

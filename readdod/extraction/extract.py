@@ -43,7 +43,8 @@ from readdod.extraction.markdown import join_markdown
 from readdod.extraction.metadata import read_meta
 from readdod.extraction.scan import scan_page
 from readdod.models import Extraction, ProvidedDocument
-from readdod.text.words import word_count
+from readdod.text.sentences import split_sentences
+from readdod.text.words import latin_length, word_count
 
 __all__ = ["EXTRACTOR", "extract", "extract_document", "extract_text", "word_count"]
 
@@ -141,8 +142,11 @@ def extract_text(text: str, *, title: str | None = None, url: str | None = None)
         raise ExtractionError(EMPTY_TEXT_MESSAGE, code=ErrorCode.EXTRACTION_EMPTY, retryable=False)
     clean_title = ws(title) if title is not None else ""
     if not clean_title:
+        # A heading line, or the first sentence of a note written as one paragraph:
+        # never the whole note.
         first_line = ws(body.split("\n", 1)[0])
-        clean_title = first_line if len(first_line) <= _SHORT_TITLE_CHARS else ""
+        first = next(iter(split_sentences(first_line[: 4 * _SHORT_TITLE_CHARS])), "")
+        clean_title = first if latin_length(first) <= _SHORT_TITLE_CHARS else ""
     return Extraction(
         url=url,
         title=clean_title or None,

@@ -47,7 +47,7 @@ from readdod.extraction.charsets import decode_body
 from readdod.extraction.encodings import Overflow, read_body
 from readdod.extraction.extract import extract, extract_text
 from readdod.extraction.guard import AddressGuard, Resolver
-from readdod.extraction.pdf import extract_pdf
+from readdod.extraction.pdf_process import PdfLimits, extract_pdf_isolated
 from readdod.extraction.transport import Transport, fetch_deadline, timeouts
 from readdod.models import Extraction
 from readdod.retrying import OnRetry, RetryPolicy
@@ -63,6 +63,7 @@ __all__ = [
     "fetch",
     "fetch_feed",
     "make_client",
+    "pdf_limits",
     "retry_policy",
 ]
 
@@ -306,7 +307,9 @@ async def extract_url(
     ``retry`` defaults to the client's ``[fetch]`` policy; ``on_retry`` is
     told before each wait, so the step shows as ``retrying``. Parsing a large
     page is CPU work, so it runs in a worker thread to keep the event loop
-    (heartbeats, the control socket) responsive.
+    (heartbeats, the control socket) responsive; a PDF is read in a child
+    process (:mod:`readdod.extraction.pdf_process`), bounded in text,
+    CPU time and memory, since pypdf would hold the interpreter lock.
     """
 
     async def attempt() -> FetchedPage:
@@ -320,16 +323,14 @@ async def extract_url(
 
     page = await retrying.call(attempt, retry or retry_policy(client.config), on_retry)
     if page.content_type == mediatypes.PDF:
-        return await anyio.to_thread.run_sync(
-            functools.partial(
-                extract_pdf,
-                page.data,
-                page.url,
-                source="fetched",
-                http_status=page.status,
-                final_url=page.final_url,
-                fetched_at=page.fetched_at,
-            )
+        return await extract_pdf_isolated(
+            page.data,
+            page.url,
+            limits=pdf_limits(client.config, max_bytes),
+            source="fetched",
+            http_status=page.status,
+            final_url=page.final_url,
+            fetched_at=page.fetched_at,
         )
     if page.content_type == "text/plain":
         plain = await anyio.to_thread.run_sync(
@@ -354,6 +355,15 @@ async def extract_url(
             final_url=page.final_url,
             fetched_at=page.fetched_at,
         )
+    )
+
+
+def pdf_limits(config: FetchConfig, max_bytes: int | None = None) -> PdfLimits:
+    """What one PDF may cost: ``fetch.max_bytes`` of text, ``pdf_cpu_s``, ``pdf_memory_mb``."""
+    return PdfLimits(
+        max_chars=max_bytes or config.max_bytes,
+        cpu_s=config.pdf_cpu_s,
+        memory_mb=config.pdf_memory_mb,
     )
 
 

@@ -13,6 +13,8 @@ from typing import Any, Final
 
 import msgspec
 
+from readdod.text.controls import body, single_line
+
 #: The namespace of readdod's todo ids (UUID v5 of "<item id>/<todo key>"): fixed forever,
 #: or every task a person imported would be duplicated by the next import.
 TODO_NAMESPACE: Final = uuid.UUID("6f1c2a53-8d4e-5b7a-9c1e-3a0f4d2b8e71")
@@ -56,23 +58,27 @@ def todos_of(got: Mapping[str, Any]) -> list[TaskTodo]:
     payload = card.get("payload") or {}
     source = payload.get("source") or {}
     priority = payload.get("priority") or item.get("priority")
-    tags = sorted({*(item.get("tags") or []), *(payload.get("tags") or [])})
+    given = (*(item.get("tags") or []), *(payload.get("tags") or []))
+    tags = sorted({single_line(t) for t in given})
+    url = source.get("url") or item.get("final_url") or item.get("url")
+    # Every field that reaches an export is one line with no control character, whatever
+    # the store holds (a row from before capture cleaned them, an engine's words).
     return [
         TaskTodo(
             uid=todo_uid(item["id"], t["key"]),
             item_id=item["id"],
             key=t["key"],
             index=t["index"],
-            title=t["title"],
-            kind=t["kind"],
+            title=single_line(t["title"]),
+            kind=single_line(t["kind"]),
             estimate_min=t["estimate_min"],
             done=t["done"],
             done_at=t.get("done_at"),
             priority=priority if priority in PRIORITIES else None,
-            url=source.get("url") or item.get("final_url") or item.get("url"),
-            intent=item.get("intent") or "",
-            one_liner=payload.get("one_liner") or "",
-            card_title=payload.get("title") or item.get("title") or item["id"],
+            url=single_line(url) if url else None,
+            intent=single_line(item.get("intent") or ""),
+            one_liner=body(payload.get("one_liner") or ""),
+            card_title=single_line(payload.get("title") or item.get("title") or item["id"]),
             tags=tags,
             created_at=item["created_at"],
             updated_at=item["updated_at"],

@@ -9,6 +9,7 @@ estimate.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
@@ -20,10 +21,19 @@ from readdod.tasks.document import TaskTodo, when
 PRIORITY: Final = {"P0": "A", "P1": "B", "P2": "C", "P3": "D"}
 
 
+#: A word todo.txt would read as a ``key:value`` tag.
+_TAG_LIKE: Final = re.compile(r"^([^\s:]+):(\S+)$")
+
+
 def _words(text: str) -> str:
     """Words on one line (a date always stands before them, so a todo that starts
-    with ``x `` or ``(A) `` is not read as a mark)."""
-    return " ".join(text.split())
+    with ``x `` or ``(A) `` is not read as a mark). A word of the text that looks like
+    ``key:value`` (``uid:…``, ``due:…``, ``t:…``) gets a modifier-letter colon (U+A789),
+    so only readdod's own tags are tags: a URL's ``https://`` stays as it is."""
+    return " ".join(
+        w if "://" in w or not _TAG_LIKE.match(w) else w.replace(":", "\ua789", 1)
+        for w in text.split()
+    )
 
 
 def line(todo: TaskTodo) -> str:

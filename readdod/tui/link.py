@@ -17,6 +17,7 @@ import msgspec
 
 from readdod.control.client import Client
 from readdod.errors import DaemonUnavailable, ReaddodError
+from readdod.text.controls import visible
 
 #: How long one call may take before the TUI says the daemon is slow.
 CALL_TIMEOUT_S: Final = 5.0
@@ -27,6 +28,18 @@ RECONNECT_MAX_S: Final = 2.0
 
 class DaemonSlow(DaemonUnavailable):
     """The daemon did not answer within the call's deadline."""
+
+
+def shown(value: Any) -> Any:
+    """A daemon's answer with every string made safe to draw (:func:`visible`): a title
+    or todo from anywhere must not drive the terminal (retitle it, move the cursor)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {k: shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown(v) for v in value]
+    return value
 
 
 class Link:
@@ -41,7 +54,7 @@ class Link:
         """Several calls on one connection, in order; the first error ends them."""
         try:
             with Client(self.path, timeout_s=self.timeout_s) as client:
-                return [client.call(method, params) for method, params in requests]
+                return [shown(client.call(method, params)) for method, params in requests]
         except TimeoutError as exc:
             raise DaemonSlow(
                 f"the daemon did not answer within {self.timeout_s:g} s; it may be busy"
@@ -100,7 +113,7 @@ class Watch:
             while not self._stopped.is_set():
                 msg = msgspec.json.decode(client.read_raw())
                 if isinstance(msg, dict) and msg.get("method") == "event":
-                    on_event(msg["params"])
+                    on_event(shown(msg["params"]))
         finally:
             with self._lock:
                 self._client = None

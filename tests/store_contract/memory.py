@@ -1372,7 +1372,9 @@ class MemoryUnitOfWork:
         events = [
             e.seq
             for e in self._t.events.values()
-            if e.at < finished_before and (e.item_id is None or e.item_id in archived)
+            if e.at < finished_before
+            and e.kind != "capture"
+            and (e.item_id is None or e.item_id in archived)
         ]
         artifacts = [
             (item_id, key)

@@ -79,3 +79,28 @@ async def test_prune_counts_then_removes_only_what_retention_allows(store: Store
         "a": (["a3", "a4"], [("card", 2), ("summary", 3), ("summary", 4)], [950], 0),
         "b": everything["b"],
     }
+
+
+async def test_prune_keeps_the_capture_event_where_an_item_came_from(store: Store) -> None:
+    """An item imported archived keeps its origin (when it was saved and archived
+    elsewhere, its highlights) however old: the capture event is never pruned."""
+    await rows.insert(store, rows.item("c", status="ARCHIVED"))
+
+    def unit(tx: UnitOfWork) -> None:
+        tx.insert_event(3, "c", None, "capture", None, "CAPTURED", "user", '{"origin": {}}')
+        tx.insert_event(4, "c", None, "transition", "CAPTURED", "ARCHIVED", "user")
+
+    await store.write(unit)
+    removed = await store.write(
+        lambda tx: tx.prune_archived(
+            finished_before=100,
+            cancelled_before=100,
+            failed_before=100,
+            keep_versions=0,
+            dry_run=False,
+        ),
+        alone=True,
+    )
+    assert removed["events"] == 1
+    kinds = await store.read(lambda tx: [e.kind for e in tx.events_for("c")])
+    assert kinds == ["capture"]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime
-from typing import Final
+import io
+from typing import Final, TextIO
 
 import msgspec
 
@@ -25,8 +26,20 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True):
     tags: tuple[str, ...] = ()
     #: ISO 8601 UTC, when it was saved there.
     saved_at: str | None = None
-    #: What the person wrote about it (a note, else a description).
+    #: What the person wrote about it (their own note, never a publisher's teaser).
     note: str | None = None
+    #: What the source said of the page (a teaser, a description): kept, never the intent.
+    description: str | None = None
+    #: The person had finished with it there (read, archived).
+    archived: bool = False
+    #: ISO 8601 UTC, when it was archived there, when the export says.
+    archived_at: str | None = None
+    #: The person marked it (starred, favourite, liked).
+    starred: bool = False
+    #: The passages the person highlighted, in order.
+    highlights: tuple[str, ...] = ()
+    #: The folder path it was filed under, outermost first.
+    folder: tuple[str, ...] = ()
 
 
 class Problem(msgspec.Struct, frozen=True):
@@ -34,6 +47,25 @@ class Problem(msgspec.Struct, frozen=True):
 
     line: int
     message: str
+
+
+class Skipped(msgspec.Struct, frozen=True):
+    """An entry left out on purpose, not an error: it is no saved reading (a feed's row in
+    Readwise Reader, a browser's separator). Counted under ``kind`` in the summary."""
+
+    line: int
+    kind: str
+
+
+def truthy(value: object) -> bool:
+    """A flag as exports write it: true, 1, "1", "true", "yes"."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value != 0
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "y", "on")
+    return False
 
 
 def clean(value: object) -> str | None:
@@ -108,3 +140,40 @@ def _iso(when: datetime.datetime) -> str | None:
 def when(value: object) -> str | None:
     """ISO 8601 UTC from a time given either way: seconds (or ms, µs) or ISO 8601."""
     return from_epoch(value) or from_iso(value)
+
+
+#: What a reader takes: the file's text, or the open file (read as it goes).
+Source = str | TextIO
+
+
+def stream(src: Source) -> TextIO:
+    """The source as a stream."""
+    return io.StringIO(src, newline="") if isinstance(src, str) else src
+
+
+#: Root folders every browser has: not the person's folders.
+ROOT_FOLDERS: Final = frozenset(
+    {
+        "bookmarks",
+        "bookmarks menu",
+        "bookmarks toolbar",
+        "bookmarks bar",
+        "other bookmarks",
+        "mobile bookmarks",
+        "unfiled bookmarks",
+        "favorites bar",
+        "menu",
+        "toolbar",
+        "unfiled",
+        "mobile",
+        "root",
+    }
+)
+
+
+def folder_path(names: list[str]) -> tuple[str, ...]:
+    """A folder path without the browser's own root folders."""
+    path = [n for n in (clean(x) for x in names) if n]
+    while path and path[0].lower() in ROOT_FOLDERS:
+        path.pop(0)
+    return tuple(path)

@@ -10,10 +10,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from readdod.capture.formats import jsonscan
-from readdod.capture.formats.entry import Entry, Problem, clean, tag_list, when
+from readdod.capture.formats.entry import (
+    Entry,
+    Problem,
+    Source,
+    clean,
+    tag_list,
+    truthy,
+    when,
+)
 
 
-def read(doc: str) -> Iterator[Entry | Problem]:
+def read(doc: Source) -> Iterator[Entry | Problem]:
     for got in jsonscan.entries(doc, "bookmarks"):
         if isinstance(got, Problem):
             yield got
@@ -40,5 +48,8 @@ def read(doc: str) -> Iterator[Entry | Problem]:
             title=clean(obj.get("title")),
             tags=tag_list(obj.get("tags")),
             saved_at=when(obj.get("createdAt")),
-            note=clean(obj.get("note")) or clean(obj.get("description")) or clean(description),
+            note=clean(obj.get("note")),
+            description=clean(obj.get("description")) or clean(description),
+            archived=truthy(obj.get("archived")),
+            starred=truthy(obj.get("favourited")) or truthy(obj.get("favorited")),
         )

@@ -3,7 +3,8 @@
 A list of ``{"id", "title", "url", "content", "is_archived", "is_starred",
 "tags": [...], "created_at", "mimetype", "language", "annotations", ...}``.
 ``content`` is the article's HTML as Wallabag kept it: it is captured with the
-link, so a page gone from the web still yields its card.
+link, so a page gone from the web still yields its card. wallabag v1's export
+has ``is_read``, ``is_fav`` and ``tags`` as one comma-joined string.
 """
 
 from __future__ import annotations
@@ -11,11 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from readdod.capture.formats import jsonscan
-from readdod.capture.formats.entry import Entry, Problem, clean, tag_list, when
+from readdod.capture.formats.entry import (
+    Entry,
+    Problem,
+    Source,
+    clean,
+    tag_list,
+    truthy,
+    when,
+)
 
 
-def read(text: str) -> Iterator[Entry | Problem]:
-    for got in jsonscan.entries(text):
+def read(src: Source) -> Iterator[Entry | Problem]:
+    for got in jsonscan.entries(src):
         if isinstance(got, Problem):
             yield got
             continue
@@ -33,9 +42,13 @@ def read(text: str) -> Iterator[Entry | Problem]:
             url=url,
             html=content if isinstance(content, str) and content.strip() else None,
             title=clean(obj.get("title")),
-            tags=tag_list(obj.get("tags")),
+            tags=tag_list(obj.get("tags"), ","),
             saved_at=when(obj.get("created_at")),
             note=_annotations(obj.get("annotations")),
+            archived=truthy(obj.get("is_archived")) or truthy(obj.get("is_read")),
+            archived_at=when(obj.get("archived_at")),
+            starred=truthy(obj.get("is_starred")) or truthy(obj.get("is_fav")),
+            highlights=_quotes(obj.get("annotations")),
         )
 
 
@@ -45,3 +58,10 @@ def _annotations(value: object) -> str | None:
         return None
     notes = [clean(a.get("text")) for a in value if isinstance(a, dict)]
     return "\n".join(n for n in notes if n) or None
+
+
+def _quotes(value: object) -> tuple[str, ...]:
+    """The passages the person highlighted."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(q for a in value if isinstance(a, dict) and (q := clean(a.get("quote"))))

@@ -42,6 +42,9 @@ def _shorten(s: str, limit: int) -> str:
 def display_title(inp: EngineInput, an: TextAnalysis) -> str:
     """The given title, else the first sentence, else the opening of the text."""
     title = normalize_space(inp.title or "")
+    if title and normalize_space(inp.text).startswith(title):
+        # A note's opening taken for its title: its first sentence, never the whole note.
+        title = next(iter(split_sentences(title)), title)
     if title:
         return _shorten(title, CARD_TITLE_MAX)
     wordy = (s for s in an.sentences if not s.code and (s.words >= 3 or s.unspaced_chars >= 6))

@@ -4,7 +4,8 @@ A how-to text says what to do: imperative sentences ("Water deeply at the
 base", "Füttern Sie den Sauerteig", "Arrosez le soir", "Поливайте помидоры"),
 numbered or bulleted steps, and advice with a modal ("you should …", "Sie
 sollten …", "il faut …", "hay que …", "следует …"). Each language has its own
-cues (:data:`CUES`); English, German, French, Spanish and Russian are known.
+cues (:data:`CUES`); English, German, French, Spanish, Russian, Chinese and
+Japanese are known.
 A text in another language gets no instructions rather than guesses.
 
 A sentence counts when its first word, or the first word after a short
@@ -12,7 +13,13 @@ opening clause ("If the leaves turn brown, remove …"), is an imperative, or
 when it opens with a modal of advice. Listed steps and modal advice always
 count; bare imperatives only in a text that gives them often (at least one
 sentence in ten, and two in all), because an essay's occasional "write the
-sentence" is rhetoric rather than a step.
+sentence" is rhetoric rather than a step. A short note (a few sentences) is
+all steps or none, so one imperative there is enough.
+
+Chinese and Japanese mark instructions with words, not endings: a request or
+advice (请, 应该, 不要, 记得; ください, ましょう, なさい), or a step's sequence
+word (先, 然后, 再; まず, 次に) at the start of a clause, after an opening
+"before/when …" clause (骑车前, 乗る前に).
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from typing import Final
 
 from readdod.engines.local.analysis import is_stopword, units, word_set
 from readdod.engines.local.wording import dup_key, normalize_space
-from readdod.text import is_complete, split_sentences
+from readdod.text import is_complete, split_sentences, word_count
+from readdod.text.scripts import UNSPACED_RE
 
 #: Longest todo title (models.Todo); longer instructions are cut at a clause or dropped.
 TITLE_MAX: Final = 200
@@ -32,6 +40,8 @@ TITLE_MAX: Final = 200
 MIN_CUT: Final = 40
 #: Share of a text's sentences that must be imperatives for bare imperatives to count.
 INSTRUCTIVE_SHARE: Final = 0.1
+#: A text of at most this many sentences is a note: one bare imperative is enough there.
+NOTE_SENTENCES: Final = 4
 #: Words an instruction may have: fewer is a fragment, more a paragraph.
 MIN_WORDS: Final = 3
 MAX_WORDS: Final = 45
@@ -42,8 +52,9 @@ _MARKER_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _WORD_RE: Final = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
-#: A short clause before the instruction: "If the leaves turn brown, remove …".
-_LEAD_RE: Final = re.compile(r"^([^,;:]{2,80}),\s+(.*)$", re.DOTALL)
+#: A short clause or label before the instruction: "If the leaves turn brown, remove …",
+#: "Cold brew: mix …".
+_LEAD_RE: Final = re.compile(r"^([^,;:]{2,80})[,:]\s+(.*)$", re.DOTALL)
 _TERMINAL: Final = ".!。！"
 
 _EN_VERBS: Final = word_set("""
@@ -107,7 +118,14 @@ _FR_MODAL_RE: Final = re.compile(
     r"pensez\s+à|n['’]oubliez\s+pas)\b",
     re.IGNORECASE,
 )
-_ES_IRREGULAR: Final = word_set("pon sal haz ten ven di ve sé")
+_ES_IRREGULAR: Final = word_set(
+    "pon sal haz ten ven di ve sé mantén sostén obtén detén retén contén propón compón dispón "
+    "supón deshaz rehaz"
+)
+#: Sequence words before a Spanish step: "Después añade la sal".
+_ES_LEADS: Final = word_set(
+    "después luego primero antes finalmente también siempre ahora entonces además"
+)
 _ES_NEXT: Final = word_set("""
     el la los las un una unos unas tu tus su sus mi mis este esta estos estas ese esa a al de
     del en con sin por para hasta bien siempre cada todo todos toda todas lo le les me te se nos
@@ -146,7 +164,9 @@ def _words(s: str) -> list[str]:
 
 #: After a listed step's first word, these show it is a verb: "Activate it", "Create the …".
 _EN_OBJECTS: Final = word_set(
-    "the a an it them your this that these those all each every into up down out off back"
+    "the a an it them your this that these those all each every into up down out off back "
+    # a quantity: "Steep some tea", "Add half the sugar" (not a number: "Chapter two …")
+    "some several half"
 )
 
 
@@ -175,6 +195,8 @@ def _en(s: str) -> _Cue | None:
         words = words[1:]
         if words and words[0] == "not":
             words = words[1:]
+    if words[:2] == ["do", "not"] or words[:1] == ["never"]:
+        words = words[2 if words[0] == "do" else 1 :]
     if len(words) >= 2 and words[0] in _EN_VERBS and words[1] not in _EN_BLOCKERS:
         return _Cue(strong=False)
     return _Cue(strong=False) if _en_object_follows(s) else None
@@ -199,6 +221,8 @@ def _es(s: str) -> _Cue | None:
     if _ES_MODAL_RE.match(s) or _ES_NEGATIVE_RE.match(s):
         return _Cue(strong=True)
     words = [w.casefold() for w in _words(s)]
+    while len(words) > 2 and words[0] in _ES_LEADS:
+        words = words[1:]
     if len(words) < 2:
         return None
     first, nxt = words[0], words[1]
@@ -218,6 +242,50 @@ def _ru(s: str) -> _Cue | None:
     return _Cue(strong=False) if any(_RU_IMPERATIVE_RE.search(w) for w in words) else None
 
 
+#: An opening "before / after / when …" clause of a Chinese instruction (骑车前,
+#: 刹车不灵时), or a subject "you" (你/您). Japanese puts its cue at the end instead.
+_ZH_LEAD: Final = (
+    r"(?:[^，。！？；,]{1,10}?(?:之前|以前|之后|以后|的时候|前|后|时)[，,]?\s*)?(?:你|您)?"
+)
+_ZH_STRONG_RE: Final = re.compile(
+    _ZH_LEAD + r"(?:请|应该|应当|必须|务必|一定要|千万|记得|记住|不要|别|最好|要先|得先)"
+)
+_ZH_STEP_RE: Final = re.compile(
+    _ZH_LEAD
+    + r"(?:先|首先|然后|再|接着|之后|最后|马上|立刻|立即|随时|每[天日周月晚次]|把|"
+    + r"[^，。！？；,]{1,6}?(?<![主重只想])(?:要|需要)(?![是有求的点]))"
+)
+#: "Before / after / when …" and straight to a verb, no subject: "睡前喝一杯温牛奶". Not a
+#: time and a statement ("十年前这里是农田", "出门时他已经走了").
+_ZH_WHEN_DO_RE: Final = re.compile(
+    r"[^，。！？；,]{1,8}?(?:之前|之后|以后|前|后|的时候|时)[，,]?(?![是有的这那我你他她它人都也已曾就才还会在被])"
+    r"[\u4e00-\u9fff]"
+)
+#: A Chinese or Japanese sentence's clauses: a cue may open any of them
+#: ("米饭想好吃，先把米洗三遍", "味噌汁を作るときは、まず出汁を取ります").
+_CJK_CLAUSE_RE: Final = re.compile(r"[，,、；;：:]\s*")
+_JA_STRONG_RE: Final = re.compile(
+    r"(?:[てで]ください|ましょう|なさい|(?:する|の)こと|べき(?:です|だ)?|"
+    r"(?:ほう|方)が(?:いい|よい)(?:です|でしょう)?|ようにし(?:ましょう|てください))[。！!]?$"
+)
+_JA_STEP_RE: Final = re.compile(r"^(?:まず|最初に|次に|それから|そして|最後に|その後)")
+
+
+def _zh(s: str) -> _Cue | None:
+    clauses = _CJK_CLAUSE_RE.split(s)
+    if any(_ZH_STRONG_RE.match(c) for c in clauses):
+        return _Cue(strong=True)
+    weak = any(_ZH_STEP_RE.match(c) for c in clauses) or _ZH_WHEN_DO_RE.match(s)
+    return _Cue(strong=False) if weak else None
+
+
+def _ja(s: str) -> _Cue | None:
+    if _JA_STRONG_RE.search(s):
+        return _Cue(strong=True)
+    steps = any(_JA_STEP_RE.match(c) for c in _CJK_CLAUSE_RE.split(s))
+    return _Cue(strong=False) if steps else None
+
+
 #: The cue finder of each language that has one.
 CUES: Final[dict[str, Callable[[str], _Cue | None]]] = {
     "en": _en,
@@ -225,6 +293,8 @@ CUES: Final[dict[str, Callable[[str], _Cue | None]]] = {
     "fr": _fr,
     "es": _es,
     "ru": _ru,
+    "zh": _zh,
+    "ja": _ja,
 }
 
 
@@ -265,7 +335,7 @@ def clean(sentence: str, lang: str) -> str | None:
         return None
     s = s.removesuffix(":")  # "Install the module:" before its command is the step itself
     if s[-1] not in _TERMINAL:
-        s = s.rstrip(",;–-") + "."
+        s = s.rstrip(",;–-，、；") + ("。" if UNSPACED_RE.match(s[-1]) else ".")
     if len(s) > TITLE_MAX:
         head = s[: TITLE_MAX - 1]
         cut = max(head.rfind(", "), head.rfind("; "), head.rfind(" – "))
@@ -275,13 +345,22 @@ def clean(sentence: str, lang: str) -> str | None:
     return _upper_first(s)
 
 
+def _size(sentence: str) -> int:
+    """Words in a sentence; in an unspaced script, two characters make a word."""
+    if UNSPACED_RE.search(sentence) is None:
+        return len(_words(sentence))
+    return word_count(sentence)
+
+
 def find_instructions(text: str, lang: str | None, limit: int) -> list[str]:
     """Up to ``limit`` instructions from ``text``, in reading order, as todo titles.
 
     Listed steps and modal advice always count. Bare imperatives count in an
     instructive text, where they make at least :data:`INSTRUCTIVE_SHARE` of its
-    sentences: in an essay, a lone "Until then, write the sentence." is rhetoric,
-    not a step to take.
+    sentences, or in a note of at most :data:`NOTE_SENTENCES` sentences: in an
+    essay, a lone "Until then, write the sentence." is rhetoric, not a step to take.
+    A sentence of several imperatives ("Wipe the chain, oil it and spin the pedals")
+    is one step: its parts are done together.
     """
     if lang not in CUES:
         return []
@@ -294,26 +373,26 @@ def find_instructions(text: str, lang: str | None, limit: int) -> list[str]:
         listed = _MARKER_RE.match(unit.text) is not None
         body = _MARKER_RE.sub("", unit.text)
         for i, sentence in enumerate(split_sentences(body)):
-            n = len(_words(sentence))
+            n = _size(sentence)
             sentences += n >= MIN_WORDS
-            if not MIN_WORDS <= n <= MAX_WORDS or sentence.rstrip().endswith("?"):
+            if not MIN_WORDS <= n <= MAX_WORDS or sentence.rstrip().endswith(("?", "？")):
                 continue
             if not listed and not is_complete(sentence) and not sentence.endswith(":"):
                 continue  # a heading
             cue = _cue(sentence, lang, listed and i == 0)
-            if cue is None:
-                continue
-            title = clean(sentence, lang)
-            if title is not None:
-                found.append((title, cue.strong))
-    if len(found) < max(2, INSTRUCTIVE_SHARE * sentences):
-        found = [(title, strong) for title, strong in found if strong]
+            if cue is not None:
+                found.append((sentence, cue.strong))
+    needed = 1 if sentences <= NOTE_SENTENCES else max(2, INSTRUCTIVE_SHARE * sentences)
+    if len(found) < needed:
+        found = [(sentence, strong) for sentence, strong in found if strong]
     out: list[str] = []
     seen: set[str] = set()
-    for title, _ in found:
-        if dup_key(title) not in seen:
-            seen.add(dup_key(title))
-            out.append(title)
+    for sentence, _ in found:
+        title = clean(sentence, lang)
+        if title is None or dup_key(title) in seen:
+            continue
+        seen.add(dup_key(title))
+        out.append(title)
         if len(out) == limit:
             break
     return out

@@ -20,7 +20,9 @@ from readdod.engines.local.instructions import find_instructions
 from readdod.engines.local.phrases import ENGLISH, Phrases, phrases_for
 from readdod.engines.local.wording import normalize_space
 from readdod.models import Score, Summary, Todo, TodoKind, Todos
+from readdod.text import is_complete, split_sentences
 from readdod.text.dates import find_dates
+from readdod.text.words import latin_length
 
 Genre = Literal["tutorial", "research", "opinion", "news", "reference", "general"]
 
@@ -68,8 +70,10 @@ _REFERENCE_RE: Final = re.compile(
 _ENTRY_RE: Final = re.compile(r"^(?:\d{3}|--?[A-Za-z])[^\n.!?]{0,50}$", re.MULTILINE)
 # First-person singular: essays argue from "I", tutorials say "you", papers say "we".
 _FIRST_PERSON_RE: Final = re.compile(r"\b(?:I|I'm|I've|I'd|[Mm]y|[Mm]e|[Ii]ch|[Mm]eine?)\b")
-#: Hits per 1,000 words a genre needs before the todos are shaped for it.
+#: Hits per 1,000 words a genre needs before the todos are shaped for it...
 GENRE_THRESHOLD: Final = 4.0
+#: ...and hits in all: in a short note one "study" or "results" is no evidence of a paper.
+MIN_GENRE_HITS: Final = 2
 
 
 #: Genre is judged on the opening of a long text; its density does not need more.
@@ -78,33 +82,35 @@ GENRE_SAMPLE_CHARS: Final = 200_000
 
 def detect_genre(text: str, words: int) -> Genre:
     """Tutorial, research, opinion, news or reference, by density of telltale words and of
-    code, step and entry lines; "general" when nothing stands out."""
+    code, step and entry lines; "general" when nothing stands out, or when the evidence is
+    a single word (:data:`MIN_GENRE_HITS`)."""
     if len(text) > GENRE_SAMPLE_CHARS:
         words = round(words * GENRE_SAMPLE_CHARS / len(text))
         text = text[:GENRE_SAMPLE_CHARS]
     scale = 1000 / max(200, words)
-    scores: dict[Genre, float] = {
+    hits: dict[Genre, float] = {
         "tutorial": (
             len(_TUTORIAL_RE.findall(text))
             + 3 * len(_CODE_RE.findall(text))
             + 2 * len(_STEP_RE.findall(text))
-        )
-        * scale,
-        "research": len(_RESEARCH_RE.findall(text)) * scale,
-        "opinion": (len(_OPINION_RE.findall(text)) + 0.25 * len(_FIRST_PERSON_RE.findall(text)))
-        * scale,
-        "news": len(_NEWS_RE.findall(text)) * scale,
-        "reference": (len(_REFERENCE_RE.findall(text)) + len(_ENTRY_RE.findall(text))) * scale,
+        ),
+        "research": len(_RESEARCH_RE.findall(text)),
+        "opinion": len(_OPINION_RE.findall(text)) + 0.25 * len(_FIRST_PERSON_RE.findall(text)),
+        "news": len(_NEWS_RE.findall(text)),
+        "reference": len(_REFERENCE_RE.findall(text)) + len(_ENTRY_RE.findall(text)),
     }
-    best = max(scores, key=lambda g: scores[g])
-    return best if scores[best] >= GENRE_THRESHOLD else "general"
+    best = max(hits, key=lambda g: hits[g])
+    if hits[best] < MIN_GENRE_HITS or hits[best] * scale < GENRE_THRESHOLD:
+        return "general"
+    return best
 
 
 #: The rubric's minimum (models.Todos).
 MIN_TODOS: Final = 3
 #: Most todos taken from the text: the list also needs a note (kind output) and room to read.
 MAX_STEPS: Final = 5
-#: A title longer than this is referred to as "this text" rather than quoted.
+#: A title longer than this (in Latin letters: a Han or kana character counts as three) is
+#: referred to as "this text" rather than quoted.
 TITLE_QUOTE_MAX: Final = 70
 #: A date's sentence longer than this is not quoted in a todo.
 DATE_SENTENCE_MAX: Final = 150
@@ -116,7 +122,15 @@ def _ref(inp: EngineInput, ph: Phrases) -> tuple[str, str]:
     """The text by its title when it has a short one to quote, else "this text", in the
     text's language: (as object, as subject)."""
     title = normalize_space(inp.title or "")
-    if not title or len(title) > TITLE_QUOTE_MAX or title.endswith(("…", "...")):
+    if (
+        not title
+        or latin_length(title) > TITLE_QUOTE_MAX
+        or title.endswith(("…", "..."))
+        or len(split_sentences(title)) > 1  # a note's opening pasted as its title
+        # A note titled by its own first sentence: "Read “The tap drips.” in full" reads
+        # as if that sentence were all there is.
+        or (is_complete(title) and normalize_space(inp.text).startswith(title))
+    ):
         return ph.ref(None)
     return ph.ref(title)
 

@@ -32,6 +32,10 @@ streamed; the response format is learned from the server's answers and
 remembered per server and model in ``model-servers.json`` in the data
 directory (:mod:`.formats`, :mod:`.servers`).
 
+The score is made by readdod from the model's judgements (:mod:`.verdict`):
+whether the text addresses the intent, with the sentence that shows it, and
+which parts of the intent it covers.
+
 The card is assembled from the run's summary, score and todos; the model
 only names it (title and one-liner), so the card cannot drift from what the
 earlier steps decided.
@@ -55,8 +59,9 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import anyio
+import msgspec
 
-from readdod import schemas
+from readdod import rubric, schemas
 from readdod.clock import Clock
 from readdod.config import AIConfig
 from readdod.engines.base import EngineInput, EngineOutput, ModelUsage, current_hooks
@@ -77,12 +82,14 @@ from readdod.engines.openai.steps import (
     common_values,
     digest_values,
     map_chunks,
+    own_output_todo,
     render_notes,
     require_text,
 )
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import Template, load_template
 from readdod.engines.openai.transport import CLOSE_S, Transport, display_url
+from readdod.engines.openai.verdict import ScoreJudgement, combine
 from readdod.errors import ConfigError, StepError
 from readdod.logging import add_secret, get_logger
 from readdod.models import Card, Score, Summary, Todos
@@ -282,6 +289,7 @@ class OpenAIEngine:
         schema: dict[str, Any],
         values: dict[str, str],
         inp: EngineInput,
+        mend: Callable[[Any], Any] | None = None,
     ) -> EngineOutput[T]:
         """One answer about the article (clipped to the budget), the run's shared prefix."""
         model = self.model_for(step)
@@ -298,14 +306,27 @@ class OpenAIEngine:
                 tally,
                 hooks,
                 material=clip_tokens(inp.text, budget),
+                mend=mend,
             )
 
         return tally.output(await self._charged(tally, self._fitted(model, run)))
 
     async def score(self, inp: EngineInput, summary: Summary) -> EngineOutput[Score]:
+        """The model judges (does the text address the intent, which parts it covers, the
+        sentence that shows it); readdod turns the judgements into the score
+        (:mod:`.verdict`), so a small model's number is never copied from its prompt."""
         require_text(inp.text)
-        return await self._about_text(
-            "score", "score", Score, schemas.json_schema("score"), digest_values(inp, summary), inp
+        out = await self._about_text(
+            "score",
+            "score",
+            ScoreJudgement,
+            struct_schema(ScoreJudgement),
+            digest_values(inp, summary),
+            inp,
+        )
+        return msgspec.structs.replace(
+            out,  # type: ignore[arg-type]
+            payload=combine(out.payload, inp.text, reading_minutes(inp.text)),
         )
 
     async def todos(self, inp: EngineInput, summary: Summary, score: Score) -> EngineOutput[Todos]:
@@ -315,8 +336,15 @@ class OpenAIEngine:
             "priority": score.priority,
             "recommendation": score.recommendation,
         }
+        own = own_output_todo(inp, summary)
         return await self._about_text(
-            "todos", "todos", Todos, schemas.json_schema("todos"), values, inp
+            "todos",
+            "todos",
+            Todos,
+            schemas.json_schema("todos"),
+            values,
+            inp,
+            lambda todos: rubric.mend_todos(todos, own),
         )
 
     async def card(

@@ -17,14 +17,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any, TypeVar
 
 import msgspec
 
 from readdod import rubric, schemas
 from readdod.errors import AIError, ErrorCode
-from readdod.models import TL_DR_MAX
+from readdod.models import PAYLOAD_TYPES, TL_DR_MAX
 
 T = TypeVar("T")
 
@@ -166,11 +166,13 @@ def judge(
     *,
     schema: dict[str, Any] | None = None,
     computed: dict[str, Any] | None = None,
+    mend: Callable[[Any], Any] | None = None,
 ) -> tuple[T | None, list[str], bool]:
     """Decode and check ``content``: (payload, problems, parsed-as-JSON).
 
     ``computed`` fields overwrite whatever the model wrote for them; values are
-    clamped to ``schema`` before the check.
+    clamped to ``schema`` before the check; ``mend`` (e.g. :func:`rubric.mend_todos`)
+    mends a decoded artifact's near misses before the rubric judges it.
     """
     try:
         raw = parse_json(content)
@@ -189,8 +191,11 @@ def judge(
         raw = {**raw, **(computed or {})}
         if schema is not None:
             raw = clamp(raw, schema)
-    if kind in schemas.ARTIFACT_TYPES:
+    if kind in schemas.ARTIFACT_TYPES and typ is PAYLOAD_TYPES.get(kind):
         payload, problems = rubric.validate(kind, raw)
+        if payload is not None and mend is not None:
+            payload = mend(payload)
+            problems = rubric.check(payload)
         return payload, problems, True  # type: ignore[return-value]
     try:
         return msgspec.convert(raw, type=typ), [], True

@@ -13,6 +13,7 @@ brief. A second wrong answer fails the step.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from readdod import retrying
@@ -75,11 +76,13 @@ class Asker:
         material: str,
         heading: str = "Text",
         computed: dict[str, Any] | None = None,
+        mend: Callable[[Any], Any] | None = None,
     ) -> T:
         """Ask for one ``typ``: the request, its retries, one repair, the typed failure.
 
         ``material`` is what the prompt is about (the article, a chunk, notes);
-        ``computed`` fields are readdod's own and are not asked for.
+        ``computed`` fields are readdod's own and are not asked for; ``mend`` mends an
+        answer's near misses before it is judged (:func:`readdod.rubric.mend_todos`).
         """
         asked = model_schema(schema, computed or {})
         messages, version = self.messages(
@@ -95,7 +98,7 @@ class Asker:
                 tally, messages, kind, asked, max_tokens, hooks, on_retry, on_attempt
             )
             payload, problems, parsed = judge(
-                kind, typ, answer.content, schema=schema, computed=computed
+                kind, typ, answer.content, schema=schema, computed=computed, mend=mend
             )
             if payload is not None and not problems:
                 return payload

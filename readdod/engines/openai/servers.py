@@ -1,9 +1,10 @@
 """What readdod learned about each model server, kept across restarts.
 
 One small JSON file (``model-servers.json`` in the data directory) maps
-``<base_url> <model>`` to the response format the server took and the
-context it said it has, so a restarted daemon asks in the right format at
-once. A missing or unreadable file is an empty memory: what it held is
+``<base_url> <model>`` to the response format the server took, the context
+it said it has and how many requests it took at once
+(:mod:`.concurrency`), so a restarted daemon asks in the right format, at
+the right pace, at once. A missing or unreadable file is an empty memory: what it held is
 learned again from the server's answers.
 """
 
@@ -29,6 +30,8 @@ class Learned(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     format: str | None = None
     context_tokens: int | None = None
+    #: The adaptive limit of requests in flight, as it last moved.
+    concurrency: int | None = None
 
 
 class ServerMemory:
@@ -53,13 +56,20 @@ class ServerMemory:
         return self._all.get(self.key(server, model)) or Learned()
 
     def remember(
-        self, server: str, model: str, *, format: str | None = None, context: int | None = None
+        self,
+        server: str,
+        model: str,
+        *,
+        format: str | None = None,
+        context: int | None = None,
+        concurrency: int | None = None,
     ) -> None:
         """Keep what was learned; written at once, atomically, so a crash keeps it too."""
         old = self.get(server, model)
         new = Learned(
             format=format or old.format,
             context_tokens=context if context is not None else old.context_tokens,
+            concurrency=concurrency if concurrency is not None else old.concurrency,
         )
         if new == old:
             return

@@ -11,18 +11,23 @@ summary, score and todos, so the card cannot drift from what they decided.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import anyio
 import msgspec
 
 from readdod import retrying, rubric
 from readdod.engines.base import EngineInput, StepHooks
+from readdod.engines.local.phrases import phrases_for
 from readdod.engines.openai.answers import CardText, ChunkNotes, struct_schema
 from readdod.engines.openai.asking import Asker
 from readdod.engines.openai.budget import split_paragraphs
 from readdod.engines.openai.tally import Tally
 from readdod.errors import AIError, ErrorCode, StepError
 from readdod.models import Card, CardSource, RenderSpec, Score, Summary, Todos
+
+#: The longest todo title (``models.Todo.title``).
+TODO_TITLE_MAX: Final = 200
 
 
 def require_text(text: str) -> None:
@@ -46,6 +51,17 @@ def digest_values(inp: EngineInput, summary: Summary) -> dict[str, str]:
         "tl_dr": summary.tl_dr,
         "key_points": "\n".join(f"- {k}" for k in summary.key_points),
     }
+
+
+def own_output_todo(inp: EngineInput, summary: Summary) -> str:
+    """readdod's own todo of kind ``output``, in the text's language: a short note on what
+    the text means for the intent (:func:`readdod.rubric.mend_todos` adds it to a model's
+    todos that have none)."""
+    ph = phrases_for(inp.lang or summary.lang)
+    title = ph.note_meaning.format(ref_subj=ph.this_text[1], goal=ph.goal(inp.intent))
+    if len(title) > TODO_TITLE_MAX:
+        title = ph.note_meaning.format(ref_subj=ph.this_text[1], goal=ph.your_goal)
+    return title[:1].upper() + title[1:]
 
 
 async def map_chunks(

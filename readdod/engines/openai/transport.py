@@ -3,11 +3,19 @@
 From the inside out: every request carries ``max_tokens`` and is streamed, so
 a request readdod gives up on (``ai.timeout_s``) closes its connection and a
 server that honours the disconnect stops generating instead of keeping the
-next request waiting; the client never retries by itself; ``ai.concurrency``
-bounds requests in flight and ``ai.rpm``/``ai.tpm`` requests and tokens per
-minute; the :class:`CircuitBreaker` parks requests while the server is down;
-and :mod:`readdod.retrying` retries what a retry may fix, each retry recorded
-through the step's hooks.
+next request waiting; the client never retries by itself; requests in flight
+are bounded per server and model by a limit learned from its answers, up to
+``ai.concurrency`` (:mod:`.concurrency`), and ``ai.rpm``/``ai.tpm`` bound
+requests and tokens per minute; the :class:`CircuitBreaker` parks requests
+while the server is down; and :mod:`readdod.retrying` retries what a retry
+may fix, each retry recorded through the step's hooks.
+
+A stream cut short (llama-cpp-python ends a running stream when the next
+request arrives; a proxy may close it) is the server's way of saying it
+takes fewer requests at once, not a failure: the limit is lowered and the
+request sent again, without counting against the circuit or the step's
+attempts. After :data:`MAX_CUTS` cuts, or a cut with one request in flight,
+the request is asked whole (not streamed), which no server cuts.
 
 The response format is learned from the server's answers (:mod:`.formats`):
 an error that names the format moves the request one step down the ladder,
@@ -37,6 +45,7 @@ from readdod.engines.base import ModelUsage, StepHooks, StepStopped
 from readdod.engines.circuit import CircuitBreaker, State
 from readdod.engines.openai import formats
 from readdod.engines.openai.budget import estimate_tokens
+from readdod.engines.openai.concurrency import AdaptiveSlots, Slot
 from readdod.engines.openai.errors import CLIENT_TIMEOUT_RATIO, Down, classify
 from readdod.engines.openai.limits import RateLimiter
 from readdod.engines.openai.servers import ServerMemory
@@ -50,11 +59,19 @@ Messages = list[dict[str, str]]
 
 #: Seconds a closing stream may take once readdod gave up on it.
 CLOSE_S = 2.0
+#: Cut streams one request may meet before it is asked whole.
+MAX_CUTS = 6
 
 
 class StreamBroken(Exception):
-    """A streamed answer that ended without finishing: the connection broke, or no
-    finish reason came."""
+    """A streamed request that failed before its first event, after its 200 (as
+    llama-cpp-python's does on a prompt beyond its context): asked whole, the server
+    says why."""
+
+
+class StreamCut(Exception):
+    """A streamed answer cut short after it began: the connection closed, or the
+    stream ended with no finish reason."""
 
 
 @dataclasses.dataclass
@@ -94,6 +111,10 @@ class Answer:
                 self.cached_tokens = cached
                 if isinstance(fresh, int) and self.prompt_tokens is None:
                     self.prompt_tokens = fresh + cached
+
+
+def _unstreamed(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
 
 
 def display_url(url: str) -> str:
@@ -136,8 +157,11 @@ class Transport:
             cfg.circuit_failures, cfg.circuit_probe_s, name=server, clock=clock
         )
         self.limiter = RateLimiter(cfg.rpm, cfg.tpm)
-        self.slots = anyio.CapacityLimiter(cfg.concurrency)
         self.memory = memory or ServerMemory(None)
+        #: Requests in flight per model, each with its learned limit.
+        self._slots: dict[str, AdaptiveSlots] = {}
+        #: Streams cut short since the engine was built (not failures).
+        self.cuts = 0
         #: The response format each model is asked in, once known.
         self.modes: dict[str, str] = {}
         #: Request parameters this server refused, and what replaces them.
@@ -147,6 +171,25 @@ class Transport:
 
     async def aclose(self) -> None:
         await self.client.close()
+
+    def slots(self, model: str) -> AdaptiveSlots:
+        """The requests in flight to ``model`` here, shared by every step and item."""
+        if model not in self._slots:
+
+            def moved(limit: int, why: str) -> None:
+                log.info(
+                    "ai.concurrency",
+                    base_url=self.server,
+                    model=model,
+                    limit=limit,
+                    ceiling=self.cfg.concurrency,
+                    reason=why,
+                )
+                self.memory.remember(self.server, model, concurrency=limit)
+
+            learned = self.memory.get(self.server, model).concurrency
+            self._slots[model] = AdaptiveSlots(self.cfg.concurrency, learned, moved)
+        return self._slots[model]
 
     def mode(self, model: str) -> str:
         """The response format ``model`` is asked in: ``ai.structured_output``, else learned."""
@@ -238,15 +281,19 @@ class Transport:
         stop_reason = hooks.stop_reason
         give_up = (lambda: stop_reason() is not None) if stop_reason is not None else None
         on_wait = functools.partial(self._note_throttled, hooks) if hooks.note else None
+        slots = self.slots(model)
+        cuts = 0
+        whole = False
         while True:
             mode = self.mode(model)
+            slot: Slot | None = None
             probe = await self.circuit.enter(give_up=give_up)
             if probe is None:
                 raise StepStopped((stop_reason() if stop_reason else None) or "stop")
             try:
                 if not await self.limiter.acquire(tokens, on_wait=on_wait, give_up=give_up):
                     raise StepStopped((stop_reason() if stop_reason else None) or "stop")
-                async with self.slots:
+                async with slots.slot() as slot:
                     # Read once the slot is ours: a request queued behind the one that
                     # found the format goes out in it.
                     mode = self.mode(model)
@@ -255,12 +302,40 @@ class Transport:
                     started = time.perf_counter()
                     answer: Answer | None = None
                     try:
-                        answer = await self._send(model, messages, kind, schema, max_tokens, mode)
+                        answer = await self._send(
+                            model, messages, kind, schema, max_tokens, mode, whole=whole
+                        )
                     finally:
                         spent = time.perf_counter() - started
                         tally.latency_ms += spent * 1000
-                        self._logged(model, kind, mode, max_tokens, spent, answer)
+                        self._logged(model, kind, mode, max_tokens, spent, answer, slots.limit)
+            except StreamCut as cut:
+                # The server is up and answering: it takes fewer requests at once.
+                assert slot is not None
+                cuts += 1
+                self.cuts += 1
+                alone = slots.limit == 1
+                slots.lower(slot, "stream cut short")
+                whole = cuts >= MAX_CUTS or alone
+                log.info(
+                    "ai.stream_cut",
+                    base_url=self.server,
+                    model=model,
+                    kind=kind,
+                    cuts=cuts,
+                    limit=slots.limit,
+                    next="whole" if whole else "stream",
+                    error=str(cut)[:300],
+                )
+                self.circuit.succeeded()
+                continue
             except Exception as exc:
+                if (
+                    slot is not None
+                    and isinstance(exc, openai.APIStatusError)
+                    and exc.status_code in (429, 503)
+                ):
+                    slots.lower(slot, f"HTTP {exc.status_code}")
                 error, verdict = classify(
                     exc, server=self.server, model=model, cfg=self.cfg, mode=mode
                 )
@@ -289,6 +364,7 @@ class Transport:
                     self.circuit.abandoned()
                 raise
             self.circuit.succeeded()
+            slots.succeed()
             assert answer is not None
             return answer
 
@@ -300,8 +376,10 @@ class Transport:
         max_tokens: int,
         spent: float,
         answer: Answer | None,
+        concurrency: int,
     ) -> None:
-        """One line per request: the format, its limit, its time and what it cost."""
+        """One line per request: the format, its limit, its time and what it cost, and
+        how many requests the server is given at once."""
         got = answer or Answer()
         log.info(
             "ai.request",
@@ -316,6 +394,7 @@ class Transport:
             prompt_tokens=got.prompt_tokens,
             cached_tokens=got.cached_tokens,
             completion_tokens=got.completion_tokens,
+            concurrency=concurrency,
         )
 
     def _step_down(self, model: str, mode: str, exc: Exception) -> None:
@@ -354,7 +433,10 @@ class Transport:
         schema: dict[str, Any],
         max_tokens: int,
         mode: str,
+        *,
+        whole: bool = False,
     ) -> Answer:
+        """One request; ``whole``: not streamed (after streams were cut short)."""
         params: dict[str, Any] = {
             "model": model,
             "messages": cast("list[ChatCompletionMessageParam]", messages),
@@ -368,36 +450,41 @@ class Transport:
         if fmt is not None:
             params["response_format"] = fmt
         with anyio.fail_after(self.cfg.timeout_s):
+            if whole:
+                return await self._whole(_unstreamed(params))
             try:
                 return await self._streamed(params)
             except StreamBroken as broken:
                 # Some servers fail a streamed request after its 200 (llama-cpp-python on a
                 # prompt beyond its context): asked whole, they answer with the error itself.
                 log.info("ai.stream_broken", base_url=self.server, error=str(broken)[:300])
-                whole = {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
-                return await self._whole(whole)
+                return await self._whole(_unstreamed(params))
 
     async def _streamed(self, params: dict[str, Any]) -> Answer:
         answer = Answer()
+        events = 0
         stream = await self.client.chat.completions.create(**params)
         try:
             async for chunk in stream:
+                events += 1
                 answer.add(chunk)
         except openai.APITimeoutError:
             raise  # a slow server, not a broken answer: timed as any request
-        except openai.APIConnectionError as exc:
-            raise StreamBroken(f"the answer broke off: {exc.__cause__ or exc!r}") from exc
-        except openai.APIError:
-            raise  # an error event in the stream: the server's answer
+        except openai.APIError as exc:
+            if not isinstance(exc, openai.APIConnectionError):
+                raise  # an error event in the stream: the server's answer
+            broke = f"the answer broke off after {events} events: {exc.__cause__ or exc!r}"
+            raise (StreamCut(broke) if events else StreamBroken(broke)) from exc
         except Exception as exc:
             # The connection broke mid-stream (the HTTP library's own error type).
-            raise StreamBroken(f"the answer broke off: {exc!r}") from exc
+            broke = f"the answer broke off after {events} events: {exc!r}"
+            raise (StreamCut(broke) if events else StreamBroken(broke)) from exc
         finally:
             # Closing the connection is what tells the server to stop generating.
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_S):
                 await stream.close()
         if answer.finish_reason is None:
-            raise StreamBroken("the answer ended without a finish reason")
+            raise StreamCut(f"the answer ended after {events} events without a finish reason")
         return answer
 
     async def _whole(self, params: dict[str, Any]) -> Answer:

@@ -46,7 +46,9 @@ SELECT r.run_id FROM runs r JOIN items i ON i.id = r.item_id
       AND coalesce(r.finished_at, r.created_at) < :failed));
 
 -- name: prunable_events
-SELECT seq FROM events WHERE at < :finished AND (item_id IS NULL
+-- The capture event stays: it holds where the item came from (an import's origin:
+-- when it was saved and archived there, its highlights).
+SELECT seq FROM events WHERE kind <> 'capture' AND at < :finished AND (item_id IS NULL
  OR item_id IN (SELECT id FROM items WHERE status = 'ARCHIVED' AND {settled}));
 
 -- name: prunable_artifacts

@@ -1,0 +1,156 @@
+"""The score from judgements a small model makes reliably. Pure: no I/O.
+
+Asked for a number from 0 to 100, a small model (0.5-1.5B parameters) writes
+back the number its prompt shows as an example, for a matching intent and an
+unrelated one alike. So the model is asked only what it can judge: whether
+the text addresses the intent (``yes``, ``partly`` or ``no``), with the
+sentence of the text that shows it, and which parts of the intent the text
+covers. :func:`combine` turns those judgements into the ``Score`` a card
+shows: ``match_score``, priority, recommendation and reasons.
+
+The evidence is checked against the text: a sentence that is not in it (a
+model's invention, or an echo of the intent) does not count, and the
+coverage then moves the score half as far within the verdict's band.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Final, Literal
+
+import msgspec
+
+from readdod.models import Priority, Recommendation, Score
+from readdod.text import is_unspaced
+
+Judgement = Literal["yes", "partly", "no"]
+
+#: How much each judgement counts towards covering the intent.
+WEIGHT: Final[dict[str, float]] = {"yes": 1.0, "partly": 0.5, "no": 0.0}
+#: The share of the evidence's words that must occur in the text for it to count.
+GROUNDED: Final = 0.6
+#: ``match_score`` = floor + span * coverage, per verdict: a ``yes`` scores 60-100 (read),
+#: a ``partly`` 35-59, a ``no`` 0-25, below the default skip threshold (40).
+BANDS: Final[dict[str, tuple[int, int]]] = {"yes": (60, 40), "partly": (35, 24), "no": (0, 25)}
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class IntentPart(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One part of the intent and whether the text covers it."""
+
+    part: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    covered: Judgement
+
+
+class ScoreJudgement(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What the model is asked for in the score step; readdod computes the rest.
+
+    The fields are in the order a model writes them: the intent taken apart
+    first, then the verdict, then the sentence that shows it.
+    """
+
+    parts: Annotated[list[IntentPart], msgspec.Meta(min_length=1, max_length=5)]
+    addresses: Judgement
+    evidence: Annotated[str, msgspec.Meta(max_length=600)] = ""
+
+
+def _terms(text: str) -> set[str]:
+    """Words of 4+ characters, and character pairs of scripts written without spaces."""
+    out: set[str] = set()
+    for token in _WORD.findall(text.casefold()):
+        if any(is_unspaced(ch) for ch in token):
+            out.update(token[i : i + 2] for i in range(len(token) - 1))
+        elif len(token) >= 4:
+            out.add(token)
+    return out
+
+
+def grounded(evidence: str, text: str) -> bool:
+    """Whether ``evidence`` is taken from ``text``: most of its words occur there."""
+    words = _terms(evidence)
+    if len(words) < 2:
+        return False
+    return len(words & _terms(text)) / len(words) >= GROUNDED
+
+
+def coverage(parts: list[IntentPart]) -> float:
+    """The share of the intent the text covers, 0 to 1."""
+    return sum(WEIGHT[p.covered] for p in parts) / len(parts) if parts else 0.0
+
+
+def verdict(j: ScoreJudgement, text: str) -> Judgement:
+    """The model's verdict, checked against its own parts: a ``yes`` with no part of the
+    intent covered is a ``partly``; a ``no`` with every part covered and a sentence from
+    the text to show it is a ``partly`` too (the model contradicts itself: the middle is
+    kept)."""
+    v: Judgement = j.addresses
+    if v == "yes" and coverage(j.parts) == 0.0:
+        v = "partly"
+    if v == "no" and grounded(j.evidence, text) and all(p.covered == "yes" for p in j.parts):
+        v = "partly"
+    return v
+
+
+def match_score(j: ScoreJudgement, text: str) -> int:
+    """The verdict's band, moved within it by the intent's coverage; a verdict without a
+    sentence from the text to show it gets half the coverage's share (small models often
+    describe rather than quote, so the verdict itself is kept)."""
+    floor, span = BANDS[verdict(j, text)]
+    share = coverage(j.parts) * (1.0 if grounded(j.evidence, text) else 0.5)
+    return floor + round(span * share)
+
+
+def priority_for(score: int) -> Priority:
+    return "P1" if score >= 80 else "P2" if score >= 60 else "P3"
+
+
+def recommendation_for(score: int) -> Recommendation:
+    return "read" if score >= 60 else "skim" if score >= 40 else "skip"
+
+
+_SAID: Final[dict[str, str]] = {
+    "yes": "The text addresses the intent",
+    "partly": "The text addresses the intent in part",
+    "no": "The text does not address the intent",
+}
+_COVERED: Final[dict[str, str]] = {
+    "yes": "Covered",
+    "partly": "Partly covered",
+    "no": "Not covered",
+}
+
+
+def reasons(j: ScoreJudgement, text: str, reading_min: int) -> list[str]:
+    """At least three distinct reasons, each a judgement the score was made from."""
+    v = verdict(j, text)
+    evidence = " ".join(j.evidence.split())
+    first = _SAID[v]
+    if evidence and grounded(evidence, text):
+        first += f": “{evidence[:400]}”"
+    elif j.addresses != v:
+        first += f" (the model said {j.addresses!r}, against its own parts)"
+    out = [first]
+    for p in j.parts:
+        out.append(f"{_COVERED[p.covered]}: {' '.join(p.part.split())}")
+    n = sum(1 for p in j.parts if p.covered != "no")
+    out.append(f"{n} of {len(j.parts)} parts of the intent covered")
+    out.append(f"About {max(reading_min, 1)} min to read")
+    seen: set[str] = set()
+    unique = []
+    for r in out:
+        key = r.strip().casefold()
+        if key and key not in seen:
+            seen.add(key)
+            unique.append(r[:500])
+    return unique[:10]
+
+
+def combine(j: ScoreJudgement, text: str, reading_min: int) -> Score:
+    """The score step's payload from the model's judgements."""
+    score = match_score(j, text)
+    return Score(
+        match_score=score,
+        priority=priority_for(score),
+        reasons=reasons(j, text, reading_min),
+        recommendation=recommendation_for(score),
+    )
