@@ -10,6 +10,7 @@ letting the cancellation go on.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -68,6 +69,7 @@ async def run(
 
         ctx.note = note
         ctx.chunks = book.chunks(lease)
+        ctx.reported = functools.partial(book.reported, lease)
         ctx.stop_reason = stop_reason
         finished = False
         for step in STEPS:

@@ -24,7 +24,7 @@ from readdod.engines.base import (
     StepHooks,
     step_hooks,
 )
-from readdod.errors import AIError, ErrorCode
+from readdod.errors import AIError, ErrorCode, Spent
 from readdod.extraction import extract
 from readdod.extraction.extract import extract_document, extract_text
 from readdod.extraction.fetch import FetchClient, extract_url
@@ -71,6 +71,8 @@ class RunContext(msgspec.Struct, kw_only=True):
     chunks: ChunkLedger | None = None
     #: Why the daemon wants the run to stop (pause, shutdown); None to go on.
     stop_reason: Callable[[], str | None] | None = None
+    #: Told of the tokens of each model answer as it arrives (what the run spent).
+    reported: Callable[[Spent], None] | None = None
 
     def get(self, step: str, typ: type[Any]) -> Any:
         payload = self.done.get(step)
@@ -162,7 +164,11 @@ class Pipeline:
 
     async def ai_step(self, step: str, ctx: RunContext) -> StepResult:
         hooks = StepHooks(
-            on_retry=ctx.on_retry, note=ctx.note, chunks=ctx.chunks, stop_reason=ctx.stop_reason
+            on_retry=ctx.on_retry,
+            note=ctx.note,
+            chunks=ctx.chunks,
+            stop_reason=ctx.stop_reason,
+            reported=ctx.reported,
         )
         with step_hooks(hooks):
             return await self._ai_step(step, ctx)

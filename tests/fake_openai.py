@@ -292,8 +292,10 @@ class FakeOpenAI:
         #: The prompt of the request before, for the prompt cache's count.
         self._last_prompt = ""
         self.requests: list[dict[str, Any]] = []
-        #: The ``usage`` of every answer that reported one to its client, with its prompt.
-        self.usages: list[tuple[str, dict[str, Any]]] = []
+        #: The ``usage`` of every answer that reported one to its client (written to it
+        #: whole: a stream cut before its usage event reported none), with its prompt
+        #: and the step asked (its schema's name).
+        self.usages: list[tuple[str, str, dict[str, Any]]] = []
         self.counts: dict[str, int] = {}
         #: Faults set at run time: (text the prompt contains, what, step or None).
         self.rules: list[tuple[str, str, str | None]] = []
@@ -371,7 +373,7 @@ class FakeOpenAI:
                     self._raw(200, b"<html><body>502 Bad Gateway</body></html>")
                     return
                 if payload is BREAK:
-                    self._events([], complete=False)
+                    self._events(body, [], complete=False)
                     return
                 if isinstance(payload, tuple) and payload[0] in (CUT, DROP):
                     # Every event but the finish reason (and the usage after it).
@@ -380,10 +382,12 @@ class FakeOpenAI:
                         for e in fake._chunks(body, payload[1])
                         if e["choices"] and not e["choices"][0]["finish_reason"]
                     ]
-                    self._events(events[: max(2, len(events) // 2)], complete=payload[0] is CUT)
+                    self._events(
+                        body, events[: max(2, len(events) // 2)], complete=payload[0] is CUT
+                    )
                     return
                 if status == 200 and body.get("stream"):
-                    self._events(fake._chunks(body, payload))
+                    self._events(body, fake._chunks(body, payload))
                     return
                 if payload is RESET:
                     self.connection.setsockopt(
@@ -392,7 +396,9 @@ class FakeOpenAI:
                     self.close_connection = True
                     self.connection.close()
                     return
-                self._json(status, payload, headers)
+                sent = self._json(status, payload, headers)
+                if sent and isinstance(payload, dict) and payload.get("usage"):
+                    fake._reported(body, payload["usage"])
 
             def _client_left(self, wait_s: float) -> bool:
                 """Wait up to ``wait_s`` (or until the server stops) for the client to hang up."""
@@ -415,7 +421,9 @@ class FakeOpenAI:
                     return False
                 return False
 
-            def _events(self, events: list[dict[str, Any]], complete: bool = True) -> None:
+            def _events(
+                self, body: dict[str, Any], events: list[dict[str, Any]], complete: bool = True
+            ) -> None:
                 """Server-sent events, as a streamed chat completion; ``complete=False``
                 breaks the stream off (a chunked body never finished)."""
                 self.close_connection = True
@@ -433,6 +441,9 @@ class FakeOpenAI:
                                 fake.cuts += 1
                             break  # another request waits: this one ends here, unfinished
                         self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+                        if event.get("usage"):
+                            self.wfile.flush()
+                            fake._reported(body, event["usage"])
                     if complete:
                         self._chunk(b"data: [DONE]\n\n")
                         self.wfile.write(b"0\r\n\r\n")
@@ -455,7 +466,8 @@ class FakeOpenAI:
 
             def _json(
                 self, status: int, payload: Any, headers: dict[str, str] | None = None
-            ) -> None:
+            ) -> bool:
+                """Send ``payload``; False if the client was gone before all of it went."""
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -465,8 +477,10 @@ class FakeOpenAI:
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(data)
+                    self.wfile.flush()
                 except OSError:
-                    pass  # the client gave up (a hang test)
+                    return False  # the client gave up (a hang test)
+                return True
 
         self._stopping.clear()
         server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
@@ -529,6 +543,13 @@ class FakeOpenAI:
                 return what
         return None
 
+    def _reported(self, body: dict[str, Any], usage: dict[str, Any]) -> None:
+        """Count ``usage`` as reported: it was written to the client whole."""
+        whole = "\n".join(str(m.get("content")) for m in body.get("messages") or [])
+        step = _schema_of(body, whole)[0]
+        with self._lock:
+            self.usages.append((whole, step, usage))
+
     def _ok(self, body: dict[str, Any], _why: str = "") -> dict[str, Any]:
         messages = body.get("messages") or []
         system, user, intent = _prompt_parts(messages)
@@ -557,9 +578,6 @@ class FakeOpenAI:
             "total_tokens": (len(whole) + len(content or "")) // 4 + 2,
             "prompt_tokens_details": {"cached_tokens": cached},
         }
-        if not body.get("stream") or (body.get("stream_options") or {}).get("include_usage"):
-            with self._lock:
-                self.usages.append((whole, usage))
         return {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -713,10 +731,17 @@ class FakeOpenAI:
                     )
                 self._changed.wait(left)
 
-    def tokens_reported(self, needle: str = "") -> tuple[int, int]:
-        """Prompt and completion tokens this server reported for prompts holding ``needle``."""
+    def tokens_reported(
+        self, needle: str = "", steps: tuple[str, ...] | None = None
+    ) -> tuple[int, int]:
+        """Prompt and completion tokens this server reported to its clients, for prompts
+        holding ``needle`` (and asking for one of ``steps``, by their schema's name)."""
         with self._lock:
-            found = [u for prompt, u in self.usages if needle in prompt]
+            found = [
+                u
+                for prompt, step, u in self.usages
+                if needle in prompt and (steps is None or step in steps)
+            ]
         return sum(u["prompt_tokens"] for u in found), sum(u["completion_tokens"] for u in found)
 
     def completions(self) -> list[dict[str, Any]]:

@@ -87,9 +87,24 @@ class LeaseBook:
         self._counted: dict[tuple[str, int | None], tuple[int, int, int]] = {}
         #: The steps an attempt mapped over chunks (by item and claim).
         self._chunked: dict[tuple[str, int | None], set[str]] = {}
+        #: Tokens the model server reported for the running step's answers (by item and
+        #: claim): what a step cut short (pause, cancel, stop) counts as it is released.
+        self._reported: dict[tuple[str, int | None], tuple[int, int, int]] = {}
+
+    def reported(self, lease: Lease, spent: Spent) -> None:
+        """The server reported ``spent`` for an answer to ``lease``'s running step."""
+        key = (lease.item_id, lease.token)
+        p, c, k = self._reported.get(key, (0, 0, 0))
+        self._reported[key] = (
+            p + spent.prompt_tokens,
+            c + spent.completion_tokens,
+            k + (spent.cached_tokens or 0),
+        )
 
     def _fresh(self, lease: Lease, prompt: int, completion: int, cached: int) -> tuple[int, ...]:
-        """What a step reported that its chunks did not count already (and forget those)."""
+        """What a step reported that its chunks did not count already (and forget those,
+        and the answers reported so far: the step's artifact or failure counts them)."""
+        self._reported.pop((lease.item_id, lease.token), None)
         counted = self._counted.pop((lease.item_id, lease.token), (0, 0, 0))
         return tuple(
             max(v - c, 0) for v, c in zip((prompt, completion, cached), counted, strict=True)
@@ -419,8 +434,13 @@ class LeaseBook:
         return item_view(row) if row else None
 
     async def release(self, lease: Lease, reason: str) -> bool:
-        """PROCESSING → QUEUED for a run that stops early (pause, shutdown, cancel)."""
-        self._counted.pop((lease.item_id, lease.token), None)
+        """PROCESSING → QUEUED for a run that stops early (pause, shutdown, cancel).
+
+        The answers its running step was given were paid for: what their chunks did not
+        count already goes on the attempt and the totals here.
+        """
+        p, c, k = self._reported.get((lease.item_id, lease.token), (0, 0, 0))
+        fresh = self._fresh(lease, p, c, k)
         self._chunked.pop((lease.item_id, lease.token), None)
 
         def unit(work: Work) -> bool:
@@ -428,6 +448,7 @@ class LeaseBook:
             row = tx.item(lease.item_id)
             if row is None or not _holds(work, lease, "release"):
                 return False
+            tx.spend(lease.run_id, *fresh)
             requeue(work, row, reason, self.clock.now_ms())
             return True
 

@@ -58,14 +58,17 @@ class StepHooks:
     the step (e.g. waiting for a model server to come back); ``chunks`` keeps
     long texts' chunk state; ``stop_reason`` says (when not None) that the
     daemon wants the step to stop, so an engine waiting for a server that is
-    down gives up with :class:`StepStopped`. Engines that need none of it
-    ignore it.
+    down gives up with :class:`StepStopped`; ``reported`` is told of the
+    tokens of each answer as it arrives, so a step cut short (a pause, a
+    cancel) still has what its answers cost counted. Engines that need none
+    of it ignore it.
     """
 
     on_retry: OnRetry | None = None
     note: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
     chunks: ChunkLedger | None = None
     stop_reason: Callable[[], str | None] | None = None
+    reported: Callable[[Spent], None] | None = None
 
 
 class StepStopped(Exception):

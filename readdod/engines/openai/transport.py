@@ -50,7 +50,7 @@ from readdod.engines.openai.errors import CLIENT_TIMEOUT_RATIO, Down, classify
 from readdod.engines.openai.limits import RateLimiter
 from readdod.engines.openai.servers import ServerMemory
 from readdod.engines.openai.tally import Tally
-from readdod.errors import AIError, ErrorCode
+from readdod.errors import AIError, ErrorCode, Spent
 from readdod.logging import get_logger
 
 log = get_logger("readdod.engines.openai")
@@ -221,6 +221,15 @@ class Transport:
         tally.completion_tokens += answer.completion_tokens or 0
         if answer.cached_tokens is not None:
             tally.cached_tokens = (tally.cached_tokens or 0) + answer.cached_tokens
+        if hooks.reported is not None and (answer.prompt_tokens or answer.completion_tokens):
+            hooks.reported(
+                Spent(
+                    model=tally.model,
+                    prompt_tokens=answer.prompt_tokens or 0,
+                    completion_tokens=answer.completion_tokens or 0,
+                    cached_tokens=answer.cached_tokens,
+                )
+            )
         self.usage.prompt_tokens += answer.prompt_tokens or 0
         self.usage.completion_tokens += answer.completion_tokens or 0
         if answer.refusal or answer.finish_reason == "content_filter":
