@@ -231,7 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="openmetrics",
         help="OpenMetrics 1.0 text (default) or the older Prometheus text format",
     )
-    p = sub.add_parser("prune", parents=[common], help="apply retention to archived items now")
+    p = sub.add_parser(
+        "prune", parents=[common], help="apply retention to every item's history now"
+    )
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
     _todo_verbs(sub, common)
     add_browser_parsers(sub, common)

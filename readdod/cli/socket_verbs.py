@@ -375,8 +375,9 @@ def cmd_prune(args: argparse.Namespace, client: Client) -> int:
     removed = res["removed"]
     verb = "would remove" if res["dry_run"] else "removed"
     print(
-        f"{verb} {removed['runs']} runs, {removed['events']} events and"
-        f" {removed['artifacts']} superseded artifact versions of archived items"
+        f"{verb} {removed['runs']} runs ({removed['attempts']} attempts,"
+        f" {removed['chunks']} chunks), {removed['events']} events and"
+        f" {removed['artifacts']} superseded artifact versions"
     )
     return EXIT_OK
 

@@ -1,10 +1,13 @@
-"""Maintenance: retention (DESIGN §9) and online backups.
+"""Maintenance: retention (DESIGN §9, docs/retention.md) and online backups.
 
-Only ARCHIVED items are pruned, and never their current artifacts (the
-versions ``get``/``show``/export use) nor their current run: old runs by
-outcome (succeeded, cancelled, failed), old events, and superseded artifact
-versions beyond the newest ``keep_versions``. Cut-offs come from the core's
-clock, so tests move time by hand.
+Retention prunes the history of every item, whatever its state, each part by its
+own age and outcome: finished runs by outcome (succeeded, cancelled, failed) with
+their attempts, chunks and events, events of no run, and superseded artifact
+versions beyond the newest ``keep_versions``. Never what an item shows: the
+versions ``get``/``show``/export use, the run it shows, its current run (its
+latest outcome and failure), its capture event. Token totals are counters, so
+pruning never lowers them. Cut-offs come from the core's clock, so tests and the
+retention bench move time by hand.
 """
 
 from __future__ import annotations
@@ -25,9 +28,13 @@ DAY_MS: Final = 24 * 3600 * 1000
 
 
 class Removed(msgspec.Struct, kw_only=True):
+    """What a prune removed (or, dry, would remove), by kind."""
+
     runs: int
+    attempts: int
     events: int
     artifacts: int
+    chunks: int
 
 
 class PruneReport(msgspec.Struct, kw_only=True):
@@ -60,7 +67,7 @@ class Maintenance:
         failed = now - int(cfg.failed_days * DAY_MS)
 
         def unit(work: Work) -> dict[str, int]:
-            counts = work.tx.prune_archived(
+            counts = work.tx.prune_history(
                 finished_before=finished,
                 cancelled_before=cancelled,
                 failed_before=failed,

@@ -1343,7 +1343,7 @@ class MemoryUnitOfWork:
 
     # --- retention -----------------------------------------------------------------
 
-    def prune_archived(
+    def prune_history(
         self,
         *,
         finished_before: int,
@@ -1353,43 +1353,53 @@ class MemoryUnitOfWork:
         dry_run: bool,
     ) -> dict[str, int]:
         self._query()
-        archived = {i.id: i for i in self._t.items.values() if i.status == "ARCHIVED"}
+        items = self._t.items
         before = {
             "succeeded": finished_before,
             "cancelled": cancelled_before,
             "failed": failed_before,
             "timeout": failed_before,
         }
-        runs = [
+        runs = {
             r.run_id
             for r in self._t.runs.values()
-            if r.item_id in archived
-            and r.run_id
-            not in (archived[r.item_id].current_run_id, archived[r.item_id].ready_run_id)
+            if r.item_id in items
+            and r.run_id not in (items[r.item_id].current_run_id, items[r.item_id].ready_run_id)
             and r.status in before
             and (r.created_at if r.finished_at is None else r.finished_at) < before[r.status]
-        ]
+        }
+        newest = max(before.values())
         events = [
             e.seq
             for e in self._t.events.values()
-            if e.at < finished_before
+            if e.at < newest
             and e.kind != "capture"
-            and (e.item_id is None or e.item_id in archived)
+            and (
+                e.run_id in runs
+                or (e.at < finished_before and (e.run_id is None or e.run_id not in self._t.runs))
+            )
         ]
+        attempts = [a.attempt_id for a in self._t.attempts.values() if a.run_id in runs]
         artifacts = [
             (item_id, key)
-            for item_id, item in archived.items()
+            for item_id, item in items.items()
             for key in self._prunable_versions(item, finished_before, keep_versions)
         ]
-        counts = {"runs": len(runs), "events": len(events), "artifacts": len(artifacts)}
+        counts = {
+            "runs": len(runs),
+            "attempts": len(attempts),
+            "events": len(events),
+            "artifacts": len(artifacts),
+            "chunks": sum(len(self._t.chunks.get(run_id, {})) for run_id in runs),
+        }
         if dry_run:
             return counts
-        for run_id in runs:
+        for run_id in sorted(runs):
             for key in list(self._t.chunks.get(run_id, {})):
                 self._drop(self._t.chunks[run_id], key)
-            for attempt in [a for a in self._t.attempts.values() if a.run_id == run_id]:
-                self._drop(self._t.attempts, attempt.attempt_id)
             self._drop(self._t.runs, run_id)
+        for attempt_id in attempts:
+            self._drop(self._t.attempts, attempt_id)
         for seq in events:
             self._drop(self._t.events, seq)
         for item_id, key in artifacts:

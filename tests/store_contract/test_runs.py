@@ -111,7 +111,7 @@ async def test_tokens_spent_go_to_the_open_attempt_and_counters_outlive_the_run(
     def prune(tx: UnitOfWork) -> None:
         tx.update_run("r1", status="succeeded", finished_at=10)
         tx.end_attempt("r1", "succeeded", 10)
-        tx.prune_archived(
+        tx.prune_history(
             finished_before=1000,
             cancelled_before=1000,
             failed_before=1000,

@@ -124,7 +124,7 @@ async def test_counters_count_the_units_and_reads_done(store: Store) -> None:
 async def test_reclaiming_space_after_a_prune_keeps_every_row(store: Store) -> None:
     await store.write(_capture("a"))
     await store.write(
-        lambda tx: tx.prune_archived(
+        lambda tx: tx.prune_history(
             finished_before=10**12,
             cancelled_before=10**12,
             failed_before=10**12,

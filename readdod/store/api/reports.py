@@ -40,7 +40,7 @@ class ReportQueries(Protocol):
 
     # --- retention -------------------------------------------------------------------
 
-    def prune_archived(
+    def prune_history(
         self,
         *,
         finished_before: int,
@@ -49,7 +49,12 @@ class ReportQueries(Protocol):
         keep_versions: int,
         dry_run: bool,
     ) -> dict[str, int]:
-        """Remove (or with ``dry_run`` only count) the runs, events and superseded
-        artifact versions retention allows: those of ARCHIVED items, never what one
-        shows, and old events of no item (pause, resume). Returns the counts by kind."""
+        """Remove (or with ``dry_run`` only count) the history retention allows, of every
+        item whatever its state, each by its own age and outcome: finished runs (their
+        attempts, chunks and events with them) older than their outcome's cut-off,
+        events of no run older than ``finished_before`` (pause, resume, edits), and
+        superseded artifact versions older than it beyond the newest ``keep_versions``.
+        Never what an item shows: its current run (its latest outcome or failure), the
+        run it shows, the versions it shows, its capture event. Returns the counts by
+        kind: runs, attempts, events, artifacts, chunks."""
         ...

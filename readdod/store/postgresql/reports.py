@@ -37,7 +37,7 @@ class PostgresReportQueries(PostgresUnitBase):
 
     # --- retention ------------------------------------------------------------
 
-    def prune_archived(
+    def prune_history(
         self,
         *,
         finished_before: int,
@@ -46,20 +46,24 @@ class PostgresReportQueries(PostgresUnitBase):
         keep_versions: int,
         dry_run: bool,
     ) -> dict[str, int]:
-        """Remove (or only count) what retention allows; touches ARCHIVED items only."""
+        """Remove (or only count) what retention allows, of every item; never what an
+        item shows."""
         args = {
             "finished": finished_before,
             "cancelled": cancelled_before,
             "failed": failed_before,
+            "newest": max(finished_before, cancelled_before, failed_before),
             "keep": keep_versions,
         }
         counts = {
-            "runs": int(self.one(Q["count_prunable_runs"], args)[0]),
-            "events": int(self.one(Q["count_prunable_events"], args)[0]),
-            "artifacts": int(self.one(Q["count_prunable_artifacts"], args)[0]),
+            kind: int(self.one(Q[f"count_prunable_{kind}"], args)[0])
+            for kind in ("runs", "attempts", "events", "artifacts", "chunks")
         }
         if dry_run:
             return counts
+        for kind in ("events", "chunks", "attempts", "runs", "artifacts"):
+            self.execute(Q[f"prune_{kind}"], args)
+        return counts
         for name in ("prune_chunks", "prune_runs", "prune_events", "prune_artifacts"):
             self.execute(Q[name], args)
         return counts

@@ -38,13 +38,13 @@ class SqliteReportQueries(SqliteUnitBase):
         return [(str(r[0]), float(r[1])) for r in rows]
 
     def token_totals(self) -> tuple[int, int]:
-        """Prompt and completion tokens recorded in every artifact's meta."""
+        """Prompt and completion tokens ever spent: the counters retention never lowers."""
         row = self.execute(Q["token_totals"]).fetchone()
         return int(row[0]), int(row[1])
 
     # --- retention ------------------------------------------------------------
 
-    def prune_archived(
+    def prune_history(
         self,
         *,
         finished_before: int,
@@ -53,20 +53,32 @@ class SqliteReportQueries(SqliteUnitBase):
         keep_versions: int,
         dry_run: bool,
     ) -> dict[str, int]:
-        """Remove (or only count) what retention allows; touches ARCHIVED items only."""
+        """Remove (or only count) what retention allows, of every item; never what an
+        item shows."""
         args = {
             "finished": finished_before,
             "cancelled": cancelled_before,
             "failed": failed_before,
+            "newest": max(finished_before, cancelled_before, failed_before),
             "keep": keep_versions,
         }
+        chunks = bool(self.execute(Q["has_chunks_table"]).fetchone())
         counts = {
-            "runs": int(self.execute(Q["count_prunable_runs"], args).fetchone()[0]),
-            "events": int(self.execute(Q["count_prunable_events"], args).fetchone()[0]),
-            "artifacts": int(self.execute(Q["count_prunable_artifacts"], args).fetchone()[0]),
+            kind: int(self.execute(Q[f"count_prunable_{kind}"], args).fetchone()[0])
+            for kind in ("runs", "attempts", "events", "artifacts")
         }
+        counts["chunks"] = (
+            int(self.execute(Q["count_prunable_chunks"], args).fetchone()[0]) if chunks else 0
+        )
         if dry_run:
             return counts
+        self.execute(Q["prune_events"], args)
+        if chunks:
+            self.execute(Q["prune_chunks"], args)
+        self.execute(Q["prune_attempts"], args)
+        self.execute(Q["prune_runs"], args)
+        self.execute(Q["prune_artifacts"], args)
+        return counts
         if self.execute(Q["has_chunks_table"]).fetchone():
             self.execute(Q["prune_chunks"], args)
         self.execute(Q["prune_runs"], args)

@@ -36,31 +36,38 @@ SELECT coalesce((SELECT value FROM counters WHERE name = 'prompt_tokens'), 0),
 -- ---------------------------------------------------------------- retention
 
 -- name: prunable_runs
--- Runs of ARCHIVED items, past their retention, that the item no longer points to.
+-- Finished runs past their retention, by outcome, of any item: never the item's
+-- current run (its latest outcome, its last failure) nor the run it shows.
 SELECT r.run_id FROM runs r JOIN items i ON i.id = r.item_id
- WHERE i.status = 'ARCHIVED' AND r.run_id IS NOT i.current_run_id
- AND r.run_id IS NOT i.ready_run_id AND (
+ WHERE r.run_id IS NOT i.current_run_id AND r.run_id IS NOT i.ready_run_id AND (
   (r.status = 'succeeded' AND coalesce(r.finished_at, r.created_at) < :finished)
   OR (r.status = 'cancelled' AND coalesce(r.finished_at, r.created_at) < :cancelled)
   OR (r.status IN ('failed', 'timeout')
       AND coalesce(r.finished_at, r.created_at) < :failed));
 
+-- name: prunable_attempts
+SELECT attempt_id FROM attempts WHERE run_id IN ({prunable_runs});
+
 -- name: prunable_events
--- The capture event stays: it holds where the item came from (an import's origin:
--- when it was saved and archived there, its highlights).
-SELECT seq FROM events WHERE kind <> 'capture' AND at < :finished AND (item_id IS NULL
- OR item_id IN (SELECT id FROM items WHERE status = 'ARCHIVED' AND {settled}));
+-- An event of a run goes with its run and stays while its run stays (the runs an
+-- item shows keep theirs); an event of no run, or of a run gone already, goes at
+-- its own age. None is newer than the latest cut-off (:newest). The capture event
+-- stays: it holds where the item came from (an import's origin: when it was saved
+-- and archived there, its highlights).
+SELECT seq FROM events WHERE at < :newest AND kind <> 'capture' AND (
+ run_id IN ({prunable_runs})
+ OR (at < :finished AND (run_id IS NULL
+     OR NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = events.run_id))));
 
 -- name: prunable_artifacts
--- Old superseded versions: none a person may see (their newest edit, the newest
--- system version, those of the item's current run and of the run it shows); the
--- newest :keep of them stay.
+-- Old superseded versions of any item: none a person may see (their newest edit,
+-- the newest system version, those of the item's current run and of the run it
+-- shows); the newest :keep of them stay.
 SELECT item_id, artifact_type, version FROM (
  SELECT a.item_id, a.artifact_type, a.version, row_number() OVER (
    PARTITION BY a.item_id, a.artifact_type ORDER BY a.version DESC) AS rank
  FROM artifacts a JOIN items i ON i.id = a.item_id
- WHERE i.status = 'ARCHIVED'
-  AND a.created_at < :finished
+ WHERE a.created_at < :finished
   AND NOT (a.created_by = 'system'
            AND (a.run_id IS i.current_run_id OR a.run_id IS i.ready_run_id))
   AND a.version NOT IN (SELECT max(s.version) FROM artifacts s
@@ -68,8 +75,14 @@ SELECT item_id, artifact_type, version FROM (
      AND (s.created_by = 'system' OR s.discarded = 0) GROUP BY s.created_by)
 ) WHERE rank > :keep;
 
+-- name: prunable_chunks
+SELECT run_id FROM chunks WHERE run_id IN ({prunable_runs});
+
 -- name: count_prunable_runs
 SELECT count(*) FROM ({prunable_runs});
+
+-- name: count_prunable_attempts
+SELECT count(*) FROM ({prunable_attempts});
 
 -- name: count_prunable_events
 SELECT count(*) FROM ({prunable_events});
@@ -77,17 +90,24 @@ SELECT count(*) FROM ({prunable_events});
 -- name: count_prunable_artifacts
 SELECT count(*) FROM ({prunable_artifacts});
 
+-- name: count_prunable_chunks
+SELECT count(*) FROM ({prunable_chunks});
+
 -- name: has_chunks_table
 SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks';
+
+-- name: prune_events
+-- First, while the runs they go with are still there to be found.
+DELETE FROM events WHERE seq IN ({prunable_events});
 
 -- name: prune_chunks
 DELETE FROM chunks WHERE run_id IN ({prunable_runs});
 
+-- name: prune_attempts
+DELETE FROM attempts WHERE run_id IN ({prunable_runs});
+
 -- name: prune_runs
 DELETE FROM runs WHERE run_id IN ({prunable_runs});
-
--- name: prune_events
-DELETE FROM events WHERE seq IN ({prunable_events});
 
 -- name: prune_artifacts
 DELETE FROM artifacts WHERE (item_id, artifact_type, version) IN ({prunable_artifacts});
