@@ -71,16 +71,19 @@ async def _counts(o: Core, item_id: str) -> tuple[int, int, int]:
     return await o.store.read(read)
 
 
-async def test_prune_touches_old_archived_items_only_and_keeps_current_versions(
+async def test_prune_touches_every_items_old_history_and_keeps_what_it_shows(
     orch: Core,
 ) -> None:
     policy = RetentionConfig(keep_versions=1)
     archived = await _ready_item(orch, runs=4)
-    kept = await _ready_item(orch, runs=4)
+    ready = await _ready_item(orch, runs=4)
     await orch.commands.archive(archived)
-    before = await orch.reads.get(archived)
-    shown = {k: (a.version, a.run_id) for k, a in before["artifacts"].items()}
-    start = {i: await _counts(orch, i) for i in (archived, kept)}
+    items = (archived, ready)
+    before = {i: await orch.reads.get(i) for i in items}
+    shown = {
+        i: {k: (a.version, a.run_id) for k, a in before[i]["artifacts"].items()} for i in items
+    }
+    start = {i: await _counts(orch, i) for i in items}
     assert start[archived] == (4, start[archived][1], 20)
 
     # Nothing is old enough yet.
@@ -88,24 +91,31 @@ async def test_prune_touches_old_archived_items_only_and_keeps_current_versions(
 
     _clock(orch).advance(31 * DAY_MS)
     dry = await orch.maintenance.prune(policy, dry_run=True)
-    # 3 old runs; every event of the item but its capture (where it came from); per
-    # type, 4 versions - current - 1 kept = 2.
-    assert (dry.removed.runs, dry.removed.events, dry.removed.artifacts) == (
-        3,
-        start[archived][1] - 1,
-        10,
-    )
-    assert {i: await _counts(orch, i) for i in (archived, kept)} == start
+    # Per item, archived or not: 3 old runs (an attempt each); the events of those runs
+    # and the item's events of no run, but its capture (where it came from) and the
+    # events of the run it shows; per type, 4 versions - current - 1 kept = 2.
+    kept_events = {
+        i: 1 + sum(e.run_id == before[i]["item"].ready_run_id for e in await _events(orch, i))
+        for i in items
+    }
+    assert (dry.removed.runs, dry.removed.attempts, dry.removed.artifacts) == (6, 6, 20)
+    assert dry.removed.events == sum(start[i][1] - kept_events[i] for i in items)
+    assert {i: await _counts(orch, i) for i in items} == start
 
     done = await orch.maintenance.prune(policy)
     assert done.removed == dry.removed and not done.dry_run
-    assert await _counts(orch, archived) == (1, 1, 10)
-    assert await _counts(orch, kept) == start[kept]
-    after = await orch.reads.get(archived)
-    assert {k: (a.version, a.run_id) for k, a in after["artifacts"].items()} == shown
+    for i in items:
+        assert await _counts(orch, i) == (1, kept_events[i], 10)
+        after = await orch.reads.get(i)
+        assert {k: (a.version, a.run_id) for k, a in after["artifacts"].items()} == shown[i]
+        assert after["item"].status == before[i]["item"].status
     # The current run's complete set survives: unarchive goes straight back to READY.
     assert (await orch.commands.unarchive(archived)).status == "READY"
     assert (await orch.maintenance.prune(policy)).removed.runs == 0
+
+
+async def _events(o: Core, item_id: str) -> list[Any]:
+    return list(await o.store.read(lambda tx: tx.events_for(item_id)))
 
 
 async def test_cancelled_failed_and_succeeded_runs_have_their_own_windows(
@@ -207,7 +217,13 @@ def test_prune_through_the_daemon_and_the_cli(tmp_path: Path, daemon: DaemonProc
     daemon.call("archive", {"id": item_id})
     res = daemon.call("prune", {"dry_run": True})
     # Nothing is old enough; keep_versions (2) covers the one superseded version.
-    assert res["dry_run"] is True and res["removed"] == {"runs": 0, "events": 0, "artifacts": 0}
+    assert res["dry_run"] is True and res["removed"] == {
+        "runs": 0,
+        "attempts": 0,
+        "events": 0,
+        "artifacts": 0,
+        "chunks": 0,
+    }
     out = subprocess.run(
         [sys.executable, "-m", "readdod", "prune", "--dry-run", "--config", str(daemon.config)],
         capture_output=True,

@@ -36,6 +36,8 @@ def start(made: list[DaemonProc], root: Path, fake: FakeOpenAI, **daemon: Any) -
         root,
         ai=ai_config(fake.base_url, context_tokens=CONTEXT_TOKENS, timeout_s=60.0),
         daemon={"skip_below": 0, "shutdown_grace_s": 0.2, **daemon},
+        # `prune` below is the one that prunes, not the daemon's own at start.
+        retention={"enabled": False},
         **NO_AUTO_RETRY,
     )
     made.append(d)

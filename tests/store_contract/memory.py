@@ -1360,11 +1360,16 @@ class MemoryUnitOfWork:
             "failed": failed_before,
             "timeout": failed_before,
         }
+        exported: dict[str, str] = {}
+        for r in self._t.runs.values():
+            if r.mode == "EXPORT" and r.run_id > exported.get(r.item_id, ""):
+                exported[r.item_id] = r.run_id
         runs = {
             r.run_id
             for r in self._t.runs.values()
             if r.item_id in items
             and r.run_id not in (items[r.item_id].current_run_id, items[r.item_id].ready_run_id)
+            and r.run_id != exported.get(r.item_id)
             and r.status in before
             and (r.created_at if r.finished_at is None else r.finished_at) < before[r.status]
         }

@@ -169,3 +169,27 @@ async def test_prune_keeps_the_capture_event_where_an_item_came_from(store: Stor
     assert removed["events"] == 1
     kinds = await store.read(lambda tx: [e.kind for e in tx.events_for("c")])
     assert kinds == ["capture"]
+
+
+async def test_an_items_latest_export_stays_however_old(store: Store) -> None:
+    """When an item shipped (or how its export failed) is what it shows: its latest
+    export run stays; older exports are history."""
+    await rows.insert(
+        store,
+        rows.item("s", status="SHIPPED", current_run_id="s1", ready_run_id="s1"),
+        rows.run("s1", "s", status="succeeded", finished_at=5),
+        rows.run("s2", "s", status="failed", mode="EXPORT", finished_at=6),
+        rows.run("s3", "s", status="succeeded", mode="EXPORT", finished_at=7),
+    )
+    removed = await store.write(
+        lambda tx: tx.prune_history(
+            finished_before=100,
+            cancelled_before=100,
+            failed_before=100,
+            keep_versions=0,
+            dry_run=False,
+        ),
+        alone=True,
+    )
+    assert removed["runs"] == 1
+    assert [r.run_id for r in await store.read(lambda tx: tx.runs_for("s"))] == ["s1", "s3"]

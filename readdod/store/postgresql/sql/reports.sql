@@ -38,10 +38,13 @@ SELECT coalesce((SELECT value FROM counters WHERE name = 'prompt_tokens'), 0)::b
 
 -- name: prunable_runs
 -- Finished runs past their retention, by outcome, of any item: never the item's
--- current run (its latest outcome, its last failure) nor the run it shows.
+-- current run (its latest outcome, its last failure), the run it shows, nor its
+-- latest export (when it shipped, or how its export failed).
 SELECT r.run_id FROM runs r JOIN items i ON i.id = r.item_id
  WHERE r.run_id IS DISTINCT FROM i.current_run_id
- AND r.run_id IS DISTINCT FROM i.ready_run_id AND (
+ AND r.run_id IS DISTINCT FROM i.ready_run_id
+ AND NOT (r.mode = 'EXPORT' AND r.run_id = (SELECT max(x.run_id) FROM runs x
+          WHERE x.item_id = r.item_id AND x.mode = 'EXPORT')) AND (
   (r.status = 'succeeded' AND coalesce(r.finished_at, r.created_at) < %(finished)s)
   OR (r.status = 'cancelled' AND coalesce(r.finished_at, r.created_at) < %(cancelled)s)
   OR (r.status IN ('failed', 'timeout')
