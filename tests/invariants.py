@@ -70,6 +70,7 @@ def check(
     export_dir: Path | None = None,
     crashed: bool = False,
     max_orphanings: int | None = None,
+    pruned: bool = False,
 ) -> list[str]:
     """Every invariant ``db_path`` (and ``export_dir``) breaks; empty when all hold.
 
@@ -79,6 +80,8 @@ def check(
     ``max_orphanings`` (the daemon's setting), the crash-loop limit is
     checked too: an item is requeued as an orphan fewer than that many times
     in a row without a finished step, and fails WORKER_LOST only at that count.
+    ``pruned`` says retention has removed old history, so an item's status
+    events may have gaps.
     """
     db_path = Path(db_path)
     if not db_path.exists():
@@ -100,6 +103,7 @@ def check(
         export_dir=export_dir,
         crashed=crashed,
         max_orphanings=max_orphanings,
+        pruned=pruned,
     )
 
 
@@ -110,6 +114,7 @@ def check_postgresql(
     export_dir: Path | None = None,
     crashed: bool = False,
     max_orphanings: int | None = None,
+    pruned: bool = False,
 ) -> list[str]:
     """:func:`check` on a PostgreSQL database every daemon of which has stopped.
 
@@ -136,6 +141,7 @@ def check_postgresql(
         export_dir=export_dir,
         crashed=crashed,
         max_orphanings=max_orphanings,
+        pruned=pruned,
     )
 
 
@@ -174,6 +180,7 @@ def _judge(
     export_dir: Path | None,
     crashed: bool,
     max_orphanings: int | None,
+    pruned: bool = False,
 ) -> list[str]:
     items, runs, arts, events, exports = t.items, t.runs, t.arts, t.events, t.exports
     out: list[str] = []
@@ -183,7 +190,7 @@ def _judge(
     out += _chunks_in_flight(items, runs, t.in_flight, crashed=crashed)
     out += _artifact_sets(items, runs, arts)
     out += _attempts(runs, t.attempts)
-    out += _events(items, events)
+    out += _events(items, events, pruned=pruned)
     out += _shipped_exports(events, exports)
     out += search
     if max_orphanings is not None:
@@ -500,7 +507,12 @@ def _attempts(runs: dict[str, sqlite3.Row], attempts: list[sqlite3.Row]) -> list
     return out
 
 
-def _events(items: dict[str, sqlite3.Row], events: list[sqlite3.Row]) -> list[str]:
+def _events(
+    items: dict[str, sqlite3.Row], events: list[sqlite3.Row], *, pruned: bool = False
+) -> list[str]:
+    """Each item's status events chain from its capture to its status. ``pruned``:
+    retention removed old events of any item, so the chain may resume after a gap
+    (never before the capture, which it keeps, nor after its last move)."""
     out = []
     by_item: dict[str, list[sqlite3.Row]] = defaultdict(list)
     for e in events:
@@ -514,8 +526,8 @@ def _events(items: dict[str, sqlite3.Row], events: list[sqlite3.Row]) -> list[st
             out.append(f"item {iid} is {item['status']} but has no status events at all")
             continue
         first = evs[0]
-        pruned = item["status"] == Status.ARCHIVED and first["kind"] != "capture"
-        if not pruned and (first["kind"] != "capture" or first["to_status"] != Status.CAPTURED):
+        headless = item["status"] == Status.ARCHIVED and first["kind"] != "capture"
+        if not headless and (first["kind"] != "capture" or first["to_status"] != Status.CAPTURED):
             out.append(
                 f"item {iid}: its first status event (seq {first['seq']}) is"
                 f" {first['kind']} {first['from_status']}->{first['to_status']}, not the capture"
@@ -523,6 +535,8 @@ def _events(items: dict[str, sqlite3.Row], events: list[sqlite3.Row]) -> list[st
             continue
         at: str | None = first["to_status"] if first["kind"] == "capture" else first["from_status"]
         for e in evs[1:] if first["kind"] == "capture" else evs:
+            if pruned and e["from_status"] != at:
+                at = e["from_status"]
             why = _bad_step(at, e)
             if why:
                 out.append(f"item {iid}: event seq {e['seq']} {why}")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests import invariants
 from tests.aging import DAY_MS, age_everything
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config
@@ -129,6 +130,10 @@ def test_sixty_days_on_every_items_old_history_goes_and_what_it_shows_stays(
         == (dry["removed"]["events"])
     )
     assert d.call("stats")["tokens"] == tokens
+    # What the items show holds together: their runs, versions and events' chains.
+    assert d.stop() == 0
+    assert invariants.check(d.db_path, pruned=True) == []
+    d = start(daemons, tmp_path, fake, prune=False)
     assert json.loads(run_cli(d, "prune", "--json").stdout)["removed"] == dict.fromkeys(
         dry["removed"], 0
     )
@@ -150,3 +155,4 @@ def test_sixty_days_on_every_items_old_history_goes_and_what_it_shows_stays(
     tokens = d.call("stats")["tokens"]
     assert (tokens["prompt"], tokens["completion"]) == fake.tokens_reported()
     assert d.stop() == 0
+    assert invariants.check(d.db_path, pruned=True) == []

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests import invariants
 from tests.aging import DAY_MS, age_everything
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config
@@ -192,3 +193,4 @@ def test_a_crash_a_retry_and_pruning_lose_no_token(
     assert stats_tokens(d) == before == fake.tokens_reported()
     assert len(d.call("get", {"id": crashed})["runs"]) == 1
     assert d.stop() == 0
+    assert invariants.check(d.db_path, pruned=True) == []
