@@ -165,7 +165,7 @@ class ExportConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
 
 
 class RetentionConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """What the daily prune removes from archived items (Cecelia §6)."""
+    """What the daily prune removes of every item's history (Cecelia §6, docs/retention.md)."""
 
     enabled: bool = True
     finished_days: Days = 30.0
