@@ -33,3 +33,23 @@ def age_everything(db: sqlite3.Connection, ms: int) -> int:
                     (ms, _SINCE_2001_MS),
                 ).rowcount
     return changed
+
+
+def age_postgresql(dsn: str, ms: int) -> int:
+    """:func:`age_everything` on a PostgreSQL database every daemon of which has stopped."""
+    import psycopg
+
+    changed = 0
+    with psycopg.connect(dsn) as pg:
+        found = pg.execute(
+            "SELECT table_name, column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND data_type = 'bigint'"
+            " AND (column_name = 'at' OR column_name LIKE '%\\_at')"
+        ).fetchall()
+        for table, column in found:
+            cur = pg.execute(
+                f'UPDATE "{table}" SET "{column}" = "{column}" - %s WHERE "{column}" > %s',
+                (ms, _SINCE_2001_MS),
+            )
+            changed += cur.rowcount
+    return changed

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests import invariants
-from tests.aging import DAY_MS, age_everything
+from tests import invariants, pg
+from tests.aging import DAY_MS, age_everything, age_postgresql
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config
 
@@ -30,17 +30,41 @@ def fake() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def start(made: list[DaemonProc], root: Path, fake: FakeOpenAI, *, prune: bool) -> DaemonProc:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def dsn(request: pytest.FixtureRequest) -> str | None:
+    """The store the daemon runs on: its SQLite file (None), or a PostgreSQL database."""
+    return pg.shared().new_database() if request.param == "postgresql" else None
+
+
+def start(
+    made: list[DaemonProc], root: Path, fake: FakeOpenAI, dsn: str | None, *, prune: bool
+) -> DaemonProc:
     d = DaemonProc(
         root,
         ai=ai_config(fake.base_url),
         daemon={"skip_below": 0},
         retention={"enabled": prune},
         export={"dir": str(root / "cards")},
+        **({"store": {"backend": "postgresql", "dsn": dsn}} if dsn else {}),
         **NO_AUTO_RETRY,
     )
     made.append(d)
     return d.start()
+
+
+def age(d: DaemonProc, days: int) -> int:
+    """Every time the stopped daemon's store holds, ``days`` older."""
+    if d.dsn is not None:
+        return age_postgresql(d.dsn, days * DAY_MS)
+    with closing(sqlite3.connect(d.db_path)) as db, db:
+        return age_everything(db, days * DAY_MS)
+
+
+def holds_together(d: DaemonProc) -> list[str]:
+    """The invariants of the stopped daemon's store, retention having pruned it."""
+    if d.dsn is not None:
+        return invariants.check_postgresql(d.dsn, pruned=True)
+    return invariants.check(d.db_path, pruned=True)
 
 
 def settle(d: DaemonProc, item_id: str, count: int) -> dict[str, Any]:
@@ -75,9 +99,9 @@ def history(d: DaemonProc, item_id: str) -> tuple[int, int, int]:
 
 
 def test_sixty_days_on_every_items_old_history_goes_and_what_it_shows_stays(
-    tmp_path: Path, fake: FakeOpenAI, daemons: list[DaemonProc]
+    tmp_path: Path, fake: FakeOpenAI, daemons: list[DaemonProc], dsn: str | None
 ) -> None:
-    d = start(daemons, tmp_path, fake, prune=False)
+    d = start(daemons, tmp_path, fake, dsn, prune=False)
     ready = d.call("capture", {"text": TEXT, "intent": "tune WAL readymark"})["item"]["id"]
     shipped = d.call("capture", {"text": TEXT, "intent": "tune WAL shipmark"})["item"]["id"]
     fake.fault("failmark", "400", step="score")
@@ -101,9 +125,8 @@ def test_sixty_days_on_every_items_old_history_goes_and_what_it_shows_stays(
     assert tokens["prompt"] > 0
     assert d.stop() == 0
 
-    with closing(sqlite3.connect(d.db_path)) as db, db:
-        assert age_everything(db, 60 * DAY_MS) > 0
-    d = start(daemons, tmp_path, fake, prune=False)
+    assert age(d, 60) > 0
+    d = start(daemons, tmp_path, fake, dsn, prune=False)
     dry = json.loads(run_cli(d, "prune", "--dry-run", "--json").stdout)
     assert dry["dry_run"] is True
     # The superseded first run of each item (with its attempt), and their events.
@@ -132,8 +155,8 @@ def test_sixty_days_on_every_items_old_history_goes_and_what_it_shows_stays(
     assert d.call("stats")["tokens"] == tokens
     # What the items show holds together: their runs, versions and events' chains.
     assert d.stop() == 0
-    assert invariants.check(d.db_path, pruned=True) == []
-    d = start(daemons, tmp_path, fake, prune=False)
+    assert holds_together(d) == []
+    d = start(daemons, tmp_path, fake, dsn, prune=False)
     assert json.loads(run_cli(d, "prune", "--json").stdout)["removed"] == dict.fromkeys(
         dry["removed"], 0
     )
@@ -144,9 +167,8 @@ def test_sixty_days_on_every_items_old_history_goes_and_what_it_shows_stays(
     seen["READY"] = shows(d.call("get", {"id": ready}))
     assert history(d, ready)[0] == 2
     assert d.stop() == 0
-    with closing(sqlite3.connect(d.db_path)) as db, db:
-        age_everything(db, 60 * DAY_MS)
-    d = start(daemons, tmp_path, fake, prune=True)
+    age(d, 60)
+    d = start(daemons, tmp_path, fake, dsn, prune=True)
     pruned = d.wait_log(lambda e: e["event"] == "retention.pruned" and not e["dry_run"])[0]
     assert pruned["runs"] == 1 and pruned["attempts"] == 1
     assert history(d, ready)[:2] == (1, 1)
@@ -155,4 +177,4 @@ def test_sixty_days_on_every_items_old_history_goes_and_what_it_shows_stays(
     tokens = d.call("stats")["tokens"]
     assert (tokens["prompt"], tokens["completion"]) == fake.tokens_reported()
     assert d.stop() == 0
-    assert invariants.check(d.db_path, pruned=True) == []
+    assert holds_together(d) == []
