@@ -89,6 +89,11 @@ def check_counted(d: DaemonProc, fake: FakeOpenAI, got: dict[str, Any], mark: st
     totals all it reported, and the summary's meta all of its chunks, whichever attempt
     of the run asked them."""
     reported = fake.tokens_reported(mark)
+    print(
+        f"{mark}: server reported {reported}, runs {run_tokens(got)},"
+        f" attempts {attempt_tokens(got)}; daemon {stats_tokens(d)},"
+        f" server in all {fake.tokens_reported()}"
+    )
     assert reported[0] > 0
     assert run_tokens(got) == reported
     assert attempt_tokens(got) == reported
