@@ -294,6 +294,32 @@ async def test_a_poll_reads_the_feed_in_the_charset_its_server_names(make_rig: o
 
 
 @pytest.mark.anyio
+async def test_entries_known_by_their_link_before_are_not_captured_again(
+    make_rig: object,
+) -> None:
+    """Entries without id but with an enclosure are keyed by it now; one an earlier
+    readdod remembered by its link, on a page of its own, stays captured once."""
+    rig: Rig = make_rig(cfg())  # type: ignore[operator]
+    with serve() as srv:
+        site = FeedSite(srv, "/casts.xml")
+        doc = rss([("Old", None, "/old"), ("New", None, "/new")])
+        for name in (b"Old", b"New"):
+            enclosure = b'<enclosure url="/%s.mp3" type="audio/mpeg" length="1"/>' % name.lower()
+            doc = doc.replace(b"<title>%s</title>" % name, b"<title>%s</title>" % name + enclosure)
+        site.publish(doc)
+        feed, _, _ = await rig.core.feeds.add(site.url, "listen")
+        now = rig.clock.now_ms()
+        await rig.core.store.write(
+            lambda tx: tx.add_feed_entry(feed.id, srv.url("/old"), None, now)
+        )
+        await rig.poll()
+        assert [i.title for i in await rig.items()] == ["New"]
+        rig.clock.advance(600_000)
+        await rig.poll()
+        assert [i.title for i in await rig.items()] == ["New"]
+
+
+@pytest.mark.anyio
 async def test_feed_add_follows_the_feed_a_page_names_and_refuses_what_is_no_feed(
     make_rig: object,
 ) -> None:

@@ -73,6 +73,10 @@ class FeedEntry(msgspec.Struct, frozen=True, kw_only=True):
     #: Other entries of the feed link to the same page, or the link is the feed's own
     #: home: the page is not this entry, so its own content is captured.
     shared_link: bool = False
+    #: The key an earlier readdod knew an entry without id by (its canonical link), when
+    #: it is keyed by its enclosure now and its link is its own: seen under either, the
+    #: entry is not captured again.
+    legacy_key: str | None = None
 
 
 class ParsedFeed(msgspec.Struct, frozen=True, kw_only=True):
@@ -362,7 +366,11 @@ def parse(
     homes = {h for h in (_canonical(home, url), _canonical(url, url)) if h}
     counts = Counter(links)
     entries = [
-        msgspec.structs.replace(e, shared_link=True) if counts[link] > 1 or link in homes else e
+        msgspec.structs.replace(e, shared_link=True)
+        if counts[link] > 1 or link in homes
+        else msgspec.structs.replace(e, legacy_key=link)
+        if e.key != link and e.key == e.enclosure
+        else e
         for e, link in zip(entries, links, strict=True)
     ]
     if entries and all(e.published for e in entries):

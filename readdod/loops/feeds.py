@@ -215,8 +215,6 @@ class FeedPoller:
             code, message = exc.error_code, exc.message
         except NotAFeed as exc:
             code, message = ErrorCode.EXTRACTION_PARSE_FAILED.value, str(exc)
-            if exc.found is not None:
-                code = ErrorCode.UNSUPPORTED_CONTENT.value
         except Exception as exc:
             log.exception("feed.poll_crashed", feed_id=feed.id, url=feed.url)
             code, message = ErrorCode.INTERNAL_ERROR.value, f"{type(exc).__name__}: {exc}"
@@ -246,8 +244,10 @@ class FeedPoller:
             await self.feeds.polled(feed.id, next_at=self._next(0))
             log.info("feed.polled", feed_id=feed.id, url=feed.url, not_modified=True, captured=0)
             return
-        seen = await self.feeds.seen(feed.id, [e.key for e in parsed.entries])
-        fresh = [e for e in parsed.entries if e.key not in seen]
+        keys = [e.key for e in parsed.entries]
+        keys += [e.legacy_key for e in parsed.entries if e.legacy_key]
+        seen = await self.feeds.seen(feed.id, keys)
+        fresh = [e for e in parsed.entries if e.key not in seen and e.legacy_key not in seen]
         captured = 0
         cap = self.cfg.max_entries_per_poll
         for entry in fresh[:cap]:
