@@ -270,6 +270,13 @@ async def test_an_episode_whose_link_another_one_had_is_an_item_of_its_own(
         items = await rig.items()
         assert sorted(i.title for i in items) == ["Episode 1", "Episode 2"]
         assert (await rig.feed(feed.id)).entries_captured == 2
+        # Another feed followed with the same intent, naming the same page: the same item.
+        other = FeedSite(srv, "/planet.xml")
+        other.publish(rss([("Episode 2 (planet)", "planet-2", "/episodes")]))
+        planet, _, _ = await rig.core.feeds.add(other.url, "listen")
+        await rig.poll()
+        assert len(await rig.items()) == 2
+        assert (await rig.feed(planet.id)).entries_captured == 0
 
 
 @pytest.mark.anyio

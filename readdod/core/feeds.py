@@ -182,6 +182,25 @@ class Feeds:
     async def next_due(self) -> int | None:
         return await self.units.read(lambda tx: tx.next_feed_poll())
 
+    async def made_here(self, feed_url: str, item_id: str) -> bool:
+        """Whether an entry of the feed at ``feed_url`` made the item (its capture's
+        origin names the feed): the entry's link was another entry's page."""
+        source = f"feed:{feed_url}"
+
+        def read(tx: UnitOfWork) -> bool:
+            for event in tx.events_for(item_id):
+                if event.kind != "capture":
+                    continue
+                try:
+                    detail = msgspec.json.decode(event.detail)
+                except msgspec.DecodeError:
+                    return False
+                origin = detail.get("origin") if isinstance(detail, dict) else None
+                return isinstance(origin, dict) and origin.get("source") == source
+            return False
+
+        return await self.units.read(read)
+
     async def seen(self, feed_id: str, keys: Sequence[str]) -> set[str]:
         return await self.units.read(lambda tx: tx.feed_entries_seen(feed_id, keys))
 

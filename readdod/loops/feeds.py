@@ -9,7 +9,7 @@ are skipped by their key, and each new one is captured through the core
 like any capture, with a capture_id derived from the feed and the entry,
 and remembered at once, so a poll cut short captures nothing twice. An
 entry whose link is not its own page (shared with other entries, or the
-feed's home, or the page another entry of a feed became) is captured with
+feed's home, or the page another entry of the feed became) is captured with
 its own content, so each entry is an item of its own. A feed that fails
 waits longer after each failure (:func:`readdod.core.feeds.next_poll`), and
 says why in ``feed ls`` and ``health``. Time comes from the injected clock.
@@ -290,8 +290,9 @@ class FeedPoller:
         poll tries it again).
 
         An entry whose link is shared is captured with its own content; so is one whose
-        link the core finds already captured by another feed entry (the link was shared
-        across polls): either way the page behind the link is not this entry."""
+        link the core finds already captured by another entry of this feed (the link was
+        shared across polls): either way the page behind the link is not this entry. An
+        item another feed made of the page is the same item, as for any capture."""
         own = entry_html(entry, feed_title)
         req = self._request(feed, entry, own if entry.shared_link else None)
         item_id: str | None = None
@@ -302,6 +303,7 @@ class FeedPoller:
                 item.capture_id != req.capture_id
                 and req.html is None
                 and (item.capture_id or "").startswith(CAPTURE_ID_PREFIX)
+                and await self.feeds.made_here(feed.url, item.id)
             ):
                 req = self._request(feed, entry, own)
                 item, _ = await self.commands.capture(req)
