@@ -192,6 +192,16 @@ class FeedsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     max_entries_per_poll: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 100
     #: Feeds polled at the same time.
     concurrency: Annotated[int, msgspec.Meta(ge=1, le=100)] = 4
+    #: The largest feed document fetched (at most ``fetch.max_bytes``); a larger one fails
+    #: its poll with EXTRACTION_TOO_LARGE.
+    max_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 10 * 1024 * 1024
+    #: Entries read from one document, the first in its order (feeds list the newest
+    #: first); the entries after them are cut out of the bytes before they are parsed.
+    max_entries_read: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 500
+    #: CPU seconds reading one document may take (a child process, stopped there).
+    parse_cpu_s: Annotated[float, msgspec.Meta(ge=1)] = 10.0
+    #: Memory the process reading one document may map, in MiB.
+    parse_memory_mb: Annotated[int, msgspec.Meta(ge=128)] = 512
     #: Consecutive failed polls from which `health` is degraded.
     failures_degraded: Annotated[int, msgspec.Meta(ge=1)] = 3
 

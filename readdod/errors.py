@@ -222,6 +222,14 @@ class UnsupportedContent(RequestError):
     http_status = 415
 
 
+class SourceRefused(RequestError):
+    """A source to follow (``feed add``) could not be fetched or read when it was added;
+    the code is the fetch's or the reading's (``EXTRACTION_*``), the message says why."""
+
+    code = ErrorCode.EXTRACTION_FETCH_FAILED
+    http_status = 422
+
+
 class Forbidden(RequestError):
     code = ErrorCode.FORBIDDEN
     http_status = 403

@@ -82,7 +82,7 @@ def test_atom_and_rss1_and_entries_without_link() -> None:
 
 @pytest.mark.parametrize("body", [b"<html><body><p>a page</p></body></html>", b"\x00\x01\x02", b""])
 def test_what_is_not_a_feed_says_so(body: bytes) -> None:
-    with pytest.raises(NotAFeed, match="is not an RSS or Atom feed"):
+    with pytest.raises(NotAFeed, match="is not an RSS, Atom or JSON feed"):
         parse(body, "https://x.example/feed")
 
 
@@ -117,6 +117,8 @@ class FeedSite:
         self.version = 0
         self.status = 200
         self.validators = "etag"
+        #: Answer ``status`` only after this many requests have been answered well.
+        self.good_first = 0
         self.asked: list[dict[str, str | None]] = []
         srv.route(path, self._answer)
 
@@ -131,7 +133,7 @@ class FeedSite:
     def _answer(self, ex: Exchange) -> None:
         inm, ims = ex.headers.get("If-None-Match"), ex.headers.get("If-Modified-Since")
         self.asked.append({"If-None-Match": inm, "If-Modified-Since": ims})
-        if self.status != 200:
+        if self.status != 200 and len(self.asked) > self.good_first:
             ex.send("<p>down</p>", status=self.status)
             return
         etag = f'"v{self.version}"'
@@ -180,7 +182,7 @@ async def test_a_feed_is_polled_when_due_and_each_entry_captured_once(rig: Rig) 
     with serve() as srv:
         site = FeedSite(srv, "/feed.xml")
         site.publish(rss([("One", "g1", "/1"), ("Two", "g2", "/2")]))
-        feed, created = await rig.core.feeds.add(site.url, "keep up with the blog", ["blog"])
+        feed, created, _ = await rig.core.feeds.add(site.url, "keep up with the blog", ["blog"])
         assert created
         assert await rig.poll() == 1
         items = await rig.items()
@@ -190,9 +192,11 @@ async def test_a_feed_is_polled_when_due_and_each_entry_captured_once(rig: Rig) 
         got = await rig.feed(feed.id)
         assert (got.title, got.entries_captured, got.failures) == ("The blog", 2, 0)
 
+        # Asked twice: once by `add` (it is a feed), once by the first poll.
+        assert len(site.asked) == 2
         # Not due yet: nothing is asked of the server.
         rig.clock.advance(599_000)
-        assert await rig.poll() == 0 and len(site.asked) == 1
+        assert await rig.poll() == 0 and len(site.asked) == 2
         # Due: a conditional GET, answered 304; nothing new.
         rig.clock.advance(1_000)
         assert await rig.poll() == 1
@@ -214,8 +218,8 @@ async def test_a_failing_feed_backs_off_says_why_and_recovers(rig: Rig) -> None:
     with serve() as srv:
         site = FeedSite(srv, "/flaky.xml")
         site.publish(rss([("One", "g1", "/1")]))
+        feed, _, _ = await rig.core.feeds.add(site.url, "watch it")
         site.status = 500
-        feed, _ = await rig.core.feeds.add(site.url, "watch it")
         start = rig.clock.now_ms()
         for n in range(1, 6):
             assert await rig.poll() == 1
@@ -233,7 +237,7 @@ async def test_a_failing_feed_backs_off_says_why_and_recovers(rig: Rig) -> None:
             rig.clock.advance(1)
             assert rig.clock.now_ms() == now + wait_ms
         assert rig.clock.now_ms() - start == 1000 * (600 + 1200 + 2400 + 3600 + 3600)
-        assert len(site.asked) == 5
+        assert len(site.asked) == 1 + 5
         failing = await rig.core.feeds.failing(3)
         assert [f.id for f in failing] == [feed.id]
 
@@ -251,16 +255,26 @@ async def test_redirects_not_a_feed_and_last_modified(rig: Rig) -> None:
         site.validators = "date"
         site.publish(rss([("Moved", "m1", "/m")]))
         srv.redirect("/old.xml", "/new-home.xml", 301)
-        srv.page("/page", "<html><body><p>not a feed</p></body></html>")
-        moved, _ = await rig.core.feeds.add(srv.url("/old.xml"), "follow")
-        page, _ = await rig.core.feeds.add(srv.url("/page"), "follow")
+        # A feed when it is added, a web page (naming no feed) at its polls.
+        turned = {"page": False}
+
+        def feed_then_page(ex: Exchange) -> None:
+            if turned["page"]:
+                ex.send("<html><body><p>not a feed</p></body></html>")
+            else:
+                ex.send(rss([]), content_type=RSS)
+
+        srv.route("/page", feed_then_page)
+        moved, _, _ = await rig.core.feeds.add(srv.url("/old.xml"), "follow")
+        page, _, _ = await rig.core.feeds.add(srv.url("/page"), "follow")
+        turned["page"] = True
         assert await rig.poll() == 2
         assert [i.title for i in await rig.items()] == ["Moved"]
         # The entry's relative link is read against where the redirect led.
         assert (await rig.items())[0].url == srv.url("/m")
         bad = await rig.feed(page.id)
         assert bad.last_error_code == "EXTRACTION_PARSE_FAILED"
-        assert "not an RSS or Atom feed" in bad.last_error
+        assert "not an RSS, Atom or JSON feed" in bad.last_error
         rig.clock.advance(600_000)  # a first failure waits one interval too
         assert await rig.poll() == 2
         assert site.asked[-1]["If-Modified-Since"] == "Mon, 02 Mar 2021 10:00:00 GMT"
@@ -294,15 +308,23 @@ async def test_feed_add_checks_and_remove(rig: Rig) -> None:
         await rig.core.feeds.add("ftp://x.example/feed", "x")
     with pytest.raises(ValidationFailed, match="intent is required"):
         await rig.core.feeds.add("https://x.example/feed", "  ")
-    feed, created = await rig.core.feeds.add("https://x.example/feed?utm_source=a", "read")
-    assert created and feed.url == "https://x.example/feed"
-    again, created = await rig.core.feeds.add("https://X.example/feed", "read")
-    assert again.id == feed.id and not created
-    with pytest.raises(IdempotencyConflict, match="feed rm"):
-        await rig.core.feeds.add("https://x.example/feed", "something else")
-    assert (await rig.core.feeds.remove("https://x.example/feed")).id == feed.id
-    with pytest.raises(NotFound):
-        await rig.core.feeds.remove(feed.id)
+    with serve() as srv:
+        site = FeedSite(srv, "/feed")
+        url = site.url
+        feed, created, probed = await rig.core.feeds.add(url + "?utm_source=a", "read")
+        assert created and feed.url == url and probed is not None
+        assert (probed.found_on, probed.title) == (None, "The blog")
+        # Followed already: found again without asking the server.
+        again, created, probed = await rig.core.feeds.add(
+            url.replace("127.0.0.1", "127.0.0.1."), "read"
+        )
+        assert again.id == feed.id and not created and probed is None
+        assert len(site.asked) == 1
+        with pytest.raises(IdempotencyConflict, match="feed rm"):
+            await rig.core.feeds.add(url, "something else")
+        assert (await rig.core.feeds.remove(url)).id == feed.id
+        with pytest.raises(NotFound):
+            await rig.core.feeds.remove(feed.id)
 
 
 # --- through the daemon -------------------------------------------------------------
@@ -314,7 +336,8 @@ def test_the_daemon_follows_a_feed_and_health_names_a_failing_one(
     with serve() as srv:
         site = FeedSite(srv, "/feed.xml")
         site.publish(rss([("One", "g1", "/1"), ("Two", "g2", "/2")]))
-        srv.page("/down.xml", "<p>down</p>", status=503)
+        down = FeedSite(srv, "/down.xml")
+        down.status, down.good_first = 503, 1
         d = DaemonProc(
             tmp_path,
             daemon={"auto_process": False},
@@ -332,7 +355,9 @@ def test_the_daemon_follows_a_feed_and_health_names_a_failing_one(
         capture = d.call("get", {"id": items[0]["id"], "history": True})["events"][0]
         assert capture["detail"]["origin"]["source"] == f"feed:{site.url}"
 
-        run_cli(d, "feed", "add", srv.url("/down.xml"), "-i", "watch")
+        # A feed when it is added (`feed add` fetches it once), down at its polls.
+        added = run_cli(d, "feed", "add", down.url, "-i", "watch")
+        assert added.returncode == 0, added.stderr
         d.wait_log(lambda e: e["event"] == "feed.failed")
         health = run_cli(d, "health", "--json")
         assert health.returncode == 1  # degraded
@@ -342,6 +367,8 @@ def test_the_daemon_follows_a_feed_and_health_names_a_failing_one(
         listing = run_cli(d, "feed", "ls")
         assert "FAILING (1 in a row)" in listing.stdout and "HTTP 503" in listing.stdout
         assert "2 entries captured" in listing.stdout
+        # When it failed, and since when it has not answered.
+        assert "           at 20" in listing.stdout and "last good poll never" in listing.stdout
 
         gone = run_cli(d, "feed", "rm", srv.url("/down.xml"))
         assert gone.returncode == 0

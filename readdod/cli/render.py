@@ -484,4 +484,7 @@ def feed_lines(feeds: list[dict[str, Any]]) -> list[str]:
         )
         if f["failures"]:
             lines.append(f"  error    {f['last_error_code']}: {f['last_error']}")
+            lines.append(
+                f"           at {f['last_polled_at']}; last good poll {f['last_ok_at'] or 'never'}"
+            )
     return lines

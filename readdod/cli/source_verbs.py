@@ -83,7 +83,12 @@ def cmd_feed(args: argparse.Namespace, client: Client) -> int:
         else:
             feed = res["feed"]
             verb = "following" if res["created"] else "already following"
-            print(f"{verb} {feed['url']} (feed {feed['id']}); its new entries are captured")
+            if res.get("found_on"):
+                print(f"{res['found_on']} is a web page; it names its feed {feed['url']}")
+            shows = (
+                f", which shows {res['entries']} entries" if res.get("entries") is not None else ""
+            )
+            print(f"{verb} {feed['url']} (feed {feed['id']}{shows}); its new entries are captured")
         return EXIT_OK
     if args.feed_action == "rm":
         res = client.call("feed_remove", {"id": args.feed})

@@ -624,8 +624,10 @@ class ControlServer:
         return await self.core.maintenance.prune(self.cfg.retention, dry_run=params.dry_run)
 
     async def _feed_add(self, params: p.FeedAddParams) -> dict[str, Any]:
-        feed, created = await self.core.feeds.add(params.url, params.intent, params.tags)
-        return {"feed": feed, "created": created}
+        feed, created, probed = await self.core.feeds.add(params.url, params.intent, params.tags)
+        found_on = probed.found_on if probed is not None else None
+        entries = probed.entries if probed is not None else None
+        return {"feed": feed, "created": created, "found_on": found_on, "entries": entries}
 
     async def _feed_list(self, _: p.Empty) -> dict[str, Any]:
         return {"feeds": await self.core.feeds.all()}

@@ -8,8 +8,10 @@ pure :func:`next_poll`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, TypeVar
+
+import msgspec
 
 from readdod import ids, urls
 from readdod.clock import Clock
@@ -26,6 +28,20 @@ TAG_MAX: Final = 100
 TAGS_MAX: Final = 50
 
 T = TypeVar("T")
+
+
+class Probed(msgspec.Struct, frozen=True, kw_only=True):
+    """What fetching a URL to follow found: the feed's address (a web page's own feed
+    when ``found_on`` names the page), its title and how many entries it shows."""
+
+    url: str
+    found_on: str | None = None
+    title: str | None = None
+    entries: int = 0
+
+
+#: Fetches a URL once and reads it as a feed (the feed loop's :meth:`probe`).
+Probe = Callable[[str], Awaitable[Probed]]
 
 
 def next_poll(now_ms: int, *, interval_s: float, failures: int, max_backoff_s: float) -> int:
@@ -63,6 +79,12 @@ class Feeds:
         self.units = units
         self.clock = clock
         self._added: list[Callable[[], None]] = []
+        self._probe: Probe | None = None
+
+    def use_probe(self, probe: Probe) -> None:
+        """Check each new feed with ``probe`` before it is followed (the daemon's feed
+        loop: without one, as in a store-only test, a URL is followed unread)."""
+        self._probe = probe
 
     def on_added(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after a feed is added (the loop polls it at once)."""
@@ -73,16 +95,27 @@ class Feeds:
 
     # --- for people --------------------------------------------------------------
 
-    async def add(self, url: str, intent: str, tags: Sequence[str] = ()) -> tuple[Feed, bool]:
-        """Follow a feed (created: True), or the same feed again (False)."""
+    async def add(
+        self, url: str, intent: str, tags: Sequence[str] = ()
+    ) -> tuple[Feed, bool, Probed | None]:
+        """Follow a feed (created: True), or the same feed again (False); and what
+        fetching it found (None when it was followed already, or there is no probe).
+
+        A new URL is fetched once first: one that is no feed is refused, and a web page
+        that names its feed leads to that feed, which is followed instead."""
         canonical, text, clean = _checked(url, intent, tags)
+        found = await self.units.read(lambda tx: tx.feed_by_url(canonical))
+        probed: Probed | None = None
+        if found is None and self._probe is not None:
+            probed = await self._probe(canonical)
+            canonical, text, clean = _checked(probed.url, intent, tags)
         now = self.clock.now_ms()
         row = FeedRow(
             id=ids.ulid(now),
             url=canonical,
             intent=text,
             tags=dumps(clean),
-            title=None,
+            title=probed.title[:500] if probed and probed.title else None,
             etag=None,
             last_modified=None,
             created_at=now,
@@ -111,7 +144,7 @@ class Feeds:
         if created:
             for callback in self._added:
                 callback()
-        return feed_view(got), created
+        return feed_view(got), created, probed
 
     async def all(self) -> list[Feed]:
         return [feed_view(r) for r in await self.units.read(lambda tx: tx.feeds())]
@@ -149,16 +182,43 @@ class Feeds:
     async def next_due(self) -> int | None:
         return await self.units.read(lambda tx: tx.next_feed_poll())
 
+    async def made_here(self, feed_url: str, item_id: str) -> bool:
+        """Whether an entry of the feed at ``feed_url`` made the item (its capture's
+        origin names the feed): the entry's link was another entry's page."""
+        source = f"feed:{feed_url}"
+
+        def read(tx: UnitOfWork) -> bool:
+            for event in tx.events_for(item_id):
+                if event.kind != "capture":
+                    continue
+                try:
+                    detail = msgspec.json.decode(event.detail)
+                except msgspec.DecodeError:
+                    return False
+                origin = detail.get("origin") if isinstance(detail, dict) else None
+                return isinstance(origin, dict) and origin.get("source") == source
+            return False
+
+        return await self.units.read(read)
+
     async def seen(self, feed_id: str, keys: Sequence[str]) -> set[str]:
         return await self.units.read(lambda tx: tx.feed_entries_seen(feed_id, keys))
 
-    async def captured(self, feed_id: str, key: str, item_id: str | None) -> None:
-        """Remember one entry as captured (at once, so a poll cut short loses nothing)."""
+    async def captured(
+        self, feed_id: str, key: str, item_id: str | None, *, made: bool = False
+    ) -> None:
+        """Remember one entry as captured (at once, so a poll cut short loses nothing);
+        ``made``: it is an item of its own, counted in ``entries_captured`` (once, with
+        the entry, so the count is the items the feed made however its polls ended)."""
         now = self.clock.now_ms()
 
         def unit(tx: UnitOfWork) -> None:
-            if tx.feed(feed_id) is not None:
-                tx.add_feed_entry(feed_id, key, item_id, now)
+            row = tx.feed(feed_id)
+            if row is None or tx.feed_entries_seen(feed_id, [key]):
+                return
+            tx.add_feed_entry(feed_id, key, item_id, now)
+            if made:
+                tx.set_feed(feed_id, entries_captured=row.entries_captured + 1)
 
         await self._write(unit)
 
@@ -167,7 +227,6 @@ class Feeds:
         feed_id: str,
         *,
         next_at: int,
-        captured: int,
         title: str | None = None,
         validators: tuple[str | None, str | None] | None = None,
     ) -> None:
@@ -186,7 +245,6 @@ class Feeds:
                 "failures": 0,
                 "last_error_code": None,
                 "last_error": None,
-                "entries_captured": row.entries_captured + captured,
             }
             if title:
                 fields["title"] = title[:500]

@@ -28,6 +28,7 @@ The limits, and why they are enforced by readdod rather than left to httpx:
 from __future__ import annotations
 
 import functools
+import re
 import ssl
 from collections.abc import Awaitable, Callable
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -186,6 +187,27 @@ class FeedDocument(msgspec.Struct, kw_only=True, frozen=True):
     data: bytes = b""
     etag: str | None = None
     last_modified: str | None = None
+    #: The response's Content-Type as sent (its charset tells how to read the bytes).
+    content_type: str | None = None
+
+
+#: The longest validator (ETag, Last-Modified) kept and sent back.
+VALIDATOR_MAX: Final = 1_024
+_VALIDATOR_RE: Final = re.compile(r"[\x20-\x7e]+")
+
+
+def clean_validator(value: str | None) -> str | None:
+    """A validator fit to keep and send back: printable ASCII (what an HTTP header
+    carries as it came), at most VALIDATOR_MAX characters; None for anything else.
+
+    A server's non-ASCII or control-character ETag is dropped, not kept: the next
+    poll then asks for the whole feed, which costs a download and never a failure."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value or len(value) > VALIDATOR_MAX or not _VALIDATOR_RE.fullmatch(value):
+        return None
+    return value
 
 
 async def fetch_feed(
@@ -194,12 +216,17 @@ async def fetch_feed(
     client: FetchClient,
     etag: str | None = None,
     last_modified: str | None = None,
+    max_bytes: int | None = None,
 ) -> FeedDocument:
     """GET a feed once, conditionally (``If-None-Match``, ``If-Modified-Since``), through
-    the same guard, redirect and size rules as a page; its bytes are not decoded (the
-    feed parser reads the XML's own encoding)."""
+    the same guard, redirect and size rules as a page (``max_bytes``: a smaller cap for
+    feeds); its bytes are not decoded (the feed parser reads them with the response's
+    charset and the XML's own encoding). Validators that are not clean
+    (:func:`clean_validator`) are neither sent nor kept."""
     cfg = client.config
+    limit = min(max_bytes, cfg.max_bytes) if max_bytes is not None else cfg.max_bytes
     conditions = {"Accept": _FEED_ACCEPT}
+    etag, last_modified = clean_validator(etag), clean_validator(last_modified)
     if etag:
         conditions["If-None-Match"] = etag
     if last_modified:
@@ -207,7 +234,7 @@ async def fetch_feed(
 
     async def one(t: httpx.Timeout) -> FeedDocument:
         return await _fetch(
-            url, client, cfg.max_bytes, cfg.max_redirects, t, _read_feed, headers=conditions
+            url, client, limit, cfg.max_redirects, t, _read_feed, headers=conditions
         )
 
     return await _guarded(url, client, cfg.timeout_s, one)
@@ -501,8 +528,9 @@ async def _read_feed(url: str, response: httpx.Response, max_bytes: int) -> Feed
         final_url=str(response.url),
         status=status,
         data=data,
-        etag=response.headers.get("etag"),
-        last_modified=response.headers.get("last-modified"),
+        etag=clean_validator(response.headers.get("etag")),
+        last_modified=clean_validator(response.headers.get("last-modified")),
+        content_type=response.headers.get("content-type"),
     )
 
 

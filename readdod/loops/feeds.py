@@ -1,27 +1,42 @@
 """The feed loop: poll each followed feed when it is due, capture its new entries once.
 
-A poll is a conditional GET (the feed's ETag and Last-Modified), so an
-unchanged feed costs one small 304. Entries are read from the bytes
-(:mod:`readdod.capture.feeds`); those the feed showed before are skipped by
-their key, and each new one is captured through the core like any capture,
-with a capture_id derived from the feed and the entry, and remembered at
-once, so a poll cut short captures nothing twice. A feed that fails waits
-longer after each failure (:func:`readdod.core.feeds.next_poll`), and says
-why in ``feed ls`` and ``health``. Time comes from the injected clock.
+A poll is a conditional GET (the feed's ETag and Last-Modified, kept only
+when they are clean), so an unchanged feed costs one small 304. Entries are
+read from the bytes, at most ``feeds.max_bytes`` of them and the first
+``feeds.max_entries_read`` entries, in a child process bounded in CPU and
+memory (:mod:`readdod.capture.feed_process`); those the feed showed before
+are skipped by their key, and each new one is captured through the core
+like any capture, with a capture_id derived from the feed and the entry,
+and remembered at once, so a poll cut short captures nothing twice. An
+entry whose link is not its own page (shared with other entries, or the
+feed's home, or the page another entry of the feed became) is captured with
+its own content, so each entry is an item of its own. A feed that fails
+waits longer after each failure (:func:`readdod.core.feeds.next_poll`), and
+says why in ``feed ls`` and ``health``. Time comes from the injected clock.
+
+:meth:`FeedPoller.probe` is what ``feed add`` asks first: the URL fetched
+once, and a web page's own feed found (``<link rel="alternate">``).
 """
 
 from __future__ import annotations
 
 import anyio
-import anyio.to_thread
 import msgspec
 from anyio.abc import TaskStatus
 
-from readdod.capture.feeds import FeedEntry, NotAFeed, capture_id, parse
+from readdod.capture.feed_process import FeedLimits, parse_isolated
+from readdod.capture.feeds import (
+    CAPTURE_ID_PREFIX,
+    FeedEntry,
+    NotAFeed,
+    ParsedFeed,
+    capture_id,
+    entry_html,
+)
 from readdod.clock import Clock
 from readdod.config import FeedsConfig
 from readdod.core.commands import Commands
-from readdod.core.feeds import Feeds, next_poll
+from readdod.core.feeds import Feeds, Probed, next_poll
 from readdod.errors import (
     ErrorCode,
     ExtractionError,
@@ -29,8 +44,10 @@ from readdod.errors import (
     ReaddodError,
     RequestError,
     ShuttingDown,
+    SourceRefused,
+    UnsupportedContent,
 )
-from readdod.extraction.fetch import FetchClient, fetch_feed
+from readdod.extraction.fetch import FeedDocument, FetchClient, fetch_feed
 from readdod.logging import get_logger
 from readdod.models import CaptureOrigin, CaptureRequest
 from readdod.store.rows import FeedRow
@@ -65,6 +82,77 @@ class FeedPoller:
         self.max_sleep_s = max_sleep_s
         self._wake = anyio.Event()
         feeds.on_added(self.wake)
+        feeds.use_probe(self.probe)
+
+    @property
+    def limits(self) -> FeedLimits:
+        cfg = self.cfg
+        return FeedLimits(
+            max_entries=cfg.max_entries_read, cpu_s=cfg.parse_cpu_s, memory_mb=cfg.parse_memory_mb
+        )
+
+    def _max_bytes(self) -> int:
+        return min(self.cfg.max_bytes, self.http.config.max_bytes)
+
+    async def _read(
+        self, url: str, etag: str | None = None, last_modified: str | None = None
+    ) -> tuple[FeedDocument, ParsedFeed | None]:
+        """Fetch ``url`` once (conditionally) and read it within the bounds; a feed larger
+        than ``feeds.max_bytes`` says so."""
+        try:
+            doc = await fetch_feed(
+                url,
+                client=self.http,
+                etag=etag,
+                last_modified=last_modified,
+                max_bytes=self._max_bytes(),
+            )
+        except ExtractionError as exc:
+            if exc.code is not ErrorCode.EXTRACTION_TOO_LARGE:
+                raise
+            raise ExtractionError(
+                f"the feed {url} is larger than {self._max_bytes():,} bytes, the most readdod"
+                " fetches of a feed (feeds.max_bytes, at most fetch.max_bytes); raise it to"
+                " follow this feed",
+                code=ErrorCode.EXTRACTION_TOO_LARGE,
+                retryable=False,
+            ) from None
+        if doc.not_modified:
+            return doc, None
+        parsed = await parse_isolated(
+            doc.data, doc.final_url, content_type=doc.content_type, limits=self.limits
+        )
+        return doc, parsed
+
+    async def probe(self, url: str) -> Probed:
+        """What ``feed add`` checks first: ``url`` fetched once and read as a feed; a web
+        page that names its feed (``<link rel="alternate">``) leads to that feed, read
+        in turn. Refused (:class:`SourceRefused`, :class:`UnsupportedContent`) otherwise."""
+        found_on: str | None = None
+        try:
+            try:
+                doc, parsed = await self._read(url)
+            except NotAFeed as exc:
+                if exc.found is None:
+                    raise
+                found_on, url = url, exc.found
+                doc, parsed = await self._read(url)
+        except NotAFeed as exc:
+            raise UnsupportedContent(
+                f"{exc}; `feed add` takes an RSS, Atom or JSON feed, or a web page naming one"
+                ' in <link rel="alternate">'
+            ) from None
+        except ExtractionError as exc:
+            raise SourceRefused(
+                f"{url} could not be followed: {exc.message}", code=exc.code
+            ) from None
+        assert parsed is not None
+        return Probed(
+            url=doc.final_url if found_on else url,
+            found_on=found_on,
+            title=parsed.title,
+            entries=len(parsed.entries),
+        )
 
     def wake(self) -> None:
         self._wake.set()
@@ -151,26 +239,24 @@ class FeedPoller:
         )
 
     async def _poll(self, feed: FeedRow) -> None:
-        doc = await fetch_feed(
-            feed.url, client=self.http, etag=feed.etag, last_modified=feed.last_modified
-        )
-        if doc.not_modified:
-            await self.feeds.polled(feed.id, next_at=self._next(0), captured=0)
+        doc, parsed = await self._read(feed.url, feed.etag, feed.last_modified)
+        if parsed is None:
+            await self.feeds.polled(feed.id, next_at=self._next(0))
             log.info("feed.polled", feed_id=feed.id, url=feed.url, not_modified=True, captured=0)
             return
-        parsed = await anyio.to_thread.run_sync(parse, doc.data, doc.final_url)
-        seen = await self.feeds.seen(feed.id, [e.key for e in parsed.entries])
-        fresh = [e for e in parsed.entries if e.key not in seen]
+        keys = [e.key for e in parsed.entries]
+        keys += [e.legacy_key for e in parsed.entries if e.legacy_key]
+        seen = await self.feeds.seen(feed.id, keys)
+        fresh = [e for e in parsed.entries if e.key not in seen and e.legacy_key not in seen]
         captured = 0
         cap = self.cfg.max_entries_per_poll
         for entry in fresh[:cap]:
-            captured += await self._capture(feed, entry)
+            captured += await self._capture(feed, entry, parsed.title)
         # Entries left for the next poll: ask for the whole feed then, not "if changed".
         left = len(fresh) > cap
         await self.feeds.polled(
             feed.id,
             next_at=self._next(0),
-            captured=captured,
             title=parsed.title,
             validators=(None, None) if left else (doc.etag, doc.last_modified),
         )
@@ -180,30 +266,51 @@ class FeedPoller:
             url=feed.url,
             not_modified=False,
             entries=len(parsed.entries),
+            cut=parsed.cut,
             new=len(fresh),
             captured=captured,
             skipped=parsed.skipped,
             final_url=doc.final_url if doc.final_url != feed.url else None,
         )
 
-    async def _capture(self, feed: FeedRow, entry: FeedEntry) -> int:
-        """Capture one entry; 1 if that made a new item. Remembered as seen either way,
-        unless the daemon is stopping (the next poll tries it again)."""
-        req = CaptureRequest(
+    def _request(self, feed: FeedRow, entry: FeedEntry, own: str | None) -> CaptureRequest:
+        return CaptureRequest(
             intent=feed.intent,
             url=entry.url[:URL_MAX],
+            html=own,
             title=entry.title[:TITLE_MAX] if entry.title else None,
             tags=msgspec.json.decode(feed.tags, type=list[str]),
             capture_id=capture_id(feed.id, entry.key),
             origin=CaptureOrigin(source=f"feed:{feed.url}", saved_at=entry.published),
         )
+
+    async def _capture(self, feed: FeedRow, entry: FeedEntry, feed_title: str | None) -> int:
+        """Capture one entry; 1 if it is an item of its own (made now, or by a poll cut
+        short). Remembered as seen either way, unless the daemon is stopping (the next
+        poll tries it again).
+
+        An entry whose link is shared is captured with its own content; so is one whose
+        link the core finds already captured by another entry of this feed (the link was
+        shared across polls): either way the page behind the link is not this entry. An
+        item another feed made of the page is the same item, as for any capture."""
+        own = entry_html(entry, feed_title)
+        req = self._request(feed, entry, own if entry.shared_link else None)
         item_id: str | None = None
-        created = False
+        made = False
         try:
-            item, created = await self.commands.capture(req)
+            item, _ = await self.commands.capture(req)
+            if (
+                item.capture_id != req.capture_id
+                and req.html is None
+                and (item.capture_id or "").startswith(CAPTURE_ID_PREFIX)
+                and await self.feeds.made_here(feed.url, item.id)
+            ):
+                req = self._request(feed, entry, own)
+                item, _ = await self.commands.capture(req)
             item_id = item.id
+            made = item.capture_id == req.capture_id
         except IdempotencyConflict:
-            pass  # captured before, with other details: the entry is in readdod
+            made = True  # its capture_id made an item before, with other details
         except ShuttingDown:
             raise
         except RequestError as exc:
@@ -214,5 +321,5 @@ class FeedPoller:
                 error_code=exc.error_code,
                 error=exc.message,
             )
-        await self.feeds.captured(feed.id, entry.key, item_id)
-        return int(created)
+        await self.feeds.captured(feed.id, entry.key, item_id, made=made)
+        return int(made)
