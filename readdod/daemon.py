@@ -23,7 +23,7 @@ from typing import IO, NamedTuple
 import anyio
 from anyio.abc import SocketListener, TaskStatus
 
-from readdod import __version__, collector, config, systemd
+from readdod import __version__, collector, config, dsn, systemd
 from readdod import listen as metrics_address
 from readdod import logging as rlog
 from readdod.clock import Clock, SystemClock
@@ -76,6 +76,8 @@ def _register_secrets(cfg: Config) -> None:
     if key_env:
         rlog.add_secret(os.environ.get(key_env))
     rlog.add_secret(os.environ.get(cfg.store.password_env))
+    for value in dsn.secret_values(cfg.store.dsn or ""):
+        rlog.add_secret(value)
     if creds:
         try:
             for entry in Path(creds).iterdir():

@@ -23,6 +23,7 @@ import msgspec
 import structlog
 
 from readdod.clock import utc_second
+from readdod.dsn import SECRET_PARAMS
 
 _encoder = msgspec.json.Encoder()
 REDACTED = "[redacted]"
@@ -30,13 +31,16 @@ REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(
     r"(^|_)(api_?key|token|password|passwd|secret|credentials?|authorization|cookie)($|_)", re.I
 )
+#: libpq's secret parameters as one alternation (readdod.dsn keeps the list).
+_LIBPQ_SECRETS = "|".join(sorted(SECRET_PARAMS, key=len, reverse=True))
 _SECRET_PATTERNS = [
-    # user:password@ in URLs
-    (re.compile(r"(://[^/@:\s]+:)[^/@\s]+@"), rf"\g<1>{REDACTED}@"),
+    # user:password@ in URLs, up to the last @ of the authority (``app:p@ss@host``)
+    (re.compile(r"(://[^/@:\s]+:)[^/?#\s]*@"), rf"\g<1>{REDACTED}@"),
     # credentials in query strings
     (
         re.compile(
-            r"([?&](?:access_token|token|api_key|apikey|key|secret|password|sig|signature)=)[^&#\s]+",
+            r"([?&](?:access_token|token|api_key|apikey|key|secret|password|sig|signature"
+            rf"|{_LIBPQ_SECRETS})=)[^&#\s]+",
             re.I,
         ),
         rf"\g<1>{REDACTED}",
@@ -52,8 +56,15 @@ _SECRET_PATTERNS = [
     (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+"), rf"\g<1> {REDACTED}"),
     # OpenAI-style keys
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
-    # a libpq connection string's password= (store.dsn), quoted or not
-    (re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s']+)", re.I), rf"\g<1>{REDACTED}"),
+    # a libpq connection string's secrets (store.dsn: password=, sslpassword=, ...), quoted
+    # (to its closing quote, or to the end) or not (to a space, backslash escapes included)
+    (
+        re.compile(
+            rf"(\b(?:{_LIBPQ_SECRETS})\s*=\s*)(?!\[redacted\])(?:'(?:[^'\\]|\\.)*(?:'|$)|(?:\\.|[^\s\\])+)",
+            re.I,
+        ),
+        rf"\g<1>{REDACTED}",
+    ),
 ]
 _secrets: set[str] = set()
 _sink: LogSink | None = None
@@ -67,7 +78,7 @@ def add_secret(value: str | None) -> None:
 
 # What one of the patterns above needs somewhere in the text; most values have none
 # of it, and plain substring tests are far cheaper than the patterns (every line pays).
-_MAYBE_SECRET = re.compile(r"://|[?&]|sk-|authoriz|bearer|basic|password", re.I)
+_MAYBE_SECRET = re.compile(r"://|[?&]|sk-|authoriz|bearer|basic|password|secret|scram_", re.I)
 
 
 def _maybe_secret(text: str) -> bool:

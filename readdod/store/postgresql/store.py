@@ -61,11 +61,12 @@ import psycopg_pool
 import stamina
 import stamina.instrumentation
 
+from readdod.dsn import redact
 from readdod.errors import InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
 from readdod.logging import get_logger
 from readdod.store.api import NOTICE_MAX_BYTES, StepSlot
 from readdod.store.postgresql import notifications
-from readdod.store.postgresql.backup import dump_database, shown_dsn
+from readdod.store.postgresql.backup import dump_database
 from readdod.store.postgresql.schema import migrate
 from readdod.store.postgresql.unit import PostgresUnitOfWork
 from readdod.store.rows import BackupResult, StoreCounters
@@ -590,5 +591,5 @@ class PostgresStore:
 
     @property
     def dsn(self) -> str:
-        """The connection string without its password, as logs and messages show it."""
-        return shown_dsn(self._dsn)
+        """The connection string with every secret redacted, as logs and messages show it."""
+        return redact(self._dsn)
