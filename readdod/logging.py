@@ -24,6 +24,7 @@ import structlog
 
 from readdod.clock import utc_second
 from readdod.dsn import SECRET_PARAMS
+from readdod.dsn import redact as redact_dsn
 
 _encoder = msgspec.json.Encoder()
 REDACTED = "[redacted]"
@@ -66,6 +67,7 @@ _SECRET_PATTERNS = [
         rf"\g<1>{REDACTED}",
     ),
 ]
+_PG_URI = re.compile(r"(?i)\bpostgres(?:ql)?://[^\s\"'<>]*")
 _secrets: set[str] = set()
 _sink: LogSink | None = None
 
@@ -111,6 +113,9 @@ def _scrub_text(text: str) -> str:
                 text = text.replace(secret, REDACTED)
     if not _maybe_secret(text):
         return text
+    if "postgres" in text.lower():
+        # A PostgreSQL URI as readdod.dsn reads it (percent-encoded names, a raw @).
+        text = _PG_URI.sub(lambda m: redact_dsn(m[0]), text)
     for pattern, repl in _SECRET_PATTERNS:
         text = pattern.sub(repl, text)
     return text
