@@ -463,3 +463,77 @@ def reopen() -> str | None:
 
 def get_logger(name: str) -> Logger:
     return Logger({"logger_name": name})
+
+
+#: Lines one library's logger may write per window; the rest are counted, not written.
+LIBRARY_BURST = 5
+LIBRARY_WINDOW_S = 60.0
+#: A library's message is cut to this many characters (a driver may quote a whole query).
+LIBRARY_MESSAGE_MAX = 2000
+
+
+class LibraryHandler(logging.Handler):
+    """The standard library's log records (psycopg, psycopg_pool, httpx, asyncio, warnings)
+    as readdod's JSON lines, ``library.log``, at most :data:`LIBRARY_BURST` per logger per
+    :data:`LIBRARY_WINDOW_S`: a pool retrying every second while its server is away
+    says so a few times a minute, and the first line of the next window says how
+    many were held back (``suppressed``). Never plain text in the JSON-lines log."""
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        super().__init__()
+        self._clock = clock
+        #: logger name -> [window start, lines written in it, lines held back]
+        self._windows: dict[str, list[float]] = {}
+        self._guard = threading.Lock()
+
+    def _admit(self, name: str) -> tuple[bool, int]:
+        """Whether a line of ``name`` is written now, and how many it reports held back."""
+        now = self._clock()
+        with self._guard:
+            window = self._windows.get(name)
+            carried = 0
+            if window is None or now - window[0] >= LIBRARY_WINDOW_S:
+                carried = int(window[2]) if window is not None else 0
+                window = self._windows[name] = [now, 0, 0]
+            if window[1] >= LIBRARY_BURST:
+                window[2] += 1
+                return False, 0
+            window[1] += 1
+            return True, carried
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            admitted, held = self._admit(record.name)
+            if not admitted:
+                return
+            fields: dict[str, Any] = {"message": record.getMessage()[:LIBRARY_MESSAGE_MAX]}
+            if held:
+                fields["suppressed"] = held
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                fields["error"] = f"{type(exc).__name__}: {exc}"[:LIBRARY_MESSAGE_MAX]
+            line = Logger({"logger_name": record.name})
+            if record.levelno >= logging.ERROR:
+                line.error("library.log", **fields)
+            elif record.levelno >= logging.WARNING:
+                line.warning("library.log", **fields)
+            elif record.levelno >= logging.INFO:
+                line.info("library.log", **fields)
+            else:
+                line.debug("library.log", **fields)
+        except Exception:
+            self.handleError(record)
+
+
+def capture_libraries(level: str = "info") -> LibraryHandler:
+    """Send every library's standard-library logging (and ``warnings``) through
+    :class:`LibraryHandler`: warnings and worse, everything at ``level = "debug"``."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, LibraryHandler):
+            root.removeHandler(handler)
+    handler = LibraryHandler()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if level.lower() == "debug" else logging.WARNING)
+    logging.captureWarnings(True)
+    return handler

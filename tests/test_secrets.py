@@ -57,7 +57,7 @@ def test_every_libpq_secret_is_redacted_in_both_forms(conninfo: str, secrets: li
     for key, value in parsed.items():
         if key in dsn.SECRET_PARAMS:
             # libpq's reading of the secret is inside what readdod hides
-            assert any(value in hidden for hidden in dsn.secret_values(conninfo))
+            assert any(str(value) in hidden for hidden in dsn.secret_values(conninfo))
     if "@" not in secrets[0]:
         # What is not secret is kept as written, so the string still says where it goes.
         kept = conninfo_to_dict(shown)
