@@ -68,6 +68,7 @@ class Supervisor:
         self.shutdown_grace_s = shutdown_grace_s
         #: When the drain must be over (monotonic seconds), once a stop was asked.
         self._stop_by: float | None = None
+        self._claiming = anyio.CancelScope()
         self.paused = paused
         self.draining = False
         self._actors: dict[str, anyio.CancelScope] = {}
@@ -144,6 +145,8 @@ class Supervisor:
         if not self.draining:
             self._stop_by = time.monotonic() + self.shutdown_grace_s
         self.draining = True
+        # A claim cut short may leave a lease without its actor: the sweep gives it back.
+        self._claiming.cancel()
         self.wake()
 
     async def wait_idle(self) -> None:
@@ -195,7 +198,8 @@ class Supervisor:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             task_status.started()
-            await self._claim_loop(tg)
+            with self._claiming:  # a stop cancels a claim that waits for the database
+                await self._claim_loop(tg)
             self._tg = None
             if self._actors:
                 log.info(

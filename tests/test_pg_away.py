@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,10 @@ def _plain_lines(d: DaemonProc) -> list[str]:
 
 
 def test_sigterm_ends_a_busy_daemon_whose_server_went_away_and_the_pool_logs_json(
-    own_cluster: pg.Cluster, tmp_path: Path, daemons: list[DaemonProc]
+    own_cluster: pg.Cluster,
+    tmp_path: Path,
+    daemons: list[DaemonProc],
+    record_property: Callable[[str, object], None],
 ) -> None:
     d = _daemon(tmp_path, own_cluster.new_database())
     daemons.append(d)
@@ -85,10 +88,16 @@ def test_sigterm_ends_a_busy_daemon_whose_server_went_away_and_the_pool_logs_jso
     assert all(set(e) >= {"ts", "level", "event"} for e in library)
     assert len(library) <= 10, [e["event"] for e in library]
     assert code == 0 and any(e["event"] == "daemon.stopped" for e in d.logs), (code, took)
+    record_property(
+        "figures", f"SIGTERM to exit {took:.1f} s (grace {GRACE_S} s); {len(library)} pool lines"
+    )
 
 
 def test_sigterm_ends_an_idle_daemon_whose_server_went_away(
-    own_cluster: pg.Cluster, tmp_path: Path, daemons: list[DaemonProc]
+    own_cluster: pg.Cluster,
+    tmp_path: Path,
+    daemons: list[DaemonProc],
+    record_property: Callable[[str, object], None],
 ) -> None:
     d = _daemon(tmp_path, own_cluster.new_database())
     daemons.append(d)
@@ -96,8 +105,9 @@ def test_sigterm_ends_an_idle_daemon_whose_server_went_away(
     own_cluster.stop_server()
     # Nothing to do but its loops' reads (claims, the fleet's beat), which find it gone.
     d.wait_log(lambda e: e["event"] == "store.unavailable", timeout=60)
-    _stopped_within(d, GRACE_S + EXIT_SLACK_S)
-    assert _plain_lines(d) == []
+    code, took = _stopped_within(d, GRACE_S + EXIT_SLACK_S)
+    assert code == 0 and _plain_lines(d) == []
+    record_property("figures", f"SIGTERM to exit {took:.1f} s (grace {GRACE_S} s)")
 
 
 def test_a_server_down_at_start_is_waited_for_with_logged_bounded_backoff_and_sigterm_ends_it(
