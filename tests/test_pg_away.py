@@ -125,19 +125,26 @@ def test_a_server_down_at_start_is_waited_for_with_logged_bounded_backoff_and_si
     assert code == 0 and _plain_lines(d) == []
 
 
-def test_a_wrong_password_at_start_exits_at_once_with_a_clear_message(
-    own_cluster: pg.Cluster, tmp_path: Path, daemons: list[DaemonProc]
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (" password=wrong-password", "password authentication failed"),
+        ("", "no password supplied"),
+    ],
+)
+def test_a_refused_login_at_start_exits_at_once_with_a_clear_message(
+    pg_cluster: pg.Cluster, tmp_path: Path, daemons: list[DaemonProc], given: str, said: str
 ) -> None:
-    database = own_cluster.new_database().rsplit("dbname=", 1)[1]
-    dsn = own_cluster.password_role("app", "right-password", database)
-    d = _daemon(tmp_path, f"{dsn} password=wrong-password")
+    database = pg_cluster.new_database().rsplit("dbname=", 1)[1]
+    dsn = pg_cluster.password_role(f"app_{database}", "right-password", database)
+    d = _daemon(tmp_path, dsn + given)
     daemons.append(d)
     d.start(wait=False)
     assert d.proc is not None
     assert d.proc.wait(timeout=30) == 2
     d.close()
-    said = d.stderr.decode()
-    assert "STORE_AUTH_FAILED" in said and "password authentication failed" in said
-    assert "wrong-password" not in said and "wrong-password" not in json.dumps(d.logs)
+    stderr = d.stderr.decode()
+    assert "STORE_AUTH_FAILED" in stderr and said in stderr
+    assert "wrong-password" not in stderr and "wrong-password" not in json.dumps(d.logs)
     failed = [e for e in d.logs if e["event"] == "daemon.failed"]
     assert failed and failed[0]["error_code"] == "STORE_AUTH_FAILED"

@@ -82,7 +82,7 @@ def dump_command(
     return [pg_dump, "--format=custom", f"--file={dest}", f"--dbname={dbname}"]
 
 
-def dump_environment(secrets: dict[str, str], private: Path | None) -> dict[str, str]:
+def dump_environment(secrets: dict[str, str], private: Path) -> dict[str, str]:
     """What ``pg_dump``'s environment adds for ``secrets``: ``PGPASSWORD``, and for a
     secret without a variable (sslpassword, oauth_client_secret, the SCRAM keys) a
     service file in the private directory ``private`` (mode 0600), ``PGSERVICEFILE``.
@@ -95,8 +95,6 @@ def dump_environment(secrets: dict[str, str], private: Path | None) -> dict[str,
         env["PGPASSWORD"] = rest.pop("password")
     if not rest:
         return env
-    if private is None:
-        raise ValueError("secrets without a variable need a private directory")
     for key, value in rest.items():
         if "\n" in value or "\r" in value or value != value.strip():
             raise BackupUnsupported(
@@ -193,7 +191,7 @@ async def dump_database(dsn: str, password: str | None, dest: str | Path) -> Bac
         if done.returncode != 0:
             said = done.stderr.decode("utf-8", "replace").strip().splitlines()
             last = said[-1] if said else str(done.returncode)
-            for secret in conn.secrets.values():
+            for secret in filter(None, conn.secrets.values()):
                 last = last.replace(secret, REDACTED)
             raise BackupUnsupported(
                 f"pg_dump could not copy the database ({scrub_text(last)});"

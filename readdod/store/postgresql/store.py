@@ -322,9 +322,7 @@ class PostgresStore:
         finally:
             store._closed = True
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(
-                    lambda: pool.close(timeout=POOL_CLOSE_WAIT_S), abandon_on_cancel=True
-                )
+                await anyio.to_thread.run_sync(lambda: pool.close(timeout=POOL_CLOSE_WAIT_S))
 
     async def _reach(self, connect_timeout_s: float) -> None:
         """Connect once before the pool does, so that a refused login ends the start at
