@@ -42,8 +42,12 @@ async def run(
     events: EventSink,
     pipeline: Pipeline,
     stop_reason: Callable[[], str | None],
+    cleanup_s: Callable[[float], float] = lambda default_s: default_s,
 ) -> None:
-    """Run ``claimed`` to READY/FAILED_*, or back to QUEUED if told to stop."""
+    """Run ``claimed`` to READY/FAILED_*, or back to QUEUED if told to stop.
+
+    ``cleanup_s(CLEANUP_TIMEOUT_S)``: how long a shielded cleanup write may take now
+    (less once a stop's grace runs out: a database that went away must not hold it)."""
     lease = claimed.lease
     item = claimed.item
     step = "extraction"
@@ -77,7 +81,7 @@ async def run(
                 continue
             reason = stop_reason()
             if reason is not None:
-                with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+                with anyio.move_on_after(cleanup_s(CLEANUP_TIMEOUT_S), shield=True):
                     await book.release(lease, reason)
                 return
             if step == "extraction" and claimed.run_mode == "REGENERATE" and not claimed.refetch:
@@ -111,19 +115,19 @@ async def run(
                 ctx.title = result.item_fields["title"]
         if not finished:
             step = "gate"
-            with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+            with anyio.move_on_after(cleanup_s(CLEANUP_TIMEOUT_S), shield=True):
                 await book.complete(lease)
     except StepError as exc:
         bound.warning("step.failed", step=step, error_code=exc.error_code, error=exc.message)
         events.publish("step.failed", item.id, lease.run_id, step=step, error_code=exc.error_code)
-        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+        with anyio.move_on_after(cleanup_s(CLEANUP_TIMEOUT_S), shield=True):
             await book.fail(lease, step, exc)
     except StepStopped as stopped:
         # The step was waiting for a model server that is down; the item waits QUEUED instead.
-        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+        with anyio.move_on_after(cleanup_s(CLEANUP_TIMEOUT_S), shield=True):
             await book.release(lease, stopped.reason)
     except anyio.get_cancelled_exc_class():
-        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+        with anyio.move_on_after(cleanup_s(CLEANUP_TIMEOUT_S), shield=True):
             await book.release(lease, stop_reason() or "cancelled")
         raise
     except (StoreBusy, StoreWriteFailed, ShuttingDown) as exc:
@@ -136,7 +140,7 @@ async def run(
             error_code=exc.error_code,
             message=exc.message,
         )
-        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+        with anyio.move_on_after(cleanup_s(CLEANUP_TIMEOUT_S), shield=True):
             await book.release(lease, exc.error_code.lower())
     except Exception as exc:
         bound.exception("step.crashed", step=step, error_code=ErrorCode.INTERNAL_ERROR)
@@ -147,5 +151,5 @@ async def run(
             retryable=False,
             debug=repr(exc),
         )
-        with anyio.move_on_after(CLEANUP_TIMEOUT_S, shield=True):
+        with anyio.move_on_after(cleanup_s(CLEANUP_TIMEOUT_S), shield=True):
             await book.fail(lease, step, err)

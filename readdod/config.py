@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from readdod import listen as address
+from readdod.dsn import redact as redact_dsn
 from readdod.errors import ConfigError
 from readdod.export import naming
 from readdod.logging import scrub_text
@@ -482,6 +483,9 @@ def redacted(cfg: Config) -> dict[str, Any]:
                 continue
             if _SECRET_KEY.search(key) and not key.endswith("_env"):
                 values[key] = REDACTED
+            elif key == "dsn" and isinstance(value, str):
+                # Every libpq secret (sslpassword too), in either form of the string.
+                values[key] = _redact_url(redact_dsn(value))
             elif isinstance(value, str):
                 values[key] = _redact_url(value)
     return out

@@ -15,15 +15,16 @@ import secrets
 import signal
 import socket
 import stat
+import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import IO, NamedTuple
 
 import anyio
 from anyio.abc import SocketListener, TaskStatus
 
-from readdod import __version__, collector, config, systemd
+from readdod import __version__, collector, config, dsn, systemd
 from readdod import listen as metrics_address
 from readdod import logging as rlog
 from readdod.clock import Clock, SystemClock
@@ -33,7 +34,7 @@ from readdod.control.server import ControlServer
 from readdod.core import Core
 from readdod.core.fleet import Fleet
 from readdod.engines import make_engine
-from readdod.errors import ConfigError, InstanceLocked
+from readdod.errors import ConfigError, InstanceLocked, ReaddodError
 from readdod.export.writer import Exporter
 from readdod.extraction.fetch import FetchClient, make_client
 from readdod.fleet.relay import Relay
@@ -55,9 +56,18 @@ from readdod.supervisor import Supervisor, worker_id
 log = get_logger("readdod.daemon")
 
 
+#: How long past its shutdown grace a stopping daemon may take (its cleanup writes, the
+#: store closing, the interpreter ending) before it ends itself (``daemon.stop_overdue``).
+STOP_MARGIN_S = 5.0
+#: The exit code of a stop that overran (the stop was asked for, but was not clean).
+EXIT_STOP_OVERDUE = 1
+
+
 def main(cfg: Config, *, source: Path | None = None, overrides: Sequence[str] = ()) -> None:
-    """Run the daemon until it is stopped: logging as ``[log]`` says, then :func:`serve`."""
+    """Run the daemon until it is stopped: logging as ``[log]`` says (every library's
+    logging through it), then :func:`serve`; a start that fails is logged, then raised."""
     rlog.configure(cfg.log.level, fmt=cfg.log.format, file=cfg.log.file)
+    rlog.capture_libraries(cfg.log.level)
     _register_secrets(cfg)
     log.info(
         "daemon.starting",
@@ -66,7 +76,63 @@ def main(cfg: Config, *, source: Path | None = None, overrides: Sequence[str] = 
         overrides=list(overrides),
     )
     collector.tune()
-    anyio.run(serve, cfg, backend="asyncio")
+    try:
+        anyio.run(serve, cfg, backend="asyncio")
+    except ReaddodError as exc:
+        log.error("daemon.failed", error_code=exc.error_code, error=exc.message)
+        raise
+
+
+class _Stopper:
+    """SIGTERM and SIGINT from the daemon's first moment. Before the daemon runs (the
+    database still awaited) a signal cancels the start; once it runs, the supervisor
+    drains (a second signal: at once). Either way, a stop that overruns the shutdown
+    grace by :data:`STOP_MARGIN_S` (a thread stuck on a server that went away) ends
+    the process: SIGTERM always ends the daemon in bounded time."""
+
+    def __init__(self, grace_s: float) -> None:
+        self.grace_s = grace_s
+        self.starting = anyio.CancelScope()
+        #: Set by ``_run`` once the daemon runs: what a signal does then (its count).
+        self.on_signal: Callable[[int], None] | None = None
+        self.count = 0
+
+    async def watch(self, signals: AsyncIterator[signal.Signals]) -> None:
+        async for signum in signals:
+            if signum == signal.SIGHUP:
+                try:
+                    log.info("log.reopened", file=rlog.reopen())
+                except OSError as exc:
+                    # Keep writing to the old file rather than die over a log file.
+                    log.warning("log.reopen_failed", file=rlog.current_file(), error=str(exc))
+                continue
+            self.count += 1
+            log.info("daemon.signal", signal=signum.name, count=self.count)
+            if self.count == 1:
+                systemd.notify("STOPPING=1")
+                self._arm(self.grace_s + STOP_MARGIN_S)
+            if self.on_signal is None:
+                self.starting.cancel()
+            else:
+                self.on_signal(self.count)
+
+    @staticmethod
+    def _arm(after_s: float) -> None:
+        timer = threading.Timer(after_s, _stop_overdue, args=(after_s,))
+        timer.daemon = True
+        timer.start()
+
+
+def _stop_overdue(after_s: float) -> None:
+    """In the backstop's thread: the stop took too long; say so and end the process."""
+    log.error(
+        "daemon.stop_overdue",
+        after_s=after_s,
+        hint="a cleanup outlived the shutdown grace (a database away?); items left"
+        " PROCESSING are recovered at the next start",
+    )
+    rlog.flush()
+    os._exit(EXIT_STOP_OVERDUE)
 
 
 def _register_secrets(cfg: Config) -> None:
@@ -76,6 +142,8 @@ def _register_secrets(cfg: Config) -> None:
     if key_env:
         rlog.add_secret(os.environ.get(key_env))
     rlog.add_secret(os.environ.get(cfg.store.password_env))
+    for value in dsn.secret_values(cfg.store.dsn or ""):
+        rlog.add_secret(value)
     if creds:
         try:
             for entry in Path(creds).iterdir():
@@ -189,124 +257,158 @@ async def serve(
     clock = clock or SystemClock()
     data = config.data_dir(cfg)
     data.mkdir(parents=True, exist_ok=True, mode=0o700)
-    db = data / "readdod.db"
-    lock = acquire_instance_lock(db)
-    sock_path = config.socket_path(cfg)
-    instance = daemon_instance(data)
-    owner = worker_id(instance)
+    lock = acquire_instance_lock(data / "readdod.db")
     started = time.monotonic()
-    scrape: list[SocketListener] | None = None
+    scrape: list[SocketListener] = []
     try:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-            fds = systemd.listen_fds()
-            activated = _activated_socket(fds[0]) if fds else None
-            if activated is None:
-                prepare_socket_dir(sock_path.parent, cfg.control.group)
-                _claim_socket_path(sock_path)
-            scrape = await _metrics_listener(cfg)
-            async with open_store(cfg, db) as store:
-                core = Core(
-                    store,
-                    clock,
-                    auto_process=cfg.daemon.auto_process,
-                    max_orphanings=cfg.daemon.max_orphanings,
-                    retry=cfg.retry,
-                    skip_below=cfg.daemon.skip_below,
-                    max_capture_bytes=cfg.fetch.max_bytes,
-                    exporter=Exporter(
-                        config.export_dir(cfg),
-                        pattern=cfg.export.filename,
-                        default_format=cfg.export.format,
-                    ),
-                    retention=cfg.retention,
-                )
-                meter = Meter()
-                core.units.observe(meter.committed)
-                t0 = time.perf_counter()
-                # On SQLite this daemon holds the instance lock: every lease it finds is a
-                # dead one. On a shared database only expired leases are anyone's to take.
-                # Its own earlier life's leases it takes back at once, expired or not.
-                requeued, failed = await core.leases.recover(
-                    every_lease=cfg.store.backend == "sqlite", mine=f"{instance}:"
-                )
-                log.info(
-                    "recovery.done",
-                    requeued=requeued,
-                    failed=failed,
-                    duration_ms=round((time.perf_counter() - t0) * 1000, 2),
-                )
-                async with (
-                    make_client(cfg.fetch) as http,
-                    contextlib.aclosing(make_engine(cfg.ai, data)) as engine,
-                ):
-                    pipeline = Pipeline(engine, http, cfg.fetch)
-                    supervisor = Supervisor(
-                        core.leases,
-                        core.book,
-                        core.bus,
-                        pipeline,
-                        owner=owner,
-                        concurrency=cfg.daemon.concurrency,
-                        batch_size=cfg.daemon.batch_size,
-                        lease_ttl_s=cfg.daemon.lease_ttl_s,
-                        claim_interval_s=cfg.daemon.claim_interval_s,
-                        shutdown_grace_s=cfg.daemon.shutdown_grace_s,
-                        paused=await core.reads.is_paused(),
-                    )
-                    core.attach(supervisor)
-                    metrics = Metrics(
-                        DaemonCollector(meter, supervisor, engine), core.reads.queue_gauges
-                    )
-                    fleet = Fleet(core.units, owner, supervisor.lease_ttl_ms // 3)
-                    # SQLite: this daemon holds the instance lock, so any other daemon
-                    # in the registry is a dead one, and no notice need leave the process.
-                    alone = cfg.store.backend == "sqlite"
-                    await fleet.join(
-                        alone=alone, paused=supervisor.paused, earlier_lives=f"{instance}:"
-                    )
-                    relay = None if alone else Relay(fleet, core.bus, supervisor)
-                    if relay is not None:
-                        core.units.observe(relay.committed)
-                        metrics.collector.relay = relay
-                    server = ControlServer(
-                        core, supervisor, cfg, engine=engine, metrics=metrics, fleet=fleet
-                    )
-                    extra = _Extras(meter, metrics, scrape, Presence(fleet, supervisor), relay)
-                    if activated is not None:
-                        # systemd owns the socket file (readdod.socket): use it, leave it.
-                        listener = await anyio.abc.SocketListener.from_socket(activated)
-                        await _run(
-                            core,
-                            server,
-                            supervisor,
-                            listener,
-                            signals,
-                            task_status,
-                            extra,
-                            http=http,
-                        )
-                    else:
-                        listener = await anyio.create_unix_listener(sock_path)
-                        try:
-                            secure_socket_file(sock_path, cfg.control.group)
-                            await _run(
-                                core,
-                                server,
-                                supervisor,
-                                listener,
-                                signals,
-                                task_status,
-                                extra,
-                                http=http,
-                            )
-                        finally:
-                            sock_path.unlink(missing_ok=True)
+            stopper = _Stopper(cfg.daemon.shutdown_grace_s)
+            failure: Exception | None = None
+            async with anyio.create_task_group() as outer:
+                outer.start_soon(stopper.watch, signals)
+                # A signal before the daemon runs (a database still awaited) ends the start.
+                try:
+                    with stopper.starting:
+                        await _start(cfg, clock, stopper, task_status, scrape)
+                except Exception as exc:  # raised as itself, not in a group, for the CLI
+                    failure = exc
+                finally:
+                    outer.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
         log.info("daemon.stopped", uptime_s=round(time.monotonic() - started, 3))
     finally:
-        for bound in scrape or ():
+        for bound in scrape:
             with anyio.CancelScope(shield=True):
                 await bound.aclose()
         lock.close()
+
+
+async def _start(
+    cfg: Config,
+    clock: Clock,
+    stopper: _Stopper,
+    task_status: TaskStatus[None],
+    scrape: list[SocketListener],
+) -> None:
+    """Open the store and build every part, then run them until the daemon stops; the
+    metrics listeners bound go into ``scrape`` (the caller closes them)."""
+    data = config.data_dir(cfg)
+    db = data / "readdod.db"
+    sock_path = config.socket_path(cfg)
+    instance = daemon_instance(data)
+    owner = worker_id(instance)
+    fds = systemd.listen_fds()
+    activated = _activated_socket(fds[0]) if fds else None
+    if activated is None:
+        prepare_socket_dir(sock_path.parent, cfg.control.group)
+        _claim_socket_path(sock_path)
+    scrape.extend(await _metrics_listener(cfg) or ())
+    async with open_store(cfg, db) as store:
+        core = Core(
+            store,
+            clock,
+            auto_process=cfg.daemon.auto_process,
+            max_orphanings=cfg.daemon.max_orphanings,
+            retry=cfg.retry,
+            skip_below=cfg.daemon.skip_below,
+            max_capture_bytes=cfg.fetch.max_bytes,
+            exporter=Exporter(
+                config.export_dir(cfg),
+                pattern=cfg.export.filename,
+                default_format=cfg.export.format,
+            ),
+            retention=cfg.retention,
+        )
+        meter = Meter()
+        core.units.observe(meter.committed)
+        t0 = time.perf_counter()
+        # On SQLite this daemon holds the instance lock: every lease it finds is a
+        # dead one. On a shared database only expired leases are anyone's to take.
+        # Its own earlier life's leases it takes back at once, expired or not.
+        requeued, failed = await core.leases.recover(
+            every_lease=cfg.store.backend == "sqlite", mine=f"{instance}:"
+        )
+        log.info(
+            "recovery.done",
+            requeued=requeued,
+            failed=failed,
+            duration_ms=round((time.perf_counter() - t0) * 1000, 2),
+        )
+        async with (
+            make_client(cfg.fetch) as http,
+            contextlib.aclosing(make_engine(cfg.ai, data)) as engine,
+        ):
+            pipeline = Pipeline(engine, http, cfg.fetch)
+            supervisor = Supervisor(
+                core.leases,
+                core.book,
+                core.bus,
+                pipeline,
+                owner=owner,
+                concurrency=cfg.daemon.concurrency,
+                batch_size=cfg.daemon.batch_size,
+                lease_ttl_s=cfg.daemon.lease_ttl_s,
+                claim_interval_s=cfg.daemon.claim_interval_s,
+                shutdown_grace_s=cfg.daemon.shutdown_grace_s,
+                paused=await core.reads.is_paused(),
+            )
+            core.attach(supervisor)
+            metrics = Metrics(
+                DaemonCollector(meter, supervisor, engine),
+                core.reads.queue_gauges,
+            )
+            fleet = Fleet(core.units, owner, supervisor.lease_ttl_ms // 3)
+            # SQLite: this daemon holds the instance lock, so any other daemon
+            # in the registry is a dead one, and no notice need leave the process.
+            alone = cfg.store.backend == "sqlite"
+            await fleet.join(
+                alone=alone,
+                paused=supervisor.paused,
+                earlier_lives=f"{instance}:",
+            )
+            relay = None if alone else Relay(fleet, core.bus, supervisor)
+            if relay is not None:
+                core.units.observe(relay.committed)
+                metrics.collector.relay = relay
+            server = ControlServer(
+                core,
+                supervisor,
+                cfg,
+                engine=engine,
+                metrics=metrics,
+                fleet=fleet,
+            )
+            extra = _Extras(meter, metrics, scrape or None, Presence(fleet, supervisor), relay)
+            if activated is not None:
+                # systemd owns the socket file (readdod.socket): use it, leave it.
+                listener = await anyio.abc.SocketListener.from_socket(activated)
+                await _run(
+                    core,
+                    server,
+                    supervisor,
+                    listener,
+                    stopper,
+                    task_status,
+                    extra,
+                    http=http,
+                )
+            else:
+                listener = await anyio.create_unix_listener(sock_path)
+                try:
+                    secure_socket_file(sock_path, cfg.control.group)
+                    await _run(
+                        core,
+                        server,
+                        supervisor,
+                        listener,
+                        stopper,
+                        task_status,
+                        extra,
+                        http=http,
+                    )
+                finally:
+                    sock_path.unlink(missing_ok=True)
 
 
 async def _metrics_listener(cfg: Config) -> list[SocketListener] | None:
@@ -342,7 +444,7 @@ async def _run(
     server: ControlServer,
     supervisor: Supervisor,
     listener: anyio.abc.SocketListener,
-    signals: AsyncIterator[signal.Signals],
+    stopper: _Stopper,
     task_status: TaskStatus[None],
     extra: _Extras,
     *,
@@ -356,23 +458,11 @@ async def _run(
         finally:
             done.set()
 
-    async def watch_signals() -> None:
-        count = 0
-        async for signum in signals:
-            if signum == signal.SIGHUP:
-                try:
-                    log.info("log.reopened", file=rlog.reopen())
-                except OSError as exc:
-                    # Keep writing to the old file rather than die over a log file.
-                    log.warning("log.reopen_failed", file=rlog.current_file(), error=str(exc))
-                continue
-            count += 1
-            log.info("daemon.signal", signal=signum.name, count=count)
-            if count == 1:
-                systemd.notify("STOPPING=1")
-                supervisor.stop()
-            else:
-                supervisor.force_stop()
+    def on_signal(count: int) -> None:
+        if count == 1:
+            supervisor.stop()
+        else:
+            supervisor.force_stop()
 
     cfg = server.cfg
     # The background loops, built before anything can make an item READY or failed;
@@ -399,7 +489,7 @@ async def _run(
         tg.start_soon(retention.run_periodically, core.maintenance, cfg.retention)
         if feeds is not None:
             await tg.start(feeds.run)
-        tg.start_soon(watch_signals)
+        stopper.on_signal = on_signal
         interval = systemd.watchdog_interval()
         if interval is not None:
             tg.start_soon(systemd.watchdog_loop, interval)

@@ -23,6 +23,7 @@
     │   ├── WorkerLost                  WORKER_LOST
     │   └── ExportError                 EXPORT_* -> FAILED_EXPORT (a SHIPPED item stays)
     ├── ConfigError                   a bad config file or value
+    │   └── StoreAuthFailed             STORE_AUTH_FAILED: the database refused the login
     ├── InstanceLocked                another daemon owns the database
     └── DaemonUnavailable             (client side) no daemon answers on the socket
         └── UnsafeSocket                SOCKET_UNSAFE: a socket directory or daemon not to trust
@@ -79,6 +80,7 @@ class ErrorCode(enum.StrEnum):
     STORE_BUSY = "STORE_BUSY"
     STORE_WRITE_FAILED = "STORE_WRITE_FAILED"
     BACKUP_UNSUPPORTED = "BACKUP_UNSUPPORTED"
+    STORE_AUTH_FAILED = "STORE_AUTH_FAILED"
     DAEMON_UNAVAILABLE = "DAEMON_UNAVAILABLE"
     SOCKET_UNSAFE = "SOCKET_UNSAFE"
 
@@ -141,6 +143,7 @@ RETRYABLE: Final[Mapping[ErrorCode, bool | None]] = {
     ErrorCode.STORE_BUSY: True,
     ErrorCode.STORE_WRITE_FAILED: True,
     ErrorCode.BACKUP_UNSUPPORTED: False,
+    ErrorCode.STORE_AUTH_FAILED: False,
     ErrorCode.DAEMON_UNAVAILABLE: True,
     ErrorCode.SOCKET_UNSAFE: False,
 }
@@ -364,6 +367,13 @@ class ExportError(StepError):
 
 class ConfigError(ReaddodError):
     code = ErrorCode.CONFIG_INVALID
+
+
+class StoreAuthFailed(ConfigError):
+    """The database refused the daemon's login (a wrong password, no such role, no
+    pg_hba.conf rule): waiting cannot help, so the daemon stops at start and says so."""
+
+    code = ErrorCode.STORE_AUTH_FAILED
 
 
 class InstanceLocked(ReaddodError):

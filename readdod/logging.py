@@ -23,6 +23,8 @@ import msgspec
 import structlog
 
 from readdod.clock import utc_second
+from readdod.dsn import SECRET_PARAMS
+from readdod.dsn import redact as redact_dsn
 
 _encoder = msgspec.json.Encoder()
 REDACTED = "[redacted]"
@@ -30,13 +32,16 @@ REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(
     r"(^|_)(api_?key|token|password|passwd|secret|credentials?|authorization|cookie)($|_)", re.I
 )
+#: libpq's secret parameters as one alternation (readdod.dsn keeps the list).
+_LIBPQ_SECRETS = "|".join(sorted(SECRET_PARAMS, key=len, reverse=True))
 _SECRET_PATTERNS = [
-    # user:password@ in URLs
-    (re.compile(r"(://[^/@:\s]+:)[^/@\s]+@"), rf"\g<1>{REDACTED}@"),
+    # user:password@ in URLs, up to the last @ of the authority (``app:p@ss@host``)
+    (re.compile(r"(://[^/@:\s]+:)[^/?#\s]*@"), rf"\g<1>{REDACTED}@"),
     # credentials in query strings
     (
         re.compile(
-            r"([?&](?:access_token|token|api_key|apikey|key|secret|password|sig|signature)=)[^&#\s]+",
+            r"([?&](?:access_token|token|api_key|apikey|key|secret|password|sig|signature"
+            rf"|{_LIBPQ_SECRETS})=)[^&#\s]+",
             re.I,
         ),
         rf"\g<1>{REDACTED}",
@@ -52,9 +57,17 @@ _SECRET_PATTERNS = [
     (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+"), rf"\g<1> {REDACTED}"),
     # OpenAI-style keys
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
-    # a libpq connection string's password= (store.dsn), quoted or not
-    (re.compile(r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s']+)", re.I), rf"\g<1>{REDACTED}"),
+    # a libpq connection string's secrets (store.dsn: password=, sslpassword=, ...), quoted
+    # (to its closing quote, or to the end) or not (to a space, backslash escapes included)
+    (
+        re.compile(
+            rf"(\b(?:{_LIBPQ_SECRETS})\s*=\s*)(?!\[redacted\])(?:'(?:[^'\\]|\\.)*(?:'|$)|(?:\\.|[^\s\\])+)",
+            re.I,
+        ),
+        rf"\g<1>{REDACTED}",
+    ),
 ]
+_PG_URI = re.compile(r"(?i)\bpostgres(?:ql)?://[^\s\"'<>]*")
 _secrets: set[str] = set()
 _sink: LogSink | None = None
 
@@ -67,7 +80,7 @@ def add_secret(value: str | None) -> None:
 
 # What one of the patterns above needs somewhere in the text; most values have none
 # of it, and plain substring tests are far cheaper than the patterns (every line pays).
-_MAYBE_SECRET = re.compile(r"://|[?&]|sk-|authoriz|bearer|basic|password", re.I)
+_MAYBE_SECRET = re.compile(r"://|[?&]|sk-|authoriz|bearer|basic|password|secret|scram_", re.I)
 
 
 def _maybe_secret(text: str) -> bool:
@@ -100,6 +113,9 @@ def _scrub_text(text: str) -> str:
                 text = text.replace(secret, REDACTED)
     if not _maybe_secret(text):
         return text
+    if "postgres" in text.lower():
+        # A PostgreSQL URI as readdod.dsn reads it (percent-encoded names, a raw @).
+        text = _PG_URI.sub(lambda m: redact_dsn(m[0]), text)
     for pattern, repl in _SECRET_PATTERNS:
         text = pattern.sub(repl, text)
     return text
@@ -447,3 +463,77 @@ def reopen() -> str | None:
 
 def get_logger(name: str) -> Logger:
     return Logger({"logger_name": name})
+
+
+#: Lines one library's logger may write per window; the rest are counted, not written.
+LIBRARY_BURST = 5
+LIBRARY_WINDOW_S = 60.0
+#: A library's message is cut to this many characters (a driver may quote a whole query).
+LIBRARY_MESSAGE_MAX = 2000
+
+
+class LibraryHandler(logging.Handler):
+    """The standard library's log records (psycopg, psycopg_pool, httpx, asyncio, warnings)
+    as readdod's JSON lines, ``library.log``, at most :data:`LIBRARY_BURST` per logger per
+    :data:`LIBRARY_WINDOW_S`: a pool retrying every second while its server is away
+    says so a few times a minute, and the first line of the next window says how
+    many were held back (``suppressed``). Never plain text in the JSON-lines log."""
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        super().__init__()
+        self._clock = clock
+        #: logger name -> [window start, lines written in it, lines held back]
+        self._windows: dict[str, list[float]] = {}
+        self._guard = threading.Lock()
+
+    def _admit(self, name: str) -> tuple[bool, int]:
+        """Whether a line of ``name`` is written now, and how many it reports held back."""
+        now = self._clock()
+        with self._guard:
+            window = self._windows.get(name)
+            carried = 0
+            if window is None or now - window[0] >= LIBRARY_WINDOW_S:
+                carried = int(window[2]) if window is not None else 0
+                window = self._windows[name] = [now, 0, 0]
+            if window[1] >= LIBRARY_BURST:
+                window[2] += 1
+                return False, 0
+            window[1] += 1
+            return True, carried
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            admitted, held = self._admit(record.name)
+            if not admitted:
+                return
+            fields: dict[str, Any] = {"message": record.getMessage()[:LIBRARY_MESSAGE_MAX]}
+            if held:
+                fields["suppressed"] = held
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                fields["error"] = f"{type(exc).__name__}: {exc}"[:LIBRARY_MESSAGE_MAX]
+            line = Logger({"logger_name": record.name})
+            if record.levelno >= logging.ERROR:
+                line.error("library.log", **fields)
+            elif record.levelno >= logging.WARNING:
+                line.warning("library.log", **fields)
+            elif record.levelno >= logging.INFO:
+                line.info("library.log", **fields)
+            else:
+                line.debug("library.log", **fields)
+        except Exception:
+            self.handleError(record)
+
+
+def capture_libraries(level: str = "info") -> LibraryHandler:
+    """Send every library's standard-library logging (and ``warnings``) through
+    :class:`LibraryHandler`: warnings and worse, everything at ``level = "debug"``."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, LibraryHandler):
+            root.removeHandler(handler)
+    handler = LibraryHandler()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if level.lower() == "debug" else logging.WARNING)
+    logging.captureWarnings(True)
+    return handler

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import time
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -27,6 +28,10 @@ from readdod.logging import get_logger
 from readdod.pipeline import Pipeline
 
 log = get_logger("readdod.supervisor")
+
+#: The least time a cleanup (an actor's, the sweep after the drain, leaving the fleet's
+#: registry) gets, even once the stop's grace is spent: ample for a database that answers.
+CLEANUP_MIN_S = 0.5
 
 
 def worker_id(instance: str | None = None) -> str:
@@ -61,6 +66,9 @@ class Supervisor:
         self.lease_ttl_ms = int(lease_ttl_s * 1000)
         self.claim_interval_s = claim_interval_s
         self.shutdown_grace_s = shutdown_grace_s
+        #: When the drain must be over (monotonic seconds), once a stop was asked.
+        self._stop_by: float | None = None
+        self._claiming = anyio.CancelScope()
         self.paused = paused
         self.draining = False
         self._actors: dict[str, anyio.CancelScope] = {}
@@ -131,8 +139,14 @@ class Supervisor:
                 await ended.wait()
 
     def stop(self) -> None:
-        """Begin the drain: claim nothing more; actors stop at their next step."""
+        """Begin the drain: claim nothing more; actors stop at their next step. The drain
+        and the sweep after it end by the shutdown grace (the sweep has at least
+        :data:`SWEEP_MIN_S`), whatever the database does meanwhile."""
+        if not self.draining:
+            self._stop_by = time.monotonic() + self.shutdown_grace_s
         self.draining = True
+        # A claim cut short may leave a lease without its actor: the sweep gives it back.
+        self._claiming.cancel()
         self.wake()
 
     async def wait_idle(self) -> None:
@@ -160,6 +174,19 @@ class Supervisor:
         for scope in list(self._actors.values()):
             scope.cancel()
 
+    def cleanup_s(self, default_s: float) -> float:
+        """How long a shielded cleanup may take now: ``default_s``, or once a stop was
+        asked what is left of its grace (at least :data:`CLEANUP_MIN_S`)."""
+        if self._stop_by is None:
+            return default_s
+        return min(default_s, max(CLEANUP_MIN_S, self._left(default_s)))
+
+    def _left(self, otherwise: float) -> float:
+        """Seconds left of the shutdown grace (``otherwise`` when no stop was asked)."""
+        if self._stop_by is None:
+            return otherwise
+        return max(0.0, self._stop_by - time.monotonic())
+
     def _stop_reason(self) -> str | None:
         if self.draining:
             return "shutdown"
@@ -171,17 +198,18 @@ class Supervisor:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             task_status.started()
-            await self._claim_loop(tg)
+            with self._claiming:  # a stop cancels a claim that waits for the database
+                await self._claim_loop(tg)
             self._tg = None
             if self._actors:
                 log.info(
                     "daemon.draining", in_flight=len(self._actors), grace_s=self.shutdown_grace_s
                 )
-                with anyio.move_on_after(self.shutdown_grace_s):
+                with anyio.move_on_after(self._left(self.shutdown_grace_s)):
                     await self._idle.wait()
             tg.cancel_scope.cancel()
         # A clean stop leaves nothing PROCESSING: sweep up leases an actor could not give back.
-        with anyio.move_on_after(actor.CLEANUP_TIMEOUT_S, shield=True):
+        with anyio.move_on_after(self.cleanup_s(actor.CLEANUP_TIMEOUT_S), shield=True):
             try:
                 moved = await self.leases.release_owned(self.owner)
             except ReaddodError as exc:
@@ -227,7 +255,9 @@ class Supervisor:
 
         try:
             with scope:
-                await actor.run(claimed, self.book, self.events, self.pipeline, stop_reason)
+                await actor.run(
+                    claimed, self.book, self.events, self.pipeline, stop_reason, self.cleanup_s
+                )
         except Exception:
             # The actor could not even record its failure (the database refused).
             # Its lease is no longer renewed, so the item returns to QUEUED when it expires.

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import psycopg
@@ -117,6 +118,29 @@ class Cluster:
         """Run ``sql`` as the cluster's superuser (test setup: roles, grants)."""
         with psycopg.connect(self.dsn(dbname), autocommit=True) as conn:
             conn.execute(sql.encode())
+
+    def password_role(self, role: str, password: str, database: str) -> str:
+        """A login role that must give ``password`` (SCRAM), owning ``database``; its DSN
+        without the password. Its pg_hba.conf line goes first, so no trust rule lets it in."""
+        self.execute(f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{password}'")
+        self.execute(f'ALTER DATABASE "{database}" OWNER TO "{role}"')
+        with self._lock:
+            hba = self.data / "pg_hba.conf"
+            rules = hba.read_text()
+            hba.write_text(f"local all {role} scram-sha-256\n{rules}")
+            self.execute("SELECT pg_reload_conf()")
+        dsn = f"host={self.sockets} port={self.port} user={role} dbname={database}"
+        # The server reloads its rules on a signal: wait (bounded) until it asks for the password.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                psycopg.connect(dsn, connect_timeout=5).close()
+            except psycopg.OperationalError as exc:
+                if "password" in str(exc):
+                    return dsn
+                raise
+            threading.Event().wait(0.02)
+        raise TimeoutError("the server did not load the password rule within 30 s")
 
     def restart(self) -> None:
         """Stop the server (fast: connections are cut) and start it again on the same port."""

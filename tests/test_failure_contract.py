@@ -87,6 +87,8 @@ DECISIONS: dict[ErrorCode, tuple[bool | None, str | None]] = {
     ErrorCode.DAEMON_UNAVAILABLE: (True, None),
     # another user's directory or daemon stays so until a person fixes it
     ErrorCode.SOCKET_UNSAFE: (False, None),
+    # a refused login is refused again until a person fixes the password or the role
+    ErrorCode.STORE_AUTH_FAILED: (False, None),
 }
 
 

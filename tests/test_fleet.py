@@ -72,6 +72,9 @@ class _NoWorkers:
     def cancel(self, item_id: str) -> bool:
         return False
 
+    def cleanup_s(self, default_s: float) -> float:
+        return default_s
+
 
 async def _capture(core: Core, intent: str = "learn it") -> str:
     item, _ = await core.commands.capture(

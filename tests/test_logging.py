@@ -74,3 +74,34 @@ def test_json_lines_come_back_after_a_console_spell() -> None:
             rlog.get_logger("readdod.test").info("item.captured")
         rlog.get_logger("readdod.test").info("item.captured")
     assert json.loads(out.getvalue())["event"] == "item.captured"
+
+
+def test_a_library_logging_every_second_is_written_a_few_times_a_window_as_json() -> None:
+    """psycopg's pool says "error connecting" at every try while its server is away: the
+    lines come out as readdod's JSON (secrets scrubbed), a burst per window, and the
+    next window's first line says how many were held back."""
+    import logging
+
+    now = [0.0]
+    handler = rlog.LibraryHandler(clock=lambda: now[0])
+    pool = logging.getLogger("psycopg.pool.test")
+    pool.propagate = False
+    pool.addHandler(handler)
+    out = StringIO()
+    try:
+        with rlog.redirected("info", out):
+            for second in range(120):
+                now[0] = float(second)
+                pool.warning("error connecting in %r: %s", "readdod", "password=hunter2 no")
+    finally:
+        pool.removeHandler(handler)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    burst, window = rlog.LIBRARY_BURST, rlog.LIBRARY_WINDOW_S
+    assert len(lines) == 2 * burst == 120 // window * burst
+    assert {(e["event"], e["level"], e["logger_name"]) for e in lines} == {
+        ("library.log", "warning", "psycopg.pool.test")
+    }
+    assert lines[0]["message"] == "error connecting in 'readdod': password=[redacted] no"
+    assert [e.get("suppressed") for e in lines] == [None] * burst + [60 - burst] + [None] * (
+        burst - 1
+    )

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from readdod.tasks.document import todo_uid
 from readdod.text.controls import single_line, visible
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.test_tasks_e2e import task
-from tests.test_todos_e2e import TEXT, start
+from tests.test_todos_e2e import TEXT, ready_item, start
 from tests.tmux_pane import Pane
 
 #: What a terminal would act on: every C0 control but newline and tab, DEL, every C1.
@@ -169,3 +170,85 @@ def test_the_tui_in_a_real_terminal_is_not_driven_by_a_title(
     finally:
         pane.close()
     assert d.stop() == 0
+
+
+def _strings(value: object) -> list[str]:
+    """Every string inside a JSON document."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_an_edited_card_is_cleaned_as_a_capture_is(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    """`readdod edit ID card`: the person's title, tags and todos are cleaned in the core
+    as capture cleans an intent, a title and a tag; the summary keeps its lines."""
+    d = start(daemons, tmp_path / "d")
+    item_id = ready_item(d)
+    card = d.call("get", {"id": item_id})["artifacts"]["card"]["payload"]
+    card = {k: v for k, v in card.items() if k != "todos"} | {
+        "title": HOSTILE_TITLE,
+        "tags": [HOSTILE_TAG, "plain"],
+        "summary": "First line\x1b]2;owned\x07.\nSecond line.",
+        "key_points": [HOSTILE_INTENT, "b", "c"],
+        "todos": [{"title": "Check\x1b[31m the tide\r table", "kind": "output", "estimate_min": 5}],
+    }
+    edited = tmp_path / "card.json"
+    edited.write_text(json.dumps(card))
+    out = run_cli(d, "edit", item_id, "card", "--file", str(edited))
+    assert out.returncode == 0, out.stderr
+    shown = json.loads(run_cli(d, "show", item_id, "--json").stdout)
+    payload = shown["artifacts"]["card"]["payload"]
+    assert shown["artifacts"]["card"]["created_by"] == "user"
+    assert not [s for s in _strings(shown) if RAW.search(s)]
+    assert payload["title"] == "Tides of the world"
+    assert payload["tags"] == ["seaside", "plain"]
+    assert payload["key_points"][0] == "learn the tides"
+    assert payload["todos"][0]["title"] == "Check the tide table"
+    assert payload["summary"] == "First line.\nSecond line."
+    assert d.stop() == 0
+
+
+def test_watch_never_prints_a_control_character_from_a_hostile_capture(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = start(daemons, tmp_path / "d")
+    base = [sys.executable, "-m", "readdod", "watch", "--socket", str(d.sock)]
+    watchers = [
+        subprocess.Popen([*base, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for extra in ((), ("--json",))
+    ]
+    try:
+        d.wait_log(lambda e: e["event"] == "watch.subscribed", count=2)
+        item = d.call(
+            "capture",
+            {
+                "intent": HOSTILE_INTENT,
+                "title": HOSTILE_TITLE,
+                "tags": [HOSTILE_TAG],
+                "text": ("The tide\x1b]0;pwned\x07 turns twice a day.\r\x00 " * 20),
+            },
+        )["item"]
+        d.wait_log(
+            lambda e: (
+                e["event"] == "item.transition"
+                and e.get("item_id") == item["id"]
+                and e["to"] == "READY"
+            )
+        )
+        d.call("archive", {"id": item["id"]})
+        d.wait_log(lambda e: e.get("item_id") == item["id"] and e.get("to") == "ARCHIVED")
+    finally:
+        d.stop()
+        outs = [w.communicate(timeout=60) for w in watchers]
+    text, as_json = (out.decode() for out, _ in outs)
+    assert item["id"] in text and "READY" in text and "ARCHIVED" in text
+    assert not RAW.search(text) and not RAW.search(outs[0][1].decode())
+    events = [json.loads(line) for line in as_json.splitlines()]
+    assert {e.get("item_id") for e in events} >= {item["id"]}
+    assert not RAW.search(as_json) and not [s for e in events for s in _strings(e) if RAW.search(s)]

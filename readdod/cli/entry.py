@@ -32,6 +32,7 @@ from readdod.errors import (
     InstanceLocked,
     ReaddodError,
     RequestError,
+    StoreAuthFailed,
     UnsafeSocket,
 )
 from readdod.text.controls import visible
@@ -82,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`readdod stats | head`): stop quietly, as `watch` does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except StoreAuthFailed as exc:
+        print(f"readdod: {exc.error_code}: {exc.message}", file=sys.stderr)
+        return EXIT_CONFIG
     except ConfigError as exc:
         print(f"readdod: config error: {exc}", file=sys.stderr)
         print(f"readdod: {_config_hint(args, exc)}", file=sys.stderr)

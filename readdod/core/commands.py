@@ -38,10 +38,16 @@ from readdod.models import (
 )
 from readdod.states import Status, Trigger
 from readdod.store import ItemRow
+from readdod.text import controls
 from readdod.views import item_view, shown_view
 
 S = Status
 PAUSED_KEY: Final = "paused"
+#: The fields of a person's artifact that are text bodies (their lines kept); every other
+#: string in it (a title, a tag, a todo, a key point, a URL) is one line.
+BODY_FIELDS: Final = frozenset(
+    {"text", "markdown", "excerpt", "tl_dr", "intent_relevance", "summary", "one_liner"}
+)
 
 
 class Commands:
@@ -314,7 +320,9 @@ class Commands:
         body = ""
         decoded: Any = None
         if not discard:
-            payload = todos.without_ticks(artifact_type, payload)
+            # Cleaned as capture cleans an intent, a title or a tag: no control character
+            # is stored, so none reaches a terminal, an export or a task manager.
+            payload = controls.cleaned(todos.without_ticks(artifact_type, payload), BODY_FIELDS)
             decoded, problems = rubric.validate_user(artifact_type, payload)
             if decoded is None or problems:
                 raise ValidationFailed(

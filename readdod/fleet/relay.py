@@ -73,6 +73,8 @@ class Workers(Protocol):
 
     def cancel(self, item_id: str) -> bool: ...
 
+    def cleanup_s(self, default_s: float) -> float: ...
+
 
 def _wakes(event: str, fields: Mapping[str, Any]) -> bool:
     return fields.get("to") == "QUEUED" or event == "daemon.resumed"
@@ -157,7 +159,7 @@ class Relay:
                 task_status.started()
         finally:
             # A stopping daemon's last notes (the items it gave back) still go out.
-            with anyio.move_on_after(FLUSH_TIMEOUT_S, shield=True):
+            with anyio.move_on_after(self.workers.cleanup_s(FLUSH_TIMEOUT_S), shield=True):
                 await self._send_batch()
 
     async def _say_watching(self) -> None:

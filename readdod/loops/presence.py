@@ -31,6 +31,8 @@ class Load(Protocol):
     @property
     def in_flight(self) -> int: ...
 
+    def cleanup_s(self, default_s: float) -> float: ...
+
 
 class Presence:
     def __init__(self, fleet: Fleet, load: Load) -> None:
@@ -47,7 +49,7 @@ class Presence:
                 except ReaddodError as exc:
                     log.warning("fleet.beat_failed", error_code=exc.error_code, error=exc.message)
         finally:
-            with anyio.move_on_after(LEAVE_TIMEOUT_S, shield=True):
+            with anyio.move_on_after(self.load.cleanup_s(LEAVE_TIMEOUT_S), shield=True):
                 try:
                     await self.fleet.leave()
                 except ReaddodError as exc:

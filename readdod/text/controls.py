@@ -9,7 +9,7 @@ reader's terminal (retitle it, move the cursor, hide text). Pure: no I/O.
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
 #: A whole escape sequence: CSI (``ESC [ ... final``), OSC/DCS/APC/PM/SOS strings up to
 #: their terminator (BEL or ST), and any other two-byte ``ESC x``; C1 forms included.
@@ -57,3 +57,16 @@ def visible(text: str) -> str:
     """``text`` with every control character but newline and tab shown as a visible sign
     (``ESC`` as ``␛``, ``CR`` as ``␍``, a C1 control as ``\\x9b``): safe for a terminal."""
     return _SHOWN.sub(_shown, text)
+
+
+def cleaned(value: Any, bodies: frozenset[str], key: str = "") -> Any:
+    """A JSON document (a person's edited artifact) with every string cleaned as capture
+    cleans one: a string under a key in ``bodies`` as a body (:func:`body`: its lines
+    kept), every other as one line (:func:`single_line`: titles, tags, todos, points)."""
+    if isinstance(value, str):
+        return body(value) if key in bodies else single_line(value)
+    if isinstance(value, dict):
+        return {k: cleaned(v, bodies, k if isinstance(k, str) else "") for k, v in value.items()}
+    if isinstance(value, list):
+        return [cleaned(v, bodies, key) for v in value]
+    return value

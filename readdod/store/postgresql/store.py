@@ -48,6 +48,7 @@ committed already: units are functions of the database alone and guarded
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -61,11 +62,18 @@ import psycopg_pool
 import stamina
 import stamina.instrumentation
 
-from readdod.errors import InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
+from readdod.dsn import redact
+from readdod.errors import (
+    InternalError,
+    ShuttingDown,
+    StoreAuthFailed,
+    StoreBusy,
+    StoreWriteFailed,
+)
 from readdod.logging import get_logger
 from readdod.store.api import NOTICE_MAX_BYTES, StepSlot
 from readdod.store.postgresql import notifications
-from readdod.store.postgresql.backup import dump_database, shown_dsn
+from readdod.store.postgresql.backup import dump_database
 from readdod.store.postgresql.schema import migrate
 from readdod.store.postgresql.unit import PostgresUnitOfWork
 from readdod.store.rows import BackupResult, StoreCounters
@@ -91,6 +99,14 @@ CONFLICT_ATTEMPTS = 30
 IDLE_IN_TRANSACTION_MS = 10_000
 #: The longest wait between two tries while the database is unreachable.
 UNAVAILABLE_WAIT_MAX_S = 2.0
+#: At start, the first wait for a server that is down, and the longest (doubling between).
+START_WAIT_S = 0.5
+START_WAIT_MAX_S = 30.0
+#: On close, how long the writers may take to commit what is queued before they are
+#: given up on (a server away would keep them forever; their units are guarded).
+CLOSE_WAIT_S = 1.0
+#: How long closing the pool waits for its own threads (a reconnect under way).
+POOL_CLOSE_WAIT_S = 1.0
 
 _WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED"
 _READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -116,6 +132,27 @@ def _unavailable(exc: BaseException) -> bool:
         state = exc.sqlstate
         return state is None or state.startswith("08") or state in _GONE
     return False
+
+
+#: What PostgreSQL says when it refuses a login (SQLSTATE class 28 and a missing role).
+#: libpq gives no SQLSTATE for a failed connection, so its message is all there is.
+_REFUSED = re.compile(
+    r"authentication failed|no pg_hba\.conf entry|role \"[^\"]*\" does not exist"
+    r"|password is required|no password supplied",
+    re.I,
+)
+
+
+def _refused_login(exc: BaseException) -> bool:
+    """Whether ``exc`` says the server refused the login (waiting cannot help)."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    if exc.sqlstate is not None:
+        return exc.sqlstate.startswith("28")
+    pgconn = exc.pgconn
+    if pgconn is not None and pgconn.needs_password:
+        return True
+    return _REFUSED.search(str(exc)) is not None
 
 
 def _conflict(exc: BaseException) -> bool:
@@ -268,6 +305,7 @@ class PostgresStore:
         )
         store = cls(pool, dsn, password, kwargs)
         try:
+            await store._reach(connect_timeout_s)
             await anyio.to_thread.run_sync(pool.open)
             await store._call(store._migrate)
             async with anyio.create_task_group() as tg:
@@ -279,10 +317,53 @@ class PostgresStore:
                 finally:
                     store._closed = True  # the writers commit what is queued, then end
                     store._poke()
+                    # ... unless the server is away: then they are given up on, in time.
+                    tg.cancel_scope.deadline = anyio.current_time() + CLOSE_WAIT_S
         finally:
             store._closed = True
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(pool.close)
+                await anyio.to_thread.run_sync(lambda: pool.close(timeout=POOL_CLOSE_WAIT_S))
+
+    async def _reach(self, connect_timeout_s: float) -> None:
+        """Connect once before the pool does, so that a refused login ends the start at
+        once (StoreAuthFailed) while a server that is down (or a database not made yet)
+        is waited for: ``store.waiting`` per try, the waits doubling up to
+        :data:`START_WAIT_MAX_S`; cancellable (SIGTERM) at every moment."""
+        timeout = max(1, round(connect_timeout_s))
+
+        def probe() -> None:
+            psycopg.connect(self._dsn, **self._kwargs, connect_timeout=timeout).close()
+
+        wait = START_WAIT_S
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                await anyio.to_thread.run_sync(probe, abandon_on_cancel=True)
+            except psycopg.Error as exc:
+                said = str(exc).strip() or type(exc).__name__
+                if _refused_login(exc):
+                    raise StoreAuthFailed(
+                        f"PostgreSQL refused readdod's login ({said}); check the user and"
+                        " password of store.dsn (or the variable store.password_env names)"
+                        " and the server's pg_hba.conf. readdod does not retry a refused login"
+                    ) from None
+                if not _unavailable(exc):
+                    raise
+                self._went_down(exc)
+                log.warning(
+                    "store.waiting",
+                    backend="postgresql",
+                    attempt=attempt,
+                    retry_in_s=wait,
+                    error=said,
+                )
+                await anyio.sleep(wait)
+                wait = min(wait * 2, START_WAIT_MAX_S)
+            else:
+                if self._down_since is not None:
+                    self._came_back()
+                return
 
     @contextmanager
     def _lend(self) -> Iterator[psycopg.Connection[Any]]:
@@ -338,7 +419,9 @@ class PostgresStore:
     async def _once(self, job: Callable[[], T]) -> T:
         if self._closed:
             raise StoreClosed("readdod is shutting down; try again when it is back")
-        result = await anyio.to_thread.run_sync(job, limiter=self._limiter)
+        # Abandoned on cancel: a unit waiting for a server that is away must not hold a
+        # stopping daemon (the unit is guarded, so its late commit, if any, is harmless).
+        result = await anyio.to_thread.run_sync(job, limiter=self._limiter, abandon_on_cancel=True)
         if self._down_since is not None:
             self._came_back()
         return result
@@ -590,5 +673,5 @@ class PostgresStore:
 
     @property
     def dsn(self) -> str:
-        """The connection string without its password, as logs and messages show it."""
-        return shown_dsn(self._dsn)
+        """The connection string with every secret redacted, as logs and messages show it."""
+        return redact(self._dsn)
