@@ -15,9 +15,12 @@ step's instructions after them, so the later steps of an item evaluate
 little more than their instructions.
 
 ``--scores`` measures the score step instead: each pair of
-``bench/data/score_pairs.json`` (a short text, an intent it serves and one
-it does not) through the engine's score step alone, and the scores of both
-kinds of intent side by side.
+``bench/data/score_pairs_heldout.json`` (a short text, an intent it serves
+and one it does not; ``--pairs FILE`` for another set) through the engine's
+score step alone, and the scores of both kinds of intent side by side. The
+relevance scale in ``engines/openai/verdict.py`` was set on
+``score_pairs.json``; the held-out pairs were written after it and never
+tuned on.
 
 ``--small`` is CI's quick look that the bench still runs: the 135M model, one
 short text, short answers (its cards may fail the rubric; the cost is still
@@ -174,7 +177,7 @@ def _summary(model: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def scores(model: str) -> dict[str, Any]:
+def scores(model: str, pairs_file: Path) -> dict[str, Any]:
     """``match_score`` of every pair's matching and unrelated intent, from the score step."""
     import anyio
     import msgspec
@@ -184,7 +187,7 @@ def scores(model: str) -> dict[str, Any]:
     from readdod.engines.openai import OpenAIEngine
     from readdod.models import Summary
 
-    pairs = json.loads((Path(__file__).parent / "data" / "score_pairs.json").read_text("utf-8"))
+    pairs = json.loads(pairs_file.read_text("utf-8"))
     none = Summary(tl_dr="-", key_points=["-"] * 3, intent_relevance="-", reading_time_min=1)
     rows: list[dict[str, Any]] = []
     with contextmanager(llama_server_for)(model, n_ctx=8192) as server:
@@ -207,7 +210,10 @@ def scores(model: str) -> dict[str, Any]:
                     row: dict[str, Any] = {"id": p["id"]}
                     for key, intent in (("match", p["intent"]), ("unrelated", p["unrelated"])):
                         inp = EngineInput(text=p["text"], intent=intent, title=p.get("title"))
-                        row[key] = (await engine.score(inp, none)).payload.match_score
+                        score = (await engine.score(inp, none)).payload
+                        row[key] = score.match_score
+                        asked = [r for r in score.reasons if r.startswith("Asked whether")]
+                        row[f"{key}_relevance"] = asked[0].rsplit(": ", 1)[-1] if asked else None
                     rows.append(row)
                     print(row, flush=True)
             finally:
@@ -227,11 +233,17 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="the 135M model on one short text")
     ap.add_argument("--pages", type=int, default=4, help="demo pages to run (default 4)")
     ap.add_argument("--model", help="a GGUF (default: Qwen2.5-Coder-1.5B, or 135M with --small)")
-    ap.add_argument("--scores", action="store_true", help="the score step on score_pairs.json")
+    ap.add_argument("--scores", action="store_true", help="the score step on held-out pairs")
+    ap.add_argument(
+        "--pairs",
+        type=Path,
+        default=Path(__file__).parent / "data" / "score_pairs_heldout.json",
+        help="the pairs of --scores (default: bench/data/score_pairs_heldout.json)",
+    )
     args = ap.parse_args()
     model = args.model or (SMALL if args.small else QWEN)
     if args.scores:
-        report("model_scores", scores(model))
+        report("model_scores", scores(model, args.pairs))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         figures = run(model, args.small, args.pages, Path(tmp))

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import select
@@ -102,6 +103,8 @@ LLAMA_CPP_PYTHON_REFUSAL = (
 )
 
 
+#: readdod's relevance question (``templates/relevance.v1.txt``) names the reader's goal so.
+_RELEVANCE = re.compile(r'A reader saved this text for this goal: "(.*)"')
 _SECTION = re.compile(r"^(?:Text|Notes|Part \d+ of \d+|Key points):\s*$", re.M)
 
 
@@ -546,7 +549,7 @@ class FakeOpenAI:
     def _reported(self, body: dict[str, Any], usage: dict[str, Any]) -> None:
         """Count ``usage`` as reported: it was written to the client whole."""
         whole = "\n".join(str(m.get("content")) for m in body.get("messages") or [])
-        step = _schema_of(body, whole)[0]
+        step = "relevance" if is_relevance_question(body) else _schema_of(body, whole)[0]
         with self._lock:
             self.usages.append((whole, step, usage))
 
@@ -564,6 +567,7 @@ class FakeOpenAI:
         prompt: str,
         refusal: str | None = None,
         finish_reason: str = "stop",
+        logprobs: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         limit = body.get("max_tokens") or body.get("max_completion_tokens")
         if content is not None and isinstance(limit, int) and len(content) > limit * 4:
@@ -588,6 +592,7 @@ class FakeOpenAI:
                     "index": 0,
                     "finish_reason": finish_reason,
                     "message": {"role": "assistant", "content": content, "refusal": refusal},
+                    "logprobs": logprobs,
                 }
             ],
             "usage": usage,
@@ -701,6 +706,9 @@ class FakeOpenAI:
             return 200, self._completion(body, None, user, refusal="I can't help with that."), {}
         if what == "echo" or (self.echo_without_schema and not given):
             return 200, self._completion(body, json.dumps(schema or {}), user), {}
+        asked_goal = _RELEVANCE.search(user)
+        if asked_goal and schema is None:
+            return 200, self._relevance(body, user, asked_goal.group(1)), {}
         instance = _Instance(schema or {}, user, intent)
         instance.wild_integers = what == "bigint"
         content = json.dumps(instance.build(schema or {}), ensure_ascii=False)
@@ -715,6 +723,33 @@ class FakeOpenAI:
             loose = content.replace('": "', '": "Line one.\nLine two: ', 1)
             content = f"Here is the JSON you asked for:\n```json\n{loose}\n```\nHope it helps!"
         return 200, self._completion(body, content, user), {}
+
+    def _relevance(self, body: dict[str, Any], user: str, goal: str) -> dict[str, Any]:
+        """readdod's short relevance question, answered as a model does: ``yes`` is the
+        likelier the more of the goal's words the text's lead shares, with the first
+        token's log-probabilities when the request asks for them."""
+        words = _terms(goal)
+        shared = (
+            len(words & _terms(user[: user.find("A reader saved")])) / len(words) if words else 0
+        )
+        p = 0.35 + 0.6 * min(1.0, 2 * shared)
+        word = "yes" if p >= 0.5 else "no"
+        logprobs = None
+        if body.get("logprobs"):
+            top = [("yes", math.log(p)), ("no", math.log(1 - p))]
+            logprobs = {
+                "content": [
+                    {
+                        "token": word,
+                        "logprob": max(lp for _, lp in top),
+                        "bytes": None,
+                        "top_logprobs": [
+                            {"token": t, "logprob": lp, "bytes": None} for t, lp in top
+                        ],
+                    }
+                ]
+            }
+        return self._completion(body, word, user, logprobs=logprobs)
 
     # --- what tests look at ----------------------------------------------------
 
@@ -747,6 +782,16 @@ class FakeOpenAI:
     def completions(self) -> list[dict[str, Any]]:
         with self._lock:
             return [r for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def steps(self) -> list[dict[str, Any]]:
+        """The completions that asked for a step's answer: all but the relevance questions."""
+        return [r for r in self.completions() if not is_relevance_question(r["body"])]
+
+
+def is_relevance_question(body: dict[str, Any]) -> bool:
+    """Whether a request is readdod's short relevance question (no format, one word)."""
+    _, user, _ = _prompt_parts(body.get("messages") or [])
+    return "response_format" not in body and _RELEVANCE.search(user) is not None
 
 
 def ai_config(base_url: str, **overrides: Any) -> dict[str, Any]:

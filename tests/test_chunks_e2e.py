@@ -93,7 +93,7 @@ def chunk_requests(fake: FakeOpenAI, needle: str = "") -> int:
     return sum(
         r["body"]["response_format"]["json_schema"]["name"] == "summary_chunk"
         and needle in r["body"]["messages"][-1]["content"]
-        for r in fake.completions()
+        for r in fake.steps()
     )
 
 
@@ -212,7 +212,7 @@ def test_pause_cancels_the_model_requests_in_flight_and_resume_finishes_the_runs
     )[0]
     assert (started["done"], started["active"], started["total"]) == (2, 1, 6)
 
-    sent = len(fake.completions())
+    sent = len(fake.steps())
     assert d.call("pause") == {"paused": True}
     # Answered once the items are back in QUEUED, their finished work kept.
     for item in (long_item, short_item):
@@ -222,7 +222,7 @@ def test_pause_cancels_the_model_requests_in_flight_and_resume_finishes_the_runs
     assert in_flight_chunks(d) == []
     # The requests in flight were cancelled (the server saw the client hang up), no more came.
     fake.wait_until(lambda f: f.disconnects == 2, timeout=10)
-    assert len(fake.completions()) == sent
+    assert len(fake.steps()) == sent
     moves = [
         e
         for e in d.logs

@@ -122,7 +122,7 @@ def test_openai_engine_passes_the_golden_set_against_a_fake_server(
             encoding="utf-8",
         )
         code, report = run_eval(capsys, path)
-        asked = {r["body"]["response_format"]["json_schema"]["name"] for r in fake.completions()}
+        asked = {r["body"]["response_format"]["json_schema"]["name"] for r in fake.steps()}
     assert report["engine"] == "openai"
     assert {p["id"]: p["problems"] for p in report["pages"] if not p["passed"]} == {}
     assert code == cli.EXIT_OK

@@ -70,7 +70,7 @@ def _engine(fake: FakeOpenAI, state: Path | None = None, **kw: Any) -> oa.OpenAI
 
 def _formats(fake: FakeOpenAI) -> list[str]:
     out = []
-    for r in fake.completions():
+    for r in fake.steps():
         fmt = r["body"].get("response_format") or {}
         kind = fmt.get("type") or "prompt"
         out.append("json_object_schema" if kind == "json_object" and fmt.get("schema") else kind)
@@ -117,7 +117,7 @@ async def test_a_500_naming_the_format_steps_down_once_without_opening_the_circu
         finally:
             await forced.aclose()
         assert _formats(fake)[4:] == ["prompt"]
-        assert "JSON Schema" in _user(fake.completions()[-1])
+        assert "JSON Schema" in _user(fake.steps()[-1])
 
 
 async def test_the_ladder_goes_down_to_the_prompt_and_a_fixed_format_fails_with_advice() -> None:
@@ -200,7 +200,7 @@ async def test_every_request_carries_max_tokens_and_a_cut_answer_is_not_sent_bac
             await eng.score(EngineInput(text=TEXT, intent="learn WAL"), out.payload)
         finally:
             await eng.aclose()
-        sent = fake.completions()
+        sent = fake.steps()
         assert [r["body"]["max_tokens"] for r in sent] == [500, 500, 300]
         assert all(r["body"]["stream"] is True for r in sent)
         cut, again = sent[0]["body"]["messages"], sent[1]["body"]["messages"]
@@ -221,7 +221,7 @@ async def test_answers_always_cut_fail_naming_the_setting_to_raise() -> None:
             await eng.aclose()
         assert exc.value.code is ErrorCode.AI_PARSE_ERROR
         assert "raise ai.max_tokens.summary" in exc.value.message
-        assert len(fake.completions()) == 2
+        assert len(fake.steps()) == 2
 
 
 async def test_loose_answers_are_read_and_unbounded_numbers_are_clamped() -> None:
@@ -235,11 +235,11 @@ async def test_loose_answers_are_read_and_unbounded_numbers_are_clamped() -> Non
             big = await eng.summarize(EngineInput(text=TEXT, intent="learn WAL fake:bigint#s"))
         finally:
             await eng.aclose()
-        assert len(fake.completions()) == 3  # no repair was needed
+        assert len(fake.steps()) == 3  # no repair was needed
         assert "Line one.\nLine two: " in loose.payload.tl_dr
         assert {t.estimate_min for t in wild.payload.items} == {600}
         # readdod computes the reading time: it is not asked for, and the model's is ignored.
-        asked = fake.completions()[0]["body"]["response_format"]["json_schema"]["schema"]
+        asked = fake.steps()[0]["body"]["response_format"]["json_schema"]["schema"]
         assert "reading_time_min" not in asked["properties"]
         assert big.payload.reading_time_min == oa.reading_minutes(TEXT)
 
@@ -255,7 +255,7 @@ async def test_a_context_overflow_splits_the_text_again_and_remembers_the_contex
             out = await eng.summarize(EngineInput(text=long, intent="tune WAL"))
         finally:
             await eng.aclose()
-        first = fake.completions()[0]["body"]
+        first = fake.steps()[0]["body"]
         assert first["stream"] is True  # the whole text, refused
         # Asked whole, refused; then in chunks that fit, and their notes reduced.
         assert out.template_version == "summary.v2+summary_chunk.v2+summary_reduce.v2"
@@ -286,18 +286,18 @@ async def test_the_article_is_the_shared_prefix_of_a_runs_prompts() -> None:
             todos = await eng.todos(inp, summary.payload, score.payload)
         finally:
             await eng.aclose()
-        prompts = [_user(r) for r in fake.completions()]
+        prompts = [_user(r) for r in fake.steps()]
         shared = prompts[0].split("\n---\n")[0]
         assert TEXT in shared
         assert all(p.startswith(shared + "\n---\n") for p in prompts)
-        assert (
-            fake.completions()[0]["body"]["messages"][0]
-            == (fake.completions()[2]["body"]["messages"][0])
-        )
+        assert fake.steps()[0]["body"]["messages"][0] == (fake.steps()[2]["body"]["messages"][0])
         # The server's prompt cache count is recorded with the step.
         assert summary.cached_tokens is not None and score.cached_tokens is not None
         assert score.cached_tokens >= len(shared) // 4 > 0
-        assert todos.cached_tokens is not None and todos.cached_tokens > 0
+        # The score's short relevance question, asked between the score's judgements and
+        # the todos, holds no article: a server that caches only its last prompt (as this
+        # one does) reads the article again for the todos.
+        assert todos.cached_tokens == 0
 
 
 def test_error_messages_are_told_apart() -> None:
@@ -379,7 +379,7 @@ async def test_a_refused_parameter_is_replaced_from_then_on() -> None:
             await eng.score(inp, out.payload)
         finally:
             await eng.aclose()
-        sent = [r["body"] for r in fake.completions()]
+        sent = [r["body"] for r in fake.steps()]
         assert [("max_tokens" in b, "stream_options" in b) for b in sent] == [
             (True, True),
             (False, True),
@@ -420,7 +420,7 @@ async def test_a_parameter_refused_again_after_the_change_fails_with_the_servers
                 await eng.summarize(EngineInput(text=TEXT, intent="learn WAL"))
         finally:
             await eng.aclose()
-        assert len(fake.completions()) == 2
+        assert len(fake.steps()) == 2
         assert exc.value.code is ErrorCode.AI_PROVIDER_ERROR and not exc.value.retryable
         assert "'max_completion_tokens' is not supported" in exc.value.message
 
@@ -436,3 +436,52 @@ async def test_an_unreadable_memory_is_learned_again_and_rewritten(tmp_path: Pat
         assert _formats(fake) == ["json_schema", "json_object_schema"]
         learned = json.loads((tmp_path / "model-servers.json").read_text())
         assert learned == {f"{fake.base_url} m": {"format": "json_object_schema"}}
+
+
+# --- the score's short relevance question -------------------------------------------
+
+
+async def _scores(fake: FakeOpenAI, **kw: Any) -> tuple[int, int, oa.OpenAIEngine]:
+    eng = _engine(fake, **kw)
+    try:
+        about = await eng.score(EngineInput(text=TEXT, intent="turn on WAL in SQLite"), SUMMARY)
+        other = await eng.score(
+            EngineInput(text=TEXT, intent="knit a scarf for my grandmother"), SUMMARY
+        )
+    finally:
+        await eng.aclose()
+    return about.payload.match_score, other.payload.match_score, eng
+
+
+async def test_the_relevance_question_goes_without_the_article_and_sets_the_score() -> None:
+    with FakeOpenAI() as fake:
+        about, other, _ = await _scores(fake)
+        asked = [r["body"] for r in fake.completions() if r not in fake.steps()]
+    assert about >= 60 > 40 > other
+    assert len(asked) == 2
+    for body in asked:
+        assert body["logprobs"] is True and body["top_logprobs"] > 1
+        assert "response_format" not in body and not body.get("stream")
+        assert len(body["messages"]) == 1 and TEXT not in body["messages"][0]["content"]
+
+
+async def test_a_server_that_refuses_logprobs_is_asked_for_the_word() -> None:
+    with FakeOpenAI(refuses=("logprobs",)) as fake:
+        about, other, eng = await _scores(fake)
+        bodies = [r["body"] for r in fake.completions() if r not in fake.steps()]
+    assert not eng.transport.logprobs
+    assert "logprobs" in bodies[0] and all("logprobs" not in b for b in bodies[1:])
+    assert about >= 60 > 40 > other
+
+
+async def test_a_server_that_refuses_the_question_leaves_the_score_to_the_judgements(
+    tmp_path: Path,
+) -> None:
+    """A question in no response format that the server refuses says nothing of the formats
+    the steps use: they stay where they were."""
+    with FakeOpenAI(accepts=("json_schema",)) as fake:
+        about, other, eng = await _scores(fake, structured_output="auto")
+        formats_used = _formats(fake)
+    assert eng.transport.mode("m") == "json_schema"
+    assert set(formats_used) == {"json_schema"}
+    assert about > other

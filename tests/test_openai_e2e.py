@@ -116,7 +116,7 @@ def test_items_become_ready_with_provenance_and_the_key_stays_secret(
     assert run["cached_tokens"] == sum(a["meta"].get("cached_tokens", 0) for a in arts.values())
     assert run["prompt_tokens"] > run["cached_tokens"] > 0
 
-    sent = fake.completions()
+    sent = fake.steps()
     assert {r["body"]["model"] for r in sent} == {"fake-small", "fake-tiny"}
     assert all(r["headers"].get("authorization") == f"Bearer {SECRET}" for r in sent)
     assert all(r["body"]["response_format"]["type"] == "json_schema" for r in sent)
@@ -171,7 +171,7 @@ def test_every_kind_of_server_trouble_ends_in_the_right_state(
     assert waits == [0.2, 0.2]
     repair_turns = [
         r["body"]["messages"]
-        for r in fake.completions()
+        for r in fake.steps()
         if "fake:invalid@score#e" in r["body"]["messages"][1]["content"]
         and r["body"]["response_format"]["json_schema"]["name"] == "score"
     ]
@@ -243,8 +243,7 @@ def _long_text(paragraphs: int, marker_at: int, marker: str) -> str:
 
 def _chunk_requests(fake: FakeOpenAI) -> int:
     return sum(
-        r["body"]["response_format"]["json_schema"]["name"] == "summary_chunk"
-        for r in fake.completions()
+        r["body"]["response_format"]["json_schema"]["name"] == "summary_chunk" for r in fake.steps()
     )
 
 
@@ -321,7 +320,7 @@ def test_a_systemd_credential_holds_the_key_and_shutdown_closes_the_client(
         daemons, tmp_path, ai_config(fake.base_url), env={"CREDENTIALS_DIRECTORY": str(creds)}
     )
     assert wait_done(d, capture(d, "learn how WAL works"))["item"]["status"] == "READY"
-    sent = fake.completions()
+    sent = fake.steps()
     assert sent and all(r["headers"]["authorization"] == f"Bearer {SECRET}" for r in sent)
     assert not [e for e in d.logs if e["event"] == "ai.no_api_key"]
     assert d.stop() == 0
@@ -338,10 +337,11 @@ def test_a_requests_per_minute_limit_holds_requests_back_and_a_pause_releases_th
     waiting = d.wait_log(
         lambda e: e["event"] == "step.waiting" and e.get("reason") == "rate_limit"
     )[0]
-    # summary and score went out; todos waits for the minute to pass.
-    assert waiting["item_id"] == item and waiting["step"] == "todos"
+    # The summary and the score's judgements went out; its relevance question waits
+    # for the minute to pass.
+    assert waiting["item_id"] == item and waiting["step"] == "score"
     assert "ai.rpm" in waiting["message"]
-    assert len(fake.completions()) == 2
+    assert len(fake.completions()) == len(fake.steps()) == 2
     assert d.call("get", {"id": item})["item"]["status"] == "PROCESSING"
     d.call("pause")
     d.wait_log(
@@ -355,5 +355,5 @@ def test_a_requests_per_minute_limit_holds_requests_back_and_a_pause_releases_th
     )
     got = d.call("get", {"id": item})
     assert got["item"]["status"] == "QUEUED" and got["item"]["failure"] is None
-    assert sorted(got["artifacts"]) == ["extraction", "score", "summary"]
+    assert sorted(got["artifacts"]) == ["extraction", "summary"]
     assert len(fake.completions()) == 2

@@ -60,13 +60,13 @@ async def test_json_schema_falls_back_to_json_mode_when_the_server_lacks_it() ->
             again = await eng.summarize(EngineInput(text=TEXT, intent="learn WAL"))
         finally:
             await eng.aclose()
-        formats = [r["body"]["response_format"] for r in fake.completions()]
+        formats = [r["body"]["response_format"] for r in fake.steps()]
         assert [f["type"] for f in formats] == ["json_schema", "json_object", "json_object"]
         # The schema goes with JSON mode, for servers that make a grammar of it.
         assert "key_points" in formats[1]["schema"]["properties"]
         assert out.payload.tl_dr in TEXT and again.payload == out.payload
         # ...and it is in the prompt as well, for servers that ignore it.
-        assert '"key_points"' in fake.completions()[1]["body"]["messages"][-1]["content"]
+        assert '"key_points"' in fake.steps()[1]["body"]["messages"][-1]["content"]
 
         strict = oa.OpenAIEngine(_cfg(fake.base_url, structured_output="json_schema"), environ={})
         try:
@@ -97,7 +97,7 @@ async def test_the_api_key_comes_from_the_env_or_a_systemd_credential(
         await eng.summarize(EngineInput(text=TEXT, intent="learn WAL"))
     finally:
         await eng.aclose()
-    assert fake.completions()[0]["headers"]["authorization"] == "Bearer sk-cred"
+    assert fake.steps()[0]["headers"]["authorization"] == "Bearer sk-cred"
 
 
 def test_the_rate_limiter_counts_requests_and_tokens_per_minute() -> None:
@@ -188,11 +188,11 @@ async def test_summary_maps_chunks_and_reuses_the_done_ones(fake: FakeOpenAI) ->
             first = await eng.summarize(EngineInput(text=text, intent="tune WAL"))
             total = len(ledger.rows)
             assert total > 2 and all(st == "done" for st, _ in ledger.rows.values())
-            sent = len(fake.completions())
+            sent = len(fake.steps())
             assert sent == total + 1  # map + reduce
             # The same run again: every chunk is done, only the reduce is asked.
             await eng.summarize(EngineInput(text=text, intent="tune WAL"))
-            assert len(fake.completions()) == sent + 1
+            assert len(fake.steps()) == sent + 1
     finally:
         await eng.aclose()
     assert first.template_version == "summary_chunk.v2+summary_reduce.v2"
@@ -215,5 +215,5 @@ async def test_no_more_requests_in_flight_than_ai_concurrency() -> None:
                     tg.start_soon(eng.summarize, inp)
         finally:
             await eng.aclose()
-        assert len(fake.completions()) == 5
+        assert len(fake.steps()) == 5
         assert fake.max_in_flight == 2

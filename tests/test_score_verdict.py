@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from readdod import rubric
 from readdod.engines.openai.answers import judge, struct_schema
-from readdod.engines.openai.verdict import IntentPart, ScoreJudgement, combine, grounded
+from readdod.engines.openai.verdict import (
+    LEAD_CHARS,
+    IntentPart,
+    Relevance,
+    ScoreJudgement,
+    combine,
+    grounded,
+    lead,
+    relevance,
+    relevance_score,
+)
 
 TEXT = (
     "SQLite in WAL mode lets readers and a writer work at the same time. To enable it, run"
@@ -90,3 +101,46 @@ def test_the_models_answer_is_judged_as_a_judgement_not_as_a_score() -> None:
     bare = json.dumps({"match_score": 80, "priority": "P1", "reasons": ["a", "b", "c"]})
     payload, problems, parsed = judge("score", ScoreJudgement, bare, schema=schema)
     assert payload is None and problems and parsed
+
+
+# --- the short relevance question (engines/openai/verdict.py: Relevance) -------------
+
+
+def test_the_relevance_probability_is_read_from_the_first_tokens_whatever_their_case() -> None:
+    top = [("yes", math.log(0.4)), ("Yes", math.log(0.4)), (" no", math.log(0.1)), ("No", -9.0)]
+    rel = relevance(top, "yes")
+    assert rel is not None and rel.graded
+    assert rel.p == pytest.approx(0.8 / (0.8 + 0.1 + math.exp(-9.0)))
+
+
+def test_without_probabilities_the_word_is_the_answer_and_anything_else_is_none() -> None:
+    assert relevance([], "Yes.") == Relevance(p=1.0, graded=False)
+    assert relevance([], "no") == Relevance(p=0.0, graded=False)
+    assert relevance([("maybe", -0.1)], "Maybe") is None
+
+
+def test_the_relevance_probability_sets_the_score_against_the_skip_threshold() -> None:
+    """Whatever the model's judgements say, the probability decides: an intent the text is
+    about is read, an unrelated one falls below the default skip threshold (40)."""
+    said_yes = _j("yes", QUOTE, "yes", "yes")
+    about = combine(said_yes, TEXT, 1, Relevance(p=0.9, graded=True))
+    unrelated = combine(said_yes, TEXT, 1, Relevance(p=0.55, graded=True))
+    assert about.match_score >= 60 > 40 > unrelated.match_score
+    assert about.recommendation == "read" and unrelated.recommendation == "skip"
+    assert any("90% yes" in r for r in about.reasons)
+    assert rubric.check(unrelated) == []
+    assert relevance_score(0.0) == 0 and relevance_score(1.0) <= 100
+
+
+def test_a_relevance_word_that_contradicts_the_verdict_leaves_the_middle() -> None:
+    said_yes = _j("yes", QUOTE, "yes", "yes")
+    assert combine(said_yes, TEXT, 1, Relevance(p=1.0, graded=False)).match_score == 100
+    tempered = combine(said_yes, TEXT, 1, Relevance(p=0.0, graded=False)).match_score
+    assert 35 <= tempered < 60
+
+
+def test_the_lead_ends_on_a_sentence_and_stays_short() -> None:
+    text = " ".join(f"Sentence number {i} says something about WAL." for i in range(40))
+    got = lead(text)
+    assert len(got) <= LEAD_CHARS and got.endswith(".")
+    assert lead("Short.\n\n  Text.") == "Short. Text."

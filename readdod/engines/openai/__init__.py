@@ -59,7 +59,6 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import anyio
-import msgspec
 
 from readdod import rubric, schemas
 from readdod.clock import Clock
@@ -117,6 +116,7 @@ __all__ = [
 
 log = get_logger("readdod.engines.openai")
 T = TypeVar("T")
+
 
 #: How often one step splits its text smaller after the server said it does not fit.
 RESPLITS: Final = 3
@@ -313,21 +313,31 @@ class OpenAIEngine:
 
     async def score(self, inp: EngineInput, summary: Summary) -> EngineOutput[Score]:
         """The model judges (does the text address the intent, which parts it covers, the
-        sentence that shows it); readdod turns the judgements into the score
+        sentence that shows it), then answers one short question without the article (is
+        the text about the intent's subject?); readdod turns the answers into the score
         (:mod:`.verdict`), so a small model's number is never copied from its prompt."""
         require_text(inp.text)
-        out = await self._about_text(
-            "score",
-            "score",
-            ScoreJudgement,
-            struct_schema(ScoreJudgement),
-            digest_values(inp, summary),
-            inp,
-        )
-        return msgspec.structs.replace(
-            out,  # type: ignore[arg-type]
-            payload=combine(out.payload, inp.text, reading_minutes(inp.text)),
-        )
+        model = self.model_for("score")
+        tally = Tally(model)
+        hooks = current_hooks()
+
+        async def run(budget: int) -> ScoreJudgement:
+            return await self.asker.ask(
+                "score",
+                ScoreJudgement,
+                struct_schema(ScoreJudgement),
+                "score",
+                digest_values(inp, summary),
+                tally,
+                hooks,
+                material=clip_tokens(inp.text, budget),
+            )
+
+        judged = await self._charged(tally, self._fitted(model, run))
+        # Asked after the judgements: a server that keeps one prompt in its cache
+        # (llama-cpp-python) reads the article again for the todos.
+        rel = await self._charged(tally, self.asker.relevance(inp, tally, hooks))
+        return tally.output(combine(judged, inp.text, reading_minutes(inp.text), rel))
 
     async def todos(self, inp: EngineInput, summary: Summary, score: Score) -> EngineOutput[Todos]:
         values = {

@@ -18,14 +18,19 @@ from typing import Any, TypeVar
 
 from readdod import retrying
 from readdod.config import AnswerTokens
-from readdod.engines.base import StepHooks
+from readdod.engines.base import EngineInput, StepHooks
 from readdod.engines.openai.answers import judge, model_schema, problem_list, still_invalid
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import load_template
 from readdod.engines.openai.transport import Messages, Transport
+from readdod.engines.openai.verdict import Relevance, lead, relevance
+from readdod.errors import AIError
 from readdod.logging import get_logger
 
 log = get_logger("readdod.engines.openai")
+#: The relevance question's answer is one word; its likeliest first tokens are asked for.
+RELEVANCE_TOKENS = 2
+RELEVANCE_LOGPROBS = 10
 T = TypeVar("T")
 
 
@@ -134,3 +139,29 @@ class Asker:
                         },
                     ]
         raise still_invalid(kind, problems, parsed, f"ai.max_tokens.{kind}" if cut else None)
+
+    async def relevance(self, inp: EngineInput, tally: Tally, hooks: StepHooks) -> Relevance | None:
+        """The short question without the article: is the text about the intent's subject?
+        One token, with its probability when the server gives it (:mod:`.verdict`). A
+        server that fails the question, or answers neither word, leaves the score to the
+        judgements (None)."""
+        template = load_template("relevance", self.profile)
+        question = template.body.substitute(
+            title=inp.title or "", passage=lead(inp.text), goal=" ".join(inp.intent.split())
+        )
+        tally.templates.append(template.version)
+        try:
+            answer = await self.transport.complete(
+                tally,
+                [{"role": "user", "content": question}],
+                "relevance",
+                {},
+                RELEVANCE_TOKENS,
+                hooks,
+                None,
+                logprobs=RELEVANCE_LOGPROBS,
+            )
+        except AIError as exc:
+            log.info("ai.relevance_unanswered", error_code=exc.error_code, error=exc.message[:300])
+            return None
+        return relevance(answer.first_tokens, answer.content)

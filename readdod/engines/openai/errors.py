@@ -104,7 +104,7 @@ def _about_request(exc: openai.APIStatusError) -> tuple[str, Verdict | None]:
     if exc.status_code in (400, 413, 422, 500) and formats.context_overflow(said):
         return text, "context"
     if exc.status_code in (400, 422) and re.search(
-        r"max_completion_tokens|stream_options", said, re.I
+        r"max_completion_tokens|stream_options|logprobs", said, re.I
     ):
         return text, "adapt"
     if exc.status_code not in (401, 403, 404, 429) and formats.names_format(said):

@@ -84,6 +84,9 @@ class Answer:
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     completion_tokens: int | None = None
+    #: The likeliest first tokens and their log-probabilities, when the request asked
+    #: for them (a relevance probe) and the server gave them.
+    first_tokens: list[tuple[str, float]] = dataclasses.field(default_factory=list)
 
     def add(self, chunk: ChatCompletionChunk) -> None:
         for choice in chunk.choices:
@@ -167,6 +170,8 @@ class Transport:
         #: Request parameters this server refused, and what replaces them.
         self.token_param = "max_tokens"
         self.usage_in_stream = True
+        #: Whether probes ask for log-probabilities (until the server refuses them).
+        self.logprobs = True
         self.usage = ModelUsage()
 
     async def aclose(self) -> None:
@@ -210,11 +215,19 @@ class Transport:
         hooks: StepHooks,
         on_retry: retrying.OnRetry | None,
         on_attempt: retrying.OnAttempt | None = None,
+        *,
+        logprobs: int = 0,
     ) -> Answer:
-        """The model's answer to ``messages``, after the retries it needed; its cost tallied."""
+        """The model's answer to ``messages``, after the retries it needed; its cost tallied.
+
+        ``logprobs`` > 0 makes a probe: no response format, asked whole, with the
+        likeliest first tokens (:attr:`Answer.first_tokens`) when the server gives them.
+        """
 
         async def attempt() -> Answer:
-            return await self._request(tally, messages, kind, schema, max_tokens, hooks)
+            return await self._request(
+                tally, messages, kind, schema, max_tokens, hooks, logprobs=logprobs
+            )
 
         answer = await retrying.call(attempt, self.policy, on_retry or hooks.on_retry, on_attempt)
         tally.prompt_tokens += answer.prompt_tokens or 0
@@ -249,6 +262,8 @@ class Transport:
         schema: dict[str, Any],
         max_tokens: int,
         hooks: StepHooks,
+        *,
+        logprobs: int = 0,
     ) -> Answer:
         """One request, parked while the circuit is open; raises a retryable AIError otherwise."""
         noted = False
@@ -269,7 +284,9 @@ class Transport:
                     },
                 )
             try:
-                return await self._once(tally, messages, kind, schema, max_tokens, hooks)
+                return await self._once(
+                    tally, messages, kind, schema, max_tokens, hooks, logprobs=logprobs
+                )
             except Down as down:
                 if self.circuit.state is State.CLOSED:
                     raise down.error from down
@@ -283,6 +300,8 @@ class Transport:
         schema: dict[str, Any],
         max_tokens: int,
         hooks: StepHooks,
+        *,
+        logprobs: int = 0,
     ) -> Answer:
         """One request through the circuit, the limits and the deadline; errors typed."""
         model = tally.model
@@ -312,7 +331,14 @@ class Transport:
                     answer: Answer | None = None
                     try:
                         answer = await self._send(
-                            model, messages, kind, schema, max_tokens, mode, whole=whole
+                            model,
+                            messages,
+                            kind,
+                            schema,
+                            max_tokens,
+                            mode,
+                            whole=whole,
+                            logprobs=logprobs,
                         )
                     finally:
                         spent = time.perf_counter() - started
@@ -348,6 +374,16 @@ class Transport:
                 error, verdict = classify(
                     exc, server=self.server, model=model, cfg=self.cfg, mode=mode
                 )
+                if verdict == "fallback" and logprobs:
+                    # A probe asks in no format: what it is refused says nothing of
+                    # the formats the steps use.
+                    self.circuit.succeeded()
+                    raise AIError(
+                        f"the model server {self.server} refused a {kind} question asked"
+                        f" without a response format: {str(exc)[:300]}",
+                        code=ErrorCode.AI_PROVIDER_ERROR,
+                        retryable=False,
+                    ) from exc
                 if verdict == "fallback":
                     self._step_down(model, mode, exc)
                     self.circuit.succeeded()
@@ -429,6 +465,8 @@ class Transport:
             self.token_param = "max_completion_tokens"
         elif "stream_options" in said and self.usage_in_stream:
             self.usage_in_stream = False
+        elif "logprobs" in said and self.logprobs:
+            self.logprobs = False
         else:
             return False
         log.info("ai.request_adapted", base_url=self.server, message=said[:300])
@@ -444,8 +482,10 @@ class Transport:
         mode: str,
         *,
         whole: bool = False,
+        logprobs: int = 0,
     ) -> Answer:
-        """One request; ``whole``: not streamed (after streams were cut short)."""
+        """One request; ``whole``: not streamed (after streams were cut short, and for a
+        probe, whose answer is a word)."""
         params: dict[str, Any] = {
             "model": model,
             "messages": cast("list[ChatCompletionMessageParam]", messages),
@@ -455,9 +495,14 @@ class Transport:
         }
         if self.usage_in_stream:
             params["stream_options"] = {"include_usage": True}
-        fmt = formats.response_format(mode, kind, schema)
+        fmt = None if logprobs else formats.response_format(mode, kind, schema)
         if fmt is not None:
             params["response_format"] = fmt
+        if logprobs:
+            whole = True
+            if self.logprobs:
+                params["logprobs"] = True
+                params["top_logprobs"] = logprobs
         with anyio.fail_after(self.cfg.timeout_s):
             if whole:
                 return await self._whole(_unstreamed(params))
@@ -503,6 +548,9 @@ class Transport:
             answer.content = choice.message.content or ""
             answer.refusal = getattr(choice.message, "refusal", None) or ""
             answer.finish_reason = choice.finish_reason
+            content = choice.logprobs.content if choice.logprobs is not None else None
+            if content:
+                answer.first_tokens = [(t.token, t.logprob) for t in content[0].top_logprobs]
         answer.count(resp.usage, resp.model_extra)
         return answer
 

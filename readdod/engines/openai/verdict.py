@@ -11,10 +11,21 @@ shows: ``match_score``, priority, recommendation and reasons.
 The evidence is checked against the text: a sentence that is not in it (a
 model's invention, or an echo of the intent) does not count, and the
 coverage then moves the score half as far within the verdict's band.
+
+With the article in its context, a small model says ``yes`` to almost any
+intent (a running plan "addresses" choosing a database). So a second, short
+question is asked without the article: the text's title and lead, the
+reader's goal, and "is the text about the subject of the goal?", answered
+with one word whose probability the server reports (``logprobs``). That
+probability (:class:`Relevance`) ranks intents far more reliably than the
+word itself and sets ``match_score`` (:data:`RELEVANCE_SCALE`); the
+judgements above give the reasons. A server that gives no probabilities
+gives the word, which confirms or tempers the verdict.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Final, Literal
 
@@ -33,6 +44,53 @@ GROUNDED: Final = 0.6
 #: a ``partly`` 35-59, a ``no`` 0-25, below the default skip threshold (40).
 BANDS: Final[dict[str, tuple[int, int]]] = {"yes": (60, 40), "partly": (35, 24), "no": (0, 25)}
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: ``match_score`` = 50 + (p - centre) * slope from the relevance probability p: with
+#: Qwen2.5 1.5B, texts about the goal's subject gave p >= 0.76 and unrelated texts
+#: p <= 0.66 on the pairs of ``bench/data/score_pairs.json``; the centre lies between.
+RELEVANCE_SCALE: Final = (0.70, 125.0)
+#: Characters of the text's lead the relevance question shows.
+LEAD_CHARS: Final = 400
+_YES: Final = frozenset({"yes"})
+_NO: Final = frozenset({"no"})
+
+
+class Relevance(msgspec.Struct, frozen=True):
+    """The answer to the short relevance question: ``p``, the probability of ``yes``;
+    ``graded`` is False when the server gave only the word (p is then 1 or 0)."""
+
+    p: float
+    graded: bool
+
+
+def lead(text: str, limit: int = LEAD_CHARS) -> str:
+    """The text's first sentences, up to ``limit`` characters: what the relevance question
+    shows of it."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("。"), cut.rfind("! "), cut.rfind("? "))
+    return cut[: end + 1] if end > limit // 3 else cut.rstrip() + "…"
+
+
+def relevance(first_tokens: list[tuple[str, float]], word: str) -> Relevance | None:
+    """The probability of ``yes`` from the answer's likeliest first tokens (against ``no``);
+    from the answer's word alone when the server gave none; None when neither says."""
+    yes = sum(math.exp(lp) for t, lp in first_tokens if t.strip().casefold() in _YES)
+    no = sum(math.exp(lp) for t, lp in first_tokens if t.strip().casefold() in _NO)
+    if yes + no > 0:
+        return Relevance(p=yes / (yes + no), graded=True)
+    said = (_WORD.findall(word.casefold()) or [""])[0]
+    if said in _YES:
+        return Relevance(p=1.0, graded=False)
+    if said in _NO:
+        return Relevance(p=0.0, graded=False)
+    return None
+
+
+def relevance_score(p: float) -> int:
+    centre, slope = RELEVANCE_SCALE
+    return max(0, min(100, round(50 + (p - centre) * slope)))
 
 
 class IntentPart(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -91,11 +149,18 @@ def verdict(j: ScoreJudgement, text: str) -> Judgement:
     return v
 
 
-def match_score(j: ScoreJudgement, text: str) -> int:
-    """The verdict's band, moved within it by the intent's coverage; a verdict without a
-    sentence from the text to show it gets half the coverage's share (small models often
-    describe rather than quote, so the verdict itself is kept)."""
-    floor, span = BANDS[verdict(j, text)]
+def match_score(j: ScoreJudgement, text: str, rel: Relevance | None = None) -> int:
+    """From the relevance probability when the server gave one; otherwise the verdict's
+    band, moved within it by the intent's coverage (a verdict without a sentence from the
+    text to show it gets half the coverage's share: small models often describe rather than
+    quote, so the verdict itself is kept). A relevance word that contradicts the verdict
+    leaves the middle band."""
+    if rel is not None and rel.graded:
+        return relevance_score(rel.p)
+    v = verdict(j, text)
+    if rel is not None and (v == "yes") != (rel.p >= 0.5):
+        v = "partly"
+    floor, span = BANDS[v]
     share = coverage(j.parts) * (1.0 if grounded(j.evidence, text) else 0.5)
     return floor + round(span * share)
 
@@ -120,7 +185,9 @@ _COVERED: Final[dict[str, str]] = {
 }
 
 
-def reasons(j: ScoreJudgement, text: str, reading_min: int) -> list[str]:
+def reasons(
+    j: ScoreJudgement, text: str, reading_min: int, rel: Relevance | None = None
+) -> list[str]:
     """At least three distinct reasons, each a judgement the score was made from."""
     v = verdict(j, text)
     evidence = " ".join(j.evidence.split())
@@ -130,6 +197,9 @@ def reasons(j: ScoreJudgement, text: str, reading_min: int) -> list[str]:
     elif j.addresses != v:
         first += f" (the model said {j.addresses!r}, against its own parts)"
     out = [first]
+    if rel is not None:
+        said = f"{rel.p:.0%} yes" if rel.graded else ("yes" if rel.p >= 0.5 else "no")
+        out.append(f"Asked whether the text is about the intent's subject: {said}")
     for p in j.parts:
         out.append(f"{_COVERED[p.covered]}: {' '.join(p.part.split())}")
     n = sum(1 for p in j.parts if p.covered != "no")
@@ -145,12 +215,12 @@ def reasons(j: ScoreJudgement, text: str, reading_min: int) -> list[str]:
     return unique[:10]
 
 
-def combine(j: ScoreJudgement, text: str, reading_min: int) -> Score:
+def combine(j: ScoreJudgement, text: str, reading_min: int, rel: Relevance | None = None) -> Score:
     """The score step's payload from the model's judgements."""
-    score = match_score(j, text)
+    score = match_score(j, text, rel)
     return Score(
         match_score=score,
         priority=priority_for(score),
-        reasons=reasons(j, text, reading_min),
+        reasons=reasons(j, text, reading_min, rel),
         recommendation=recommendation_for(score),
     )
