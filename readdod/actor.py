@@ -67,7 +67,7 @@ async def run(
             await book.note_step(lease, step, event, detail)
 
         ctx.note = note
-        ctx.chunks = book.chunks(lease)
+        ctx.chunks = book.chunks(lease, orphaned=item.orphan_count > 0)
         ctx.stop_reason = stop_reason
         finished = False
         for step in STEPS:

@@ -151,6 +151,10 @@ class RetryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     rate_limit: RetryRule = RetryRule(attempts=3, delays_s=(60.0,))
     provider: RetryRule = RetryRule(attempts=3, delays_s=(30.0, 60.0, 120.0))
     schema: RetryRule = RetryRule(attempts=0)
+    #: An item failed WORKER_LOST (its worker died ``max_orphanings`` times in a row with
+    #: no progress) is queued again once the daemon has run this long since its start
+    #: and since the failure: a clean run says the crashes were not this item's doing.
+    worker_lost: RetryRule = RetryRule(attempts=1, delays_s=(600.0,))
 
 
 class ExportConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

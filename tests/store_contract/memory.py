@@ -585,7 +585,7 @@ class MemoryUnitOfWork:
             if run is not None:
                 self._put(self._t.runs, run.run_id, msgspec.structs.replace(run, status="queued"))
                 self._end_open_attempts(
-                    run.run_id, "failed", now, error_code=error_code, error_message=message
+                    run.run_id, "cancelled", now, error_code=error_code, error_message=message
                 )
                 self._settle(run.run_id, now)
                 self._add_attempt(
