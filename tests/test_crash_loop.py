@@ -440,7 +440,7 @@ class CrashLoop:
             root,
             daemon={
                 "concurrency": concurrency,
-                "batch_size": concurrency,
+                "batch_size": min(concurrency, 20),
                 "shutdown_grace_s": 0.2,
                 "max_orphanings": MAX_ORPHANINGS,
                 "auto_export": auto_export,

@@ -19,7 +19,7 @@ N_ITEMS = 400
 def daemon(tmp_path: Path, store_sections: dict[str, dict[str, Any]]) -> Iterator[DaemonProc]:
     d = DaemonProc(
         tmp_path,
-        daemon={"concurrency": 300, "batch_size": 100},
+        daemon={"concurrency": 300, "batch_size": 20},
         # Steps slow enough that the kill lands with most items in flight, however far
         # the log lines the test waits for lag behind the daemon on a busy machine.
         ai={"engine": "fixed", "fixed_delay_ms": 400},

@@ -1014,6 +1014,10 @@ class MemoryUnitOfWork:
     def _settle(self, run_id: str, now: int) -> None:
         self._set_chunks(run_id, lambda c: c.status in _IN_FLIGHT, status="pending", updated_at=now)
 
+    def retry_chunks(self, run_id: str, now: int) -> None:
+        self._query()
+        self._set_chunks(run_id, lambda c: c.status == "error", status="pending", updated_at=now)
+
     def settle_chunks(self, run_id: str, now: int) -> None:
         self._query()
         self._settle(run_id, now)
