@@ -514,6 +514,9 @@ class ExportResult(msgspec.Struct, kw_only=True):
     export_key: str
     files: list[str]
     reused: bool
+    #: Of ``files``, those a reused export_key found gone and wrote again (the same
+    #: content under the same name); empty when nothing was missing.
+    rewritten: list[str] = []
 
 
 class Feed(msgspec.Struct, kw_only=True):
