@@ -41,12 +41,19 @@ def fake() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def daemon(daemons: list[DaemonProc], root: Path, fake: FakeOpenAI, **ai: Any) -> DaemonProc:
+def daemon(
+    daemons: list[DaemonProc],
+    root: Path,
+    fake: FakeOpenAI,
+    store: dict[str, dict[str, Any]] | None = None,
+    **ai: Any,
+) -> DaemonProc:
     d = DaemonProc(
         root,
         ai=ai_config(fake.base_url, context_tokens=CONTEXT_TOKENS, **ai),
         daemon={"skip_below": 0},
         **NO_AUTO_RETRY,
+        **(store or {}),
     )
     daemons.append(d)
     return d.start()
@@ -68,9 +75,12 @@ def wait_for(d: DaemonProc, item_id: str, *statuses: str) -> None:
 
 
 def test_a_run_that_timed_out_ends_timeout_and_a_succeeded_attempt_names_its_last_step(
-    tmp_path: Path, fake: FakeOpenAI, daemons: list[DaemonProc]
+    tmp_path: Path,
+    fake: FakeOpenAI,
+    daemons: list[DaemonProc],
+    store_sections: dict[str, dict[str, Any]],
 ) -> None:
-    d = daemon(daemons, tmp_path, fake, attempts=1, timeout_s=0.5)
+    d = daemon(daemons, tmp_path, fake, store_sections, attempts=1, timeout_s=0.5)
     slow = d.call("capture", {"text": ARTICLE, "intent": "tune WAL fake:hang@summary#slow"})
     slow_id = slow["item"]["id"]
     wait_for(d, slow_id, "FAILED_AI", "READY")
@@ -92,7 +102,10 @@ def test_a_run_that_timed_out_ends_timeout_and_a_succeeded_attempt_names_its_las
 
 
 def test_retry_failed_puts_a_failed_chunk_back_to_pending_at_once(
-    tmp_path: Path, fake: FakeOpenAI, daemons: list[DaemonProc]
+    tmp_path: Path,
+    fake: FakeOpenAI,
+    daemons: list[DaemonProc],
+    store_sections: dict[str, dict[str, Any]],
 ) -> None:
     text = (
         ARTICLE
@@ -103,7 +116,7 @@ def test_retry_failed_puts_a_failed_chunk_back_to_pending_at_once(
         )
     )
     assert len(oa.split_paragraphs(text, max(CONTEXT_TOKENS - oa.RESERVED_TOKENS, 256))) == 5
-    d = daemon(daemons, tmp_path, fake, attempts=1)
+    d = daemon(daemons, tmp_path, fake, store_sections, attempts=1)
     item_id = d.call("capture", {"text": text, "intent": "tune WAL mode"})["item"]["id"]
     wait_for(d, item_id, "FAILED_AI", "READY")
     before = show(d, item_id, "--chunks")
