@@ -64,9 +64,9 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
         if self.batch_size > MAX_BATCH_SIZE:
             raise ValueError(
                 f"batch_size is {self.batch_size}, above {MAX_BATCH_SIZE}, the most items one"
-                f" claim may take (a batch of the workflow standard); the supervisor claims"
-                f" again until daemon.concurrency items run, so set batch_size to"
-                f" {MAX_BATCH_SIZE} or less and raise concurrency to run more at once"
+                f" claim may take; the supervisor claims again until daemon.concurrency items"
+                f" run, so set batch_size to {MAX_BATCH_SIZE} or less and raise concurrency"
+                f" to run more at once"
             )
 
 
