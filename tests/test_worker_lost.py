@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,7 +61,10 @@ def chunks_done(d: DaemonProc, item_id: str) -> int:
 
 
 def test_a_long_text_that_gets_further_at_every_start_is_never_worker_lost(
-    tmp_path: Path, slow_fake: FakeOpenAI, daemons: list[DaemonProc]
+    tmp_path: Path,
+    slow_fake: FakeOpenAI,
+    daemons: list[DaemonProc],
+    store_sections: dict[str, dict[str, Any]],
 ) -> None:
     d = DaemonProc(
         tmp_path,
@@ -69,6 +73,7 @@ def test_a_long_text_that_gets_further_at_every_start_is_never_worker_lost(
         ),
         daemon={"skip_below": 0, "max_orphanings": MAX_ORPHANINGS},
         **NO_AUTO_RETRY,
+        **store_sections,
     )
     daemons.append(d)
     d.start()
