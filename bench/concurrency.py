@@ -36,7 +36,7 @@ def _level(c: int, waves: int, delay_ms: int, batch_size: int | None) -> dict[st
             Path(tmp),
             daemon={
                 "concurrency": c,
-                "batch_size": batch_size or min(c, 1000),
+                "batch_size": batch_size or min(c, 20),
                 "skip_below": 0,
             },
             ai={"engine": "fixed", "fixed_delay_ms": delay_ms},

@@ -65,7 +65,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         d = Daemon(
             Path(tmp),
-            daemon={"concurrency": args.concurrency, "batch_size": 64, "skip_below": 0},
+            daemon={"concurrency": args.concurrency, "batch_size": 20, "skip_below": 0},
             ai={"engine": "fixed"},
         )
         d.start()

@@ -37,7 +37,7 @@ def main() -> None:
         root = Path(tmp)
         busy = {
             "concurrency": max(n, 1),
-            "batch_size": min(n, 10_000),
+            "batch_size": min(n, 20),
             "lease_ttl_s": 3600,
             "shutdown_grace_s": 0,
             "skip_below": 0,

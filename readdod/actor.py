@@ -72,7 +72,7 @@ async def run(
             await book.note_step(lease, step, event, detail)
 
         ctx.note = note
-        ctx.chunks = book.chunks(lease)
+        ctx.chunks = book.chunks(lease, orphaned=item.orphan_count > 0)
         ctx.reported = functools.partial(book.reported, lease)
         ctx.stop_reason = stop_reason
         finished = False

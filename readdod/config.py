@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -27,10 +27,15 @@ Ratio = Annotated[float, msgspec.Meta(ge=0, le=1)]
 Days = Annotated[float, msgspec.Meta(ge=0)]
 
 
+#: The most items one claim takes (the workflow standard's BATCH_SIZE).
+MAX_BATCH_SIZE: Final = 20
+
+
 class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     data_dir: str | None = None
     concurrency: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 8
-    batch_size: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 20
+    #: Items claimed at a time, at most MAX_BATCH_SIZE (the workflow standard's batch).
+    batch_size: Annotated[int, msgspec.Meta(ge=1)] = 20
     shutdown_grace_s: Annotated[float, msgspec.Meta(ge=0)] = 10.0
     max_orphanings: Positive = 3
     auto_process: bool = True
@@ -55,6 +60,15 @@ class DaemonConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     health_failures_24h_unhealthy: NonNegative = 20
     #: READY items scored below this are archived with SYSTEM_SKIP; 0 turns it off.
     skip_below: Annotated[int, msgspec.Meta(ge=0, le=101)] = 40
+
+    def __post_init__(self) -> None:
+        if self.batch_size > MAX_BATCH_SIZE:
+            raise ValueError(
+                f"batch_size is {self.batch_size}, above {MAX_BATCH_SIZE}, the most items one"
+                f" claim may take; the supervisor claims again until daemon.concurrency items"
+                f" run, so set batch_size to {MAX_BATCH_SIZE} or less and raise concurrency"
+                f" to run more at once"
+            )
 
 
 class ControlConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -152,6 +166,10 @@ class RetryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     rate_limit: RetryRule = RetryRule(attempts=3, delays_s=(60.0,))
     provider: RetryRule = RetryRule(attempts=3, delays_s=(30.0, 60.0, 120.0))
     schema: RetryRule = RetryRule(attempts=0)
+    #: An item failed WORKER_LOST (its worker died ``max_orphanings`` times in a row with
+    #: no progress) is queued again once the daemon has run this long since its start
+    #: and since the failure: a clean run says the crashes were not this item's doing.
+    worker_lost: RetryRule = RetryRule(attempts=1, delays_s=(600.0,))
 
 
 class ExportConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

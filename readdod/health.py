@@ -91,6 +91,30 @@ def _upward(
     return "ok", None
 
 
+def _few_runs(finished: int, succeeded: int, t: Thresholds) -> tuple[Level, str | None]:
+    """The success rate of fewer than ``t.min_runs`` runs, as a quiet daemon has them.
+
+    Too few to judge a percentage by (one failure of two is 50 %), yet not
+    nothing: every one of them failing is unhealthy whatever their number,
+    some failing is degraded, and the reason names the counts.
+    """
+    failed = finished - succeeded
+    few = f"fewer than {t.min_runs}, too few to judge the rate by"
+    if succeeded == 0:
+        return (
+            "unhealthy",
+            f"all {finished} runs in 24 h failed (0 of {finished} succeeded; {few}, but none"
+            " succeeded); `readdod ls --status FAILED_AI` shows why",
+        )
+    if failed > 0:
+        return (
+            "degraded",
+            f"{failed} of {finished} runs in 24 h failed ({succeeded} of {finished} succeeded;"
+            f" {few})",
+        )
+    return "ok", None
+
+
 def evaluate(m: Metrics, t: Thresholds) -> Report:
     checks: dict[str, Check] = {}
 
@@ -100,17 +124,19 @@ def evaluate(m: Metrics, t: Thresholds) -> Report:
         checks[name] = Check(status=verdict[0], value=value, reason=verdict[1])
 
     rate = m.success_rate_24h
-    if rate is None or m.runs_finished_24h < t.min_runs:
+    if rate is None:
         put("success_rate_24h", rate, ("ok", None))
+    elif m.runs_finished_24h < t.min_runs:
+        put("success_rate_24h", rate, _few_runs(m.runs_finished_24h, m.runs_succeeded_24h, t))
     else:
-        pct = f"{rate:.0%} of {m.runs_finished_24h} runs in 24 h succeeded"
+        pct = f"{m.runs_succeeded_24h} of {m.runs_finished_24h} runs in 24 h succeeded ({rate:.0%}"
         if rate < t.success_rate_unhealthy:
             put(
                 "success_rate_24h",
                 rate,
                 (
                     "unhealthy",
-                    f"{pct} (below {t.success_rate_unhealthy:.0%});"
+                    f"{pct}, below {t.success_rate_unhealthy:.0%});"
                     " `readdod ls --status FAILED_AI` shows why",
                 ),
             )
@@ -118,7 +144,7 @@ def evaluate(m: Metrics, t: Thresholds) -> Report:
             put(
                 "success_rate_24h",
                 rate,
-                ("degraded", f"{pct} (at most {t.success_rate_degraded:.0%})"),
+                ("degraded", f"{pct}, at most {t.success_rate_degraded:.0%})"),
             )
         else:
             put("success_rate_24h", rate, ("ok", None))

@@ -360,6 +360,10 @@ class Item(msgspec.Struct, kw_only=True):
     sibling_of: str | None = None
     #: The run whose card the item shows: the one that made it READY.
     ready_run_id: str | None = None
+    #: While PROCESSING: the worker (daemon) that holds the item's lease, and until when
+    #: (RFC 3339) unless renewed; past that time another worker may take the item over.
+    lease_owner: str | None = None
+    lease_expires_at: str | None = None
 
 
 class Artifact(msgspec.Struct, kw_only=True):
@@ -514,6 +518,9 @@ class ExportResult(msgspec.Struct, kw_only=True):
     export_key: str
     files: list[str]
     reused: bool
+    #: Of ``files``, those a reused export_key found gone and wrote again (the same
+    #: content under the same name); empty when nothing was missing.
+    rewritten: list[str] = []
 
 
 class Feed(msgspec.Struct, kw_only=True):

@@ -3,7 +3,8 @@
 Pure: no I/O. The in-step retries (:mod:`readdod.retrying`) deal with a
 hiccup within seconds; this policy deals with what outlasts a run, the
 Cecelia table: a network failure is retried 3 times at 30 s, 60 s, 120 s, a
-timeout once after 5 minutes, a rate limit when the provider says, and a
+timeout once after 5 minutes, a rate limit when the provider says, a
+worker lost to crashes once the daemon has run cleanly for a while, and a
 failure that is not retryable never.
 """
 
@@ -14,7 +15,7 @@ from typing import Final, Literal
 from readdod.config import RetryConfig, RetryRule
 from readdod.errors import ErrorCode
 
-FailureClass = Literal["network", "timeout", "rate_limit", "provider", "schema"]
+FailureClass = Literal["network", "timeout", "rate_limit", "provider", "schema", "worker_lost"]
 
 CLASS_OF: Final[dict[str, FailureClass]] = {
     ErrorCode.EXTRACTION_FETCH_FAILED: "network",
@@ -23,6 +24,7 @@ CLASS_OF: Final[dict[str, FailureClass]] = {
     ErrorCode.AI_PROVIDER_ERROR: "provider",
     ErrorCode.AI_SCHEMA_INVALID: "schema",
     ErrorCode.AI_PARSE_ERROR: "schema",
+    ErrorCode.WORKER_LOST: "worker_lost",
 }
 
 
@@ -61,3 +63,18 @@ def next_delay_s(
     delay = rule.delays_s[min(retries_done, len(rule.delays_s) - 1)] if rule.delays_s else 0.0
     # Whoever asked us to wait (a site's Retry-After) is waited for at least.
     return max(delay, retry_after_s or 0.0)
+
+
+def clean_run_due(cfg: RetryConfig, retries_done: int, clean_since_ms: int) -> int | None:
+    """When a WORKER_LOST item may be queued again, the daemon having run cleanly since
+    ``clean_since_ms`` (its start); None when the policy retries it no more.
+
+    Its worker died with it, more than once, so the wait is counted from the
+    daemon's start too, not only from the failure: a daemon that keeps dying
+    never queues it again, one that has run ``delays_s[n]`` seconds does.
+    """
+    rule = cfg.worker_lost
+    if retries_done >= rule.attempts:
+        return None
+    delay = rule.delays_s[min(retries_done, len(rule.delays_s) - 1)] if rule.delays_s else 0.0
+    return clean_since_ms + int(delay * 1000)

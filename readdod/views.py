@@ -56,6 +56,9 @@ def item_view(row: ItemRow) -> Item:
         canonical_url=row.canonical_url,
         sibling_of=row.sibling_of,
         ready_run_id=row.ready_run_id,
+        # Only a PROCESSING item's lease is held; any other status has none to show.
+        lease_owner=row.lease_owner if row.status == Status.PROCESSING else None,
+        lease_expires_at=iso(row.lease_expires_at) if row.status == Status.PROCESSING else None,
     )
 
 

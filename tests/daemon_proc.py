@@ -27,7 +27,7 @@ LogLine = dict[str, Any]
 #: last, so its end state is final (a rate limit's Retry-After would queue it again at once).
 NO_AUTO_RETRY: dict[str, dict[str, Any]] = {
     f"retry.{kind}": {"attempts": 0}
-    for kind in ("network", "timeout", "rate_limit", "provider", "schema")
+    for kind in ("network", "timeout", "rate_limit", "provider", "schema", "worker_lost")
 }
 
 

@@ -43,7 +43,8 @@ answered as server-sent events, with ``usage`` (including
 before, as a prompt cache would find it) when ``stream_options`` asks. With
 ``interrupts`` it runs one request at a time and cuts a running stream short
 as soon as another request waits, as llama-cpp-python's server does at its
-defaults (``event_s`` paces the events, as a model writes). ``xN`` limits it to
+defaults (``event_s`` paces the events, as a model writes). ``delay_s`` makes
+every request wait that long before its answer, as a slow model does. ``xN`` limits it to
 the first N matching requests (default: all), ``@step`` to one artifact
 (``summary``, ``score``, ``todos``, ``card_text``, ``summary_chunk``), and
 ``#tag`` keeps directives of different items apart.
@@ -265,8 +266,12 @@ class FakeOpenAI:
         refuses: tuple[str, ...] = (),
         interrupts: bool = False,
         event_s: float = 0.0,
+        delay_s: float = 0.0,
     ) -> None:
         self.port = port
+        #: Seconds every request waits before its answer: a slow model (or a cancel's
+        #: window), ended early only by the client hanging up or the server stopping.
+        self.delay_s = delay_s
         #: One request at a time, and a stream cut short (``[DONE]`` with no finish reason)
         #: as soon as another request waits: llama-cpp-python's ``interrupt_requests``.
         self.interrupts = interrupts
@@ -361,6 +366,12 @@ class FakeOpenAI:
                         fake._changed.notify_all()
 
             def _post(self, body: dict[str, Any]) -> None:
+                if fake.delay_s and self._client_left(fake.delay_s):
+                    with fake._lock:
+                        fake.disconnects += 1
+                        fake._changed.notify_all()
+                    self.close_connection = True
+                    return
                 status, payload, headers = fake._answer(
                     self.path, {k.lower(): v for k, v in self.headers.items()}, body
                 )

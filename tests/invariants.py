@@ -557,6 +557,11 @@ def _orphan_limit(events: list[sqlite3.Row], limit: int) -> list[str]:
         if e["kind"] == "step":
             streak[iid] = 0
             continue
+        if e["kind"] == "chunk":
+            # A finished chunk is progress too: the crash count starts again.
+            if json.loads(e["detail"] or "{}").get("state") == "done":
+                streak[iid] = 0
+            continue
         if e["kind"] != "transition" or e["from_status"] != Status.PROCESSING:
             continue
         if e["to_status"] == Status.READY:

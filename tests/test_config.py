@@ -76,3 +76,21 @@ def test_serve_refuses_a_bad_config_with_exit_2(tmp_path: Path) -> None:
     )
     assert out.returncode == 2
     assert "daemon.batch_size" in out.stderr and str(bad) in out.stderr
+
+
+def test_serve_refuses_a_batch_larger_than_the_workflow_standards_20(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    big = tmp_path / "big.toml"
+    big.write_text("[daemon]\nbatch_size = 10000\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "readdod", "serve", "--config", str(big)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "batch_size is 10000, above 20" in out.stderr and str(big) in out.stderr
+    assert "raise concurrency" in out.stderr
+    assert config.parse("[daemon]\nbatch_size = 20\n").daemon.batch_size == 20

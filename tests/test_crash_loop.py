@@ -236,6 +236,17 @@ def test_the_crash_loop_limit(hand: Hand) -> None:
     hand.conn.execute("DELETE FROM events WHERE kind = 'step'")
     assert hand.check(max_orphanings=3) == []
     one(hand.check(max_orphanings=2), "W1", "requeued it after 2 orphanings")
+    # A finished chunk is progress as a finished step is; one still in flight is not.
+    hand.conn.execute("DELETE FROM events WHERE item_id = 'W1'")
+    hand.events("W1", [TO_READY[0], TO_READY[1], TO_READY[2]])
+    chunk_done = ("chunk", None, None, "system", {"state": "done", "chunk": 0})
+    hand.events("W1", [orphaned, claimed, chunk_done, orphaned, claimed])
+    hand.events("W1", [("transition", "PROCESSING", "FAILED_AI", "system", lost)])
+    one(hand.check(max_orphanings=3), "W1", "WORKER_LOST after only 2 orphanings")
+    hand.conn.execute(
+        "UPDATE events SET detail = json('{\"state\": \"retrying\"}') WHERE kind = 'chunk'"
+    )
+    assert hand.check(max_orphanings=3) == []
 
 
 def test_crash_points_can_wait_for_their_nth_visit() -> None:
@@ -429,7 +440,7 @@ class CrashLoop:
             root,
             daemon={
                 "concurrency": concurrency,
-                "batch_size": concurrency,
+                "batch_size": min(concurrency, 20),
                 "shutdown_grace_s": 0.2,
                 "max_orphanings": MAX_ORPHANINGS,
                 "auto_export": auto_export,

@@ -19,7 +19,7 @@ N_ITEMS = 400
 def daemon(tmp_path: Path, store_sections: dict[str, dict[str, Any]]) -> Iterator[DaemonProc]:
     d = DaemonProc(
         tmp_path,
-        daemon={"concurrency": 300, "batch_size": 100},
+        daemon={"concurrency": 300, "batch_size": 20},
         # Steps slow enough that the kill lands with most items in flight, however far
         # the log lines the test waits for lag behind the daemon on a busy machine.
         ai={"engine": "fixed", "fixed_delay_ms": 400},
@@ -106,9 +106,11 @@ def test_a_page_that_kills_the_daemon_cannot_crash_loop_it(tmp_path: Path) -> No
         assert item["status"] == "FAILED_AI"
         assert item["failure"]["error_code"] == "WORKER_LOST"
         assert item["failure"]["failed_step"] == "summarize"
-        # A person may retry it; nothing retries it by itself, or the crash would loop.
+        # A person may retry it; by itself it goes again only once this daemon has run
+        # cleanly for [retry] worker_lost (600 s by default), or the crash would loop.
         assert item["failure"]["retryable"] is True
-        assert "next_attempt_at" not in item["failure"]
+        assert item["failure"]["next_attempt_at"] >= rec["ts"][:19]
+        assert d.query("SELECT next_attempt_at - updated_at FROM items")[0][0] >= 600_000
         assert "3 times" in item["failure"]["message"]
         # The extraction finished once and was never redone.
         assert got["artifacts"]["extraction"]["version"] == 1

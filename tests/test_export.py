@@ -177,8 +177,11 @@ def test_default_key_changes_with_what_the_file_shows() -> None:
         export.default_key(ITEM, 3, 2, "json", "/n"),
         export.default_key(ITEM, 3, 2, "markdown", "/m"),
         export.default_key("01JOTHER", 3, 2, "markdown", "/n"),
+        # The item's own fields the file carries, and the file-name pattern.
+        export.default_key(ITEM, 3, 2, "markdown", "/n", shown=("{slug}.{ext}", "A title")),
+        export.default_key(ITEM, 3, 2, "markdown", "/n", shown=("{slug}.{ext}", "Another")),
     }
-    assert base not in variants and len(variants) == 5
+    assert base not in variants and len(variants) == 7
 
 
 # --- naming ------------------------------------------------------------------

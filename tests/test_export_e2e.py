@@ -128,11 +128,49 @@ def test_export_files_idempotency_and_reexport(
     runs = d.call("get", {"id": item_id})["runs"]
     assert [r["status"] for r in runs if r["mode"] == "EXPORT"] == ["succeeded"] * 3
 
-    # A reused key writes nothing, even when its file was deleted; the CLI says so.
+    # A key whose file was deleted after the card changed cannot give that file back:
+    # refused, with the way to export the card as it is now; nothing is written.
     js.unlink()
-    out = run_cli(d, "export", item_id, "--format", "json", "--export-key", "k-1")
-    assert out.returncode == 0 and out.stdout.strip() == str(js)
-    assert f"{js} is gone" in out.stderr and not js.exists()
+    out = run_cli(d, "export", item_id, "--format", "json", "--export-key", "k-1", "--json")
+    assert out.returncode != 0 and "IDEMPOTENCY_CONFLICT" in out.stderr, out
+    assert "is gone" in out.stderr and "without --export-key" in out.stderr
+    assert not js.exists()
+    assert d.stop() == 0
+
+
+def test_an_export_whose_file_was_deleted_is_written_again_and_says_so(
+    tmp_path: Path, daemons: list[DaemonProc]
+) -> None:
+    d = _daemon(daemons, tmp_path, ai=FAST).start()
+    item_id = _ready(d, "decide on WAL", count=1, title="SQLite WAL: a guide")
+    for extra in ((), ("--format", "json", "--export-key", "my-key")):
+        first = run_cli(d, "export", item_id, *extra, "--json")
+        assert first.returncode == 0, first.stderr
+        wrote = json.loads(first.stdout)
+        assert (wrote["reused"], wrote["rewritten"]) == (False, [])
+        path = Path(wrote["files"][0])
+        content = path.read_bytes()
+        # Deleted by hand, then the same export again: the same file, same name, same bytes.
+        path.unlink()
+        again = run_cli(d, "export", item_id, *extra, "--json")
+        assert again.returncode == 0, again.stderr
+        res = json.loads(again.stdout)
+        assert res["reused"] is True and res["rewritten"] == [str(path)]
+        assert res["files"] == [str(path)] and res["export_key"] == wrote["export_key"]
+        assert path.read_bytes() == content
+        # A person reading the terminal is told too.
+        path.unlink()
+        human = run_cli(d, "export", item_id, *extra)
+        assert human.returncode == 0 and human.stdout.strip() == str(path)
+        assert f"{path} was gone; written again" in human.stderr, human.stderr
+        assert path.read_bytes() == content
+        # With the file there, the key writes nothing, as before.
+        quiet = json.loads(run_cli(d, "export", item_id, *extra, "--json").stdout)
+        assert (quiet["reused"], quiet["rewritten"]) == (True, [])
+    got = d.call("get", {"id": item_id, "history": True})
+    assert got["item"]["status"] == "SHIPPED"
+    rewrites = [e for e in got["events"] if e["detail"].get("rewritten")]
+    assert len(rewrites) == 4
     assert d.stop() == 0
 
 

@@ -20,7 +20,7 @@ import msgspec
 import pytest
 
 from readdod import retry_policy
-from readdod.clock import ManualClock
+from readdod.clock import ManualClock, iso
 from readdod.config import RetryConfig, RetryRule
 from readdod.control.client import RpcError
 from readdod.core import Core
@@ -75,8 +75,9 @@ DECISIONS: dict[ErrorCode, tuple[bool | None, str | None]] = {
     # exporting again is the retry; nothing re-exports by itself
     ErrorCode.EXPORT_RENDER_FAILED: (True, None),
     ErrorCode.EXPORT_WRITE_FAILED: (True, None),
-    # a person retries; a worker lost again and again must not become a crash loop
-    ErrorCode.WORKER_LOST: (True, None),
+    # a person retries, or the daemon once it has run cleanly a while ([retry] worker_lost):
+    # a worker lost again and again must not become a crash loop
+    ErrorCode.WORKER_LOST: (True, "worker_lost"),
     ErrorCode.INTERNAL_ERROR: (True, None),
     ErrorCode.CONFIG_INVALID: (False, None),
     ErrorCode.INSTANCE_LOCKED: (False, None),
@@ -161,17 +162,28 @@ def _clock(o: Core) -> ManualClock:
 
 
 @pytest.mark.anyio
-async def test_a_lost_worker_is_retryable_but_not_a_crash_loop(orch: Core) -> None:
+async def test_a_lost_worker_is_retried_once_after_a_clean_run_but_not_a_crash_loop(
+    orch: Core,
+) -> None:
     item, _ = await orch.commands.capture(CaptureRequest(intent="x", text="body"))
     for _ in range(3):
         await orch.leases.claim("w", 1, 30_000)
         await orch.leases.recover()
+    failed_at = _clock(orch).now_ms()
     failure = (await orch.reads.get(item.id))["item"].failure
     assert failure is not None and failure.error_code == "WORKER_LOST"
     assert failure.failed_step == "extract" and failure.retryable
-    assert failure.next_attempt_at is None
+    # [retry] worker_lost: once, after the daemon has run 600 s without dying.
+    assert failure.next_attempt_at == iso(failed_at + 600_000)
     _clock(orch).advance(DAY_MS)
-    assert await orch.commands.requeue_due() == ([], None)
+    assert await orch.commands.requeue_due(clean_since=failed_at) == ([item.id], None)
+    # Lost again: still at the crash-loop limit, it fails at once, and is not retried again.
+    await orch.leases.claim("w", 1, 30_000)
+    await orch.leases.recover()
+    failure = (await orch.reads.get(item.id))["item"].failure
+    assert failure is not None and failure.next_attempt_at is None
+    _clock(orch).advance(DAY_MS)
+    assert await orch.commands.requeue_due(clean_since=failed_at) == ([], None)
     assert (await orch.reads.get(item.id))["item"].status == "FAILED_EXTRACTION"
     # A person's retry is the way forward.
     assert await orch.commands.retry_failed(step="extract") == [item.id]

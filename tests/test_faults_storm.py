@@ -119,7 +119,7 @@ def test_every_item_ends_right_in_a_storm_of_faults(
             tmp_path,
             ai=ai_config(fake.base_url, concurrency=32),
             fetch=FETCH,
-            daemon={"skip_below": 0, "concurrency": 64, "batch_size": 64},
+            daemon={"skip_below": 0, "concurrency": 64, "batch_size": 20},
             **NO_AUTO_RETRY,
         )
         daemons.append(d)

@@ -23,7 +23,7 @@ from readdod.errors import StepError
 from readdod.health import Thresholds, percentile, thresholds_from
 from readdod.models import ArtifactMeta, CaptureRequest
 from readdod.store import Store
-from tests.daemon_proc import DaemonProc
+from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
 
 pytestmark = pytest.mark.anyio
@@ -80,7 +80,7 @@ async def test_health_moves_from_ok_to_degraded_to_unhealthy_with_reasons(
     report = await check()
     assert report.status == "degraded"
     assert report.checks["success_rate_24h"].status == "degraded"
-    assert report.reasons == ["83% of 6 runs in 24 h succeeded (at most 95%)"]
+    assert report.reasons == ["5 of 6 runs in 24 h succeeded (83%, at most 95%)"]
 
     await _fail(orch)
     await _fail(orch)  # 5 of 8: 62 %, and 3 failed items
@@ -256,6 +256,50 @@ def test_health_exit_codes_and_stats_from_the_cli(tmp_path: Path, page_server: s
         human = _cli(d, "stats")
         assert human.returncode == 0 and "items: 2" in human.stdout
         assert "store:" in human.stdout and "garbage collections:" in human.stdout
+        assert d.stop() == 0
+    finally:
+        d.close()
+
+
+#: Too short for the offline engine to summarise: its run fails at once (AI_INPUT_TOO_SHORT).
+TOO_SHORT = "A note.\n\nToo short."
+WORTH_READING = " ".join(
+    f"Step {k} of tuning SQLite write-ahead logging keeps readers and writers apart."
+    for k in range(12)
+)
+
+
+def test_a_quiet_daemons_few_runs_still_count(tmp_path: Path) -> None:
+    """Two runs, both failed, are unhealthy; one failure among few is degraded; the
+    reason names the counts. (The rate's 80 %/95 % limits need ``min_runs`` runs.)"""
+    d = DaemonProc(tmp_path, daemon={"skip_below": 0}, **NO_AUTO_RETRY)
+    try:
+        d.start()
+        for n in range(2):
+            d.call("capture", {"text": f"{TOO_SHORT} {n}", "intent": "tune WAL mode"})
+        d.wait_status("FAILED_AI", count=2)
+        out = _cli(d, "health", "--json")
+        assert out.returncode == 2, out
+        report = json.loads(out.stdout)
+        check = report["checks"]["success_rate_24h"]
+        assert (report["status"], check["status"], check["value"]) == ("unhealthy", "unhealthy", 0)
+        assert "all 2 runs in 24 h failed (0 of 2 succeeded" in check["reason"]
+        assert check["reason"] in report["reasons"]
+        # Nothing else is wrong: 2 failed items are below every other limit.
+        assert [k for k, c in report["checks"].items() if c["status"] != "ok"] == [
+            "success_rate_24h"
+        ]
+        human = _cli(d, "health")
+        assert human.returncode == 2 and "all 2 runs in 24 h failed" in human.stdout, human
+
+        for n in range(2):
+            d.call("capture", {"text": f"{WORTH_READING} {n}", "intent": "tune WAL mode"})
+        d.wait_status("READY", count=2)
+        out = _cli(d, "health", "--json")
+        assert out.returncode == 1, out
+        check = json.loads(out.stdout)["checks"]["success_rate_24h"]
+        assert (check["status"], check["value"]) == ("degraded", 0.5)
+        assert check["reason"].startswith("2 of 4 runs in 24 h failed (2 of 4 succeeded")
         assert d.stop() == 0
     finally:
         d.close()

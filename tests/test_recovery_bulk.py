@@ -80,6 +80,8 @@ def _expected(item_id: str, b: dict[str, Any], now: int, reason: str) -> dict[st
         f" step {wire_step(step)}; it may crash readdod. Retry with `readdod process {item_id}`."
     )
     assert urls.redact_credentials(message) == message
+    # [retry] worker_lost: once, 600 s on, unless the item was retried automatically before.
+    due = now + 600_000 if b["auto"] < 1 else 0
     failure = Failure(
         failed_step=wire_step(step),
         error_code="WORKER_LOST",
@@ -87,18 +89,19 @@ def _expected(item_id: str, b: dict[str, Any], now: int, reason: str) -> dict[st
         retryable=True,
         attempts=b["attempts"],
         last_attempt_at=iso(now),
+        next_attempt_at=iso(due) if due else None,
         auto_retries=b["auto"],
     )
     return {
         "status": "FAILED_EXTRACTION" if step == "extraction" else "FAILED_AI",
         "failure": msgspec.json.encode(failure).decode(),
-        "next": 0,
+        "next": due,
         "run": ("failed", "WORKER_LOST", message, now),
         "event": {
             "step": step,
             "error_code": "WORKER_LOST",
             "message": message,
-            "next_attempt_at": None,
+            "next_attempt_at": iso(due) if due else None,
         },
     }
 
@@ -223,10 +226,10 @@ async def test_a_worker_lost_message_names_the_step_and_the_item(orch: Core) -> 
     failure = (await orch.reads.get(item_id))["item"].failure
     assert failure.message == WORKER_LOST_MESSAGE % (MAX, "summarize", item_id)
     assert "lost 3 times" in failure.message and f"readdod process {item_id}" in failure.message
-    # Retryable by a person, never by itself: no automatic retry is due.
+    # Retryable by a person, and by itself once the daemon has run cleanly for a while.
     assert failure.failed_step == "summarize" and failure.retryable
-    assert failure.next_attempt_at is None
-    assert [e["event"] for e in logs] == ["item.transition"]
+    assert failure.next_attempt_at is not None
+    assert [e["event"] for e in logs] == ["item.transition", "retry.scheduled"]
 
 
 async def test_expired_leases_take_the_same_path_and_only_they(orch: Core) -> None:

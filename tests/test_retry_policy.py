@@ -73,7 +73,9 @@ async def _fail_next(o: Core, step: str, error: StepError) -> str:
         (ErrorCode.AI_RATE_LIMITED, True, 0, None, 60.0),
         (ErrorCode.AI_PROVIDER_ERROR, True, 2, None, 120.0),
         (ErrorCode.AI_SCHEMA_INVALID, True, 0, None, None),
-        (ErrorCode.WORKER_LOST, True, 0, None, None),
+        # Once, after a clean run of the daemon (the scheduler holds it until then).
+        (ErrorCode.WORKER_LOST, True, 0, None, 600.0),
+        (ErrorCode.WORKER_LOST, True, 1, None, None),
         (ErrorCode.EXTRACTION_EMPTY, False, 0, None, None),
     ],
 )

@@ -121,6 +121,11 @@ def render_card(item: dict[str, Any], artifacts: dict[str, Any]) -> str:
             )
     if item.get("archive_reason"):
         lines.append(f"  Archived: {item['archive_reason']}")
+    if item.get("lease_owner"):
+        lines.append(
+            f"  Being processed by {item['lease_owner']}, its lease held until"
+            f" {item['lease_expires_at']} (renewed while it works)"
+        )
     return "\n".join(lines)
 
 

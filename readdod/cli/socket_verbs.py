@@ -264,7 +264,12 @@ def cmd_export(args: argparse.Namespace, client: Client) -> int:
         return EXIT_OK
     for path in res["files"]:
         print(path)
-    if res["reused"]:
+    for path in res.get("rewritten") or []:
+        print(
+            f"readdod: {path} was gone; written again as this export_key first wrote it",
+            file=sys.stderr,
+        )
+    if res["reused"] and not res.get("rewritten"):
         print(
             f"readdod: {args.id} was already exported with this export_key; nothing written",
             file=sys.stderr,

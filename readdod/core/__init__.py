@@ -70,7 +70,10 @@ class Core:
         self.clock = clock
         self.units = Units(store, clock)
         self.commands = Commands(
-            self.units, auto_process=auto_process, max_capture_bytes=max_capture_bytes
+            self.units,
+            auto_process=auto_process,
+            max_capture_bytes=max_capture_bytes,
+            retry=policy.retry,
         )
         self.leases = Leases(self.units, policy)
         self.book = LeaseBook(self.units, policy)

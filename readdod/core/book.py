@@ -48,11 +48,18 @@ def _refused(work: Work, lease: Lease, step: str) -> None:
 
 
 class LeaseChunks:
-    """A run's chunk ledger for an engine, written through the book under the lease."""
+    """A run's chunk ledger for an engine, written through the book under the lease.
 
-    def __init__(self, book: LeaseBook, lease: Lease) -> None:
+    ``orphaned``: the item was claimed with a crash count (its worker was lost
+    before without finishing a step). Its first finished chunk is progress and
+    clears that count, as a finished step does: a long text that gets further
+    at every start is not the item that kills its worker.
+    """
+
+    def __init__(self, book: LeaseBook, lease: Lease, *, orphaned: bool = False) -> None:
         self.book = book
         self.lease = lease
+        self.orphaned = orphaned
 
     async def begin(self, step: str, total: int, model: str | None) -> dict[int, str]:
         return await self.book.chunks_begin(self.lease, step, total, model)
@@ -68,9 +75,20 @@ class LeaseChunks:
         model: str | None = None,
         spent: Spent | None = None,
     ) -> None:
-        await self.book.chunk_update(
-            self.lease, step, idx, status, error=error, output=output, model=model, spent=spent
+        progress = status == "done" and self.orphaned
+        written = await self.book.chunk_update(
+            self.lease,
+            step,
+            idx,
+            status,
+            error=error,
+            output=output,
+            model=model,
+            spent=spent,
+            progress=progress,
         )
+        if progress and written:
+            self.orphaned = False
         if status == "done":
             faults.crash_point(f"chunk:{step}:{idx}")
 
@@ -110,9 +128,10 @@ class LeaseBook:
             max(v - c, 0) for v, c in zip((prompt, completion, cached), counted, strict=True)
         )
 
-    def chunks(self, lease: Lease) -> LeaseChunks:
-        """The chunk ledger of ``lease``'s run, for the engine's long-text steps."""
-        return LeaseChunks(self, lease)
+    def chunks(self, lease: Lease, *, orphaned: bool = False) -> LeaseChunks:
+        """The chunk ledger of ``lease``'s run, for the engine's long-text steps
+        (``orphaned``: the item was claimed with a crash count to clear on progress)."""
+        return LeaseChunks(self, lease, orphaned=orphaned)
 
     async def source(self, item_id: str) -> tuple[str | None, str | None, str | None]:
         """The captured (html, text, document) of an item, read when the claim did not
@@ -306,12 +325,15 @@ class LeaseBook:
         output: str | None = None,
         model: str | None = None,
         spent: Spent | None = None,
+        progress: bool = False,
     ) -> bool:
         """Move one chunk to ``status``; False if the lease is gone.
 
         ``model`` is the model the attempt starting now asks (``processing``);
         ``spent`` what the chunk's requests cost, counted on the chunk, the attempt
-        and the store's totals in the same transaction.
+        and the store's totals in the same transaction. ``progress``: a finished chunk
+        of an item claimed with a crash count, which it clears in the same transaction
+        (the item row is written only then).
         """
 
         def unit(work: Work) -> bool:
@@ -333,6 +355,15 @@ class LeaseBook:
                 fields["output"] = output
             if model is not None:
                 fields["model"] = model
+            if progress and not tx.update_fenced(
+                lease.item_id,
+                lease.owner,
+                lease.run_id,
+                token=lease.token,
+                updated_at=now,
+                orphan_count=0,
+            ):
+                return False
             if spent is not None:
                 fields["prompt_tokens"] = current.prompt_tokens + spent.prompt_tokens
                 fields["completion_tokens"] = current.completion_tokens + spent.completion_tokens

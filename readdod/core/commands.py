@@ -12,8 +12,9 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod import rubric, states, todos
+from readdod import retry_policy, rubric, states, todos
 from readdod.clock import iso
+from readdod.config import RetryConfig
 from readdod.core import capture as captures
 from readdod.core.runs import complete_run, enqueue, shown_run, shown_score
 from readdod.core.unit import Units, Work, dumps
@@ -53,8 +54,17 @@ BODY_FIELDS: Final = frozenset(
 class Commands:
     """Capture, process, archive, unarchive, ship, edit, retry, pause."""
 
-    def __init__(self, units: Units, *, auto_process: bool = True, max_capture_bytes: int) -> None:
+    def __init__(
+        self,
+        units: Units,
+        *,
+        auto_process: bool = True,
+        max_capture_bytes: int,
+        retry: RetryConfig | None = None,
+    ) -> None:
         self.units = units
+        #: Automatic retries across runs (``[retry]``): when a WORKER_LOST item goes again.
+        self.retry = retry or RetryConfig()
         self.clock = units.clock
         self.auto_process = auto_process
         #: The largest html or text a capture may hand in, in UTF-8 bytes (fetch.max_bytes).
@@ -412,10 +422,16 @@ class Commands:
 
         return await self.units.commit(unit)
 
-    async def requeue_due(self, limit: int = 100) -> tuple[list[str], int | None]:
+    async def requeue_due(
+        self, limit: int = 100, *, clean_since: int | None = None
+    ) -> tuple[list[str], int | None]:
         """Queue the failed items whose automatic retry is due.
 
-        Returns their ids and when the next one is due (epoch ms), if any.
+        ``clean_since``: when the daemon started. An item failed WORKER_LOST
+        waits besides until the daemon has run ``[retry] worker_lost`` seconds
+        since then (its due time moves there), so a daemon that keeps dying
+        does not take it up again at every start. Returns the ids queued and
+        when the next one is due (epoch ms), if any.
         """
 
         def unit(work: Work) -> tuple[list[str], int | None]:
@@ -423,6 +439,13 @@ class Commands:
             now = self.clock.now_ms()
             done = []
             for row in tx.retries_due(now, limit):
+                held = self._held_until(row, clean_since)
+                if held is not None and held > now and row.failure is not None:
+                    failure = msgspec.structs.replace(
+                        decode_failure(row.failure), next_attempt_at=iso(held)
+                    )
+                    work.touch(row, next_attempt_at=held, failure=dumps(failure))
+                    continue
                 retry = row.auto_retries + 1
                 enqueue(
                     work,
@@ -437,6 +460,14 @@ class Commands:
             return done, tx.next_retry_at()
 
         return await self.units.commit(unit)
+
+    def _held_until(self, row: ItemRow, clean_since: int | None) -> int | None:
+        """When a due WORKER_LOST item may go, the daemon having run cleanly; None: now."""
+        if clean_since is None or row.failure is None:
+            return None
+        if decode_failure(row.failure).error_code != ErrorCode.WORKER_LOST:
+            return None
+        return retry_policy.clean_run_due(self.retry, row.auto_retries, clean_since)
 
     async def pause(self) -> bool:
         """Pause: claim nothing more, and stop the running items where they are.

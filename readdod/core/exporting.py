@@ -8,6 +8,7 @@ EXPORT run with its attempt, and the item's move.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
 
 import anyio
@@ -134,7 +135,9 @@ class Exports:
             self._check_exportable(row, trigger)
             shown = shown_view(tx.shown_artifacts(item_id, shown_run(row)))
             ticked = frozenset(tx.todo_marks(item_id))
-            key = export_key or planner.default_key(item_id, shown, fmt, str(folder), ticked)
+            key = export_key or planner.default_key(
+                item_id, shown, fmt, str(folder), ticked, row=row, pattern=self.exporter.pattern
+            )
             previous = [
                 path
                 for files in tx.export_files(item_id, fmt)
@@ -187,7 +190,8 @@ class Exports:
                     template_version=exporting.TEMPLATE_VERSIONS[fmt],
                     format=fmt,
                     files=dumps(files),
-                    created_at=now,
+                    # The file's exported_at: a rewrite of it (its file gone) says the same.
+                    created_at=started,
                 )
             )
             run_id = self._export_run(tx, item_id, started, now)
@@ -216,6 +220,9 @@ class Exports:
                 f" {done.format}; use a new export_key"
             )
         files = msgspec.json.decode(done.files, type=list[str])
+        gone = await anyio.to_thread.run_sync(self.exporter.missing, files)
+        if gone:
+            return await self._rewrite(plan, fmt, trigger, files, gone)
         if plan.row.status == S.SHIPPED:
             return ExportResult(
                 item=item_view(plan.row), export_key=plan.key, files=files, reused=True
@@ -238,6 +245,71 @@ class Exports:
 
         row = await self.units.commit(unit)
         return ExportResult(item=item_view(row), export_key=plan.key, files=files, reused=True)
+
+    async def _rewrite(
+        self, plan: ExportPlan, fmt: str, trigger: Trigger, files: list[str], gone: list[str]
+    ) -> ExportResult:
+        """The export ``plan.key`` names wrote ``files``, of which ``gone`` were deleted
+        since: write them again, the same content under the same names, and say so.
+
+        The same content needs the same card: once the item shows another card
+        version (or the format's template changed), the key cannot give back what
+        it wrote, and the answer says how to export the card as it is now.
+        """
+        done = plan.done
+        assert done is not None
+        item_id = plan.row.id
+        card = plan.card
+        version = card.version if card is not None else 0
+        template = exporting.TEMPLATE_VERSIONS[fmt]
+        if (version, template) != (done.card_version, done.template_version):
+            raise IdempotencyConflict(
+                f"export_key {plan.key!r} wrote {gone[0]} from card version"
+                f" {done.card_version} of item {item_id}; that file is gone, and the item"
+                f" shows card version {version} now, so it cannot be written again as it"
+                " was. Export without --export-key (the default key follows the card), or"
+                " with a new export_key, to write the card as it is now."
+            )
+        started = self.clock.now_ms()
+        try:
+            doc = planner.document(plan, done.created_at)
+            data = exporting.render(fmt, doc)
+        except Exception as exc:
+            err = ExportError(
+                f"cannot render item {item_id}'s card as {fmt} again ({type(exc).__name__}:"
+                f" {exc}). Fix the card with `readdod edit {item_id} card` or regenerate it.",
+                code=ErrorCode.EXPORT_RENDER_FAILED,
+                debug=repr(exc),
+            )
+            raise await self._export_failed(item_id, fmt, err, trigger, started) from exc
+        marker = exporting.marker(fmt, item_id)
+        try:
+            for path in gone:
+                await anyio.to_thread.run_sync(self.exporter.rewrite, Path(path), marker, data)
+        except ExportError as exc:
+            raise await self._export_failed(item_id, fmt, exc, trigger, started) from exc
+
+        def unit(work: Work) -> ItemRow:
+            row = work.row(item_id)
+            self._check_exportable(row, trigger)
+            now = self.clock.now_ms()
+            run_id = self._export_run(work.tx, item_id, started, now)
+            detail = {
+                "op": "export",
+                "format": fmt,
+                "export_key": plan.key,
+                "files": files,
+                "reused": True,
+                "rewritten": gone,
+                "export_run_id": run_id,
+            }
+            return work.move(row, S.SHIPPED, trigger, now=now, detail=detail, failure=None)
+
+        with anyio.CancelScope(shield=True):
+            row = await self.units.commit(unit)
+        return ExportResult(
+            item=item_view(row), export_key=plan.key, files=files, reused=True, rewritten=gone
+        )
 
     async def _export_failed(
         self, item_id: str, fmt: str, err: ExportError, trigger: Trigger, started: int

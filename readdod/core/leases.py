@@ -207,9 +207,10 @@ class Leases:
             run = work.tx.run(row.current_run_id) if row.current_run_id else None
             step = (run.current_step if run is not None else None) or "extraction"
             if run is not None:
+                # A killed worker's attempt is cancelled (seed 002); the run fails below.
                 work.tx.end_attempt(
                     run.run_id,
-                    "failed",
+                    "cancelled",
                     now,
                     error_code=ErrorCode.WORKER_LOST,
                     error_message=lost_note,
@@ -222,7 +223,8 @@ class Leases:
                 step,
                 ErrorCode.WORKER_LOST,
                 WORKER_LOST_MESSAGE % (count, wire_step(step), row.id),
-                False,
+                # Retried once the daemon has run cleanly a while ([retry] worker_lost).
+                True,
                 None,
                 now,
                 orphan_count=count,

@@ -197,8 +197,10 @@ def enqueue(
             # Never expected (the item is not QUEUED or PROCESSING), but a run
             # must not have two attempts open.
             tx.end_attempt(run_id, "cancelled", now, error_message="superseded")
-        # A run stopped before it could fail resumes; one that failed is retried.
+        # A run stopped before it could fail resumes; one that failed is retried, and its
+        # failed chunks wait again as pending from now on (seed 004's retry-failed).
         resumed = last is not None and last.status == "cancelled"
+        tx.retry_chunks(run_id, now)
         new_attempt(work, run_id, row.id, "RESUME" if resumed else "RETRY", now)
     return work.move(
         row,
@@ -297,9 +299,10 @@ def fail(
         auto_retries=row.auto_retries,
     )
     if run is not None:
+        # Seed 002: a run that ran out of time ends ``timeout``, as its attempt does.
         tx.update_run(
             run.run_id,
-            status="failed",
+            status="timeout" if timed_out else "failed",
             error_code=code,
             error_message=message[:1000],
             finished_at=now,
@@ -359,8 +362,9 @@ def finish(work: Work, policy: RunPolicy, row: ItemRow, run_id: str, now: int) -
             now,
             at_fault=rubric.gate_fault(run_id, payloads),
         )
-    tx.update_run(run_id, status="succeeded", finished_at=now, current_step=None)
+    # The attempt first: its last step is the run's current one, which the run then clears.
     tx.end_attempt(run_id, "succeeded", now)
+    tx.update_run(run_id, status="succeeded", finished_at=now, current_step=None)
     priority, match = score_fields(my_score or payloads["score"][1])
     ready = work.move(
         row,

@@ -8,7 +8,7 @@ status: the core records what happened (:mod:`readdod.core.exporting`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from readdod.export import jsonfmt, markdown
@@ -45,16 +45,20 @@ def default_key(
     folder: str,
     *,
     edits: Mapping[str, int] | None = None,
+    shown: Sequence[str] = (),
 ) -> str:
     """The export_key when the client gives none.
 
     Covers what the file shows (card and score versions, the versions of a
-    person's edits the card is composed from, the template), the format and
-    the folder: exporting an unchanged card again to the same folder is a
-    no-op; a new version, a new edit or another folder writes.
+    person's edits the card is composed from, the template, and ``shown``:
+    the item's own fields the file carries and the file-name pattern), the
+    format and the folder: exporting an unchanged card again to the same
+    folder is a no-op; any change to what the file would say, or where,
+    writes. (A file deleted since is written again under any key.)
     """
     parts = [item_id, str(card_version), str(score_version), TEMPLATE_VERSIONS[fmt], fmt, folder]
     parts += [f"{kind}={version}" for kind, version in sorted((edits or {}).items())]
+    parts += [f"shown={field}" for field in shown]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 

@@ -43,9 +43,14 @@ def default_key(
     fmt: str,
     folder: str,
     ticked: frozenset[str] = frozenset(),
+    *,
+    row: ItemRow | None = None,
+    pattern: str = "",
 ) -> str:
     """The export key of what ``shown`` would write as ``fmt`` into ``folder``, with the
-    todos of ``ticked`` marked done."""
+    todos of ``ticked`` marked done, the fields of ``row`` the file carries, under the
+    file-name ``pattern``: any change to the file gives a new key, so a person who
+    exports after a change never gets the old file back."""
     card, score = shown.get("card"), shown.get("score")
     # A tick changes the file: the positions of the ticked todos, as the bits of a number.
     marked = sum(1 << n for n in _ticked_positions(shown, ticked))
@@ -62,7 +67,14 @@ def default_key(
             if kind in shown and shown[kind].created_by == "user"
         }
         | ({"ticked": marked} if marked else {}),
+        shown=_shown_fields(row, pattern) if row is not None else (),
     )
+
+
+def _shown_fields(row: ItemRow, pattern: str) -> tuple[str, ...]:
+    """What of the item itself an export's file says (besides its card), and its name's
+    pattern."""
+    return (pattern, row.title or "", row.intent_text, row.url or "", row.final_url or "", row.tags)
 
 
 def _ticked_positions(shown: Mapping[str, Artifact], ticked: frozenset[str]) -> list[int]:

@@ -159,6 +159,32 @@ class Exporter:
             path=str(folder / candidate(1)),
         )
 
+    def missing(self, paths: Sequence[str]) -> list[str]:
+        """Those of ``paths`` that are not there (deleted since they were written).
+        Blocking: run it in a thread."""
+        return [p for p in paths if not os.path.lexists(p)]
+
+    def rewrite(self, path: Path, marker: bytes, data: bytes) -> Path:
+        """Write ``data`` again at ``path``, a file an export wrote that is gone, under
+        the same name. Never over another's file: one that appeared there meanwhile
+        is replaced only if it is ours. Blocking: run it in a thread."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                atomic.write_atomic(path, data, replace=False)
+            except FileExistsError:
+                if not _owned(path, marker):
+                    raise ExportError(
+                        f"cannot write the export again at {path}: another file took that"
+                        " name since. Move it away, or export with a new export_key.",
+                        code=ErrorCode.EXPORT_WRITE_FAILED,
+                        path=str(path),
+                    ) from None
+                atomic.write_atomic(path, data)
+        except OSError as exc:
+            raise write_failure(path, exc) from exc
+        return self._tidy(path)
+
     @staticmethod
     def _kin(folder: Path, kin: Callable[[str], bool] | None, marker: bytes) -> list[Path]:
         if kin is None:

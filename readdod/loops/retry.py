@@ -35,6 +35,8 @@ class RetryScheduler:
         self.clock = clock
         self.max_sleep_s = max_sleep_s
         self.passes = 0
+        #: When this daemon started: WORKER_LOST retries wait for a clean run from here.
+        self.started_ms = clock.now_ms()
         self._wake = anyio.Event()
         commands.units.on_retry_scheduled(self.wake)
 
@@ -53,7 +55,9 @@ class RetryScheduler:
         while True:
             self._wake = anyio.Event()
             try:
-                queued, next_due = await self.commands.requeue_due(BATCH)
+                queued, next_due = await self.commands.requeue_due(
+                    BATCH, clean_since=self.started_ms
+                )
             except ReaddodError as exc:
                 log.warning("retry.scan_failed", error_code=exc.error_code, error=exc.message)
                 queued, next_due = [], None

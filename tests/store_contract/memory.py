@@ -590,7 +590,7 @@ class MemoryUnitOfWork:
             if run is not None:
                 self._put(self._t.runs, run.run_id, msgspec.structs.replace(run, status="queued"))
                 self._end_open_attempts(
-                    run.run_id, "failed", now, error_code=error_code, error_message=message
+                    run.run_id, "cancelled", now, error_code=error_code, error_message=message
                 )
                 self._settle(run.run_id, now)
                 self._add_attempt(
@@ -1039,6 +1039,10 @@ class MemoryUnitOfWork:
 
     def _settle(self, run_id: str, now: int) -> None:
         self._set_chunks(run_id, lambda c: c.status in _IN_FLIGHT, status="pending", updated_at=now)
+
+    def retry_chunks(self, run_id: str, now: int) -> None:
+        self._query()
+        self._set_chunks(run_id, lambda c: c.status == "error", status="pending", updated_at=now)
 
     def settle_chunks(self, run_id: str, now: int) -> None:
         self._query()

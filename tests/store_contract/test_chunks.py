@@ -76,3 +76,37 @@ async def test_chunks_reset_update_reopen_and_settle(store: Store) -> None:
         ("summary", 0, "pending", None),
         ("summary", 1, "pending", None),
     ]
+
+
+async def test_retry_chunks_puts_failed_chunks_back_to_pending_and_keeps_their_history(
+    store: Store,
+) -> None:
+    await rows.insert(store, rows.item("a"), rows.run("r1", "a"), rows.run("r2", "a"))
+
+    def start(tx: UnitOfWork) -> None:
+        for run_id in ("r1", "r2"):
+            tx.reset_chunks(run_id, "summary", 3, "m1", 10)
+            tx.update_chunk(run_id, "summary", 0, status="done", output="zero", updated_at=11)
+            tx.update_chunk(
+                run_id,
+                "summary",
+                1,
+                status="error",
+                retries=2,
+                last_error_code="AI_TIMEOUT",
+                last_error_message="slow",
+                updated_at=12,
+            )
+
+    await store.write(start)
+    await store.write(lambda tx: tx.retry_chunks("r1", 20))
+    retried = await store.read(lambda tx: tx.chunks("r1", "summary"))
+    assert [(c.status, c.output, c.updated_at) for c in retried] == [
+        ("done", "zero", 11),
+        ("pending", None, 20),
+        ("pending", None, 10),
+    ]
+    # What went wrong stays to be read; another run's failed chunk is untouched.
+    assert (retried[1].retries, retried[1].last_error_code) == (2, "AI_TIMEOUT")
+    other = await store.read(lambda tx: [c.status for c in tx.chunks("r2", "summary")])
+    assert other == ["done", "error", "pending"]

@@ -188,6 +188,7 @@ async def test_a_lost_lease_is_requeued_with_its_run_resumed_by_a_new_attempt(
     )
     await store.write(lambda tx: tx.claim("w", 3, 1000, 10))
     await store.write(lambda tx: tx.start_runs(["ra", "rb", "rc"], "w", 10))
+    await store.write(lambda tx: tx.start_attempts(["ra"], "w", 10, lambda _: "01RUNNING"))
     await store.write(lambda tx: tx.renew_leases("w", ["c"], 9000))
 
     def requeue(tx: UnitOfWork) -> object:
@@ -215,6 +216,7 @@ async def test_a_lost_lease_is_requeued_with_its_run_resumed_by_a_new_attempt(
             run.status,
             [(e.kind, e.from_status, e.to_status, e.detail) for e in tx.events_for("a")],
             [(t.mode, t.status, t.attempt_id[:7]) for t in tx.attempts_for("a")][-1],
+            [(t.status, t.error_code, t.finished_at) for t in tx.attempts_for("a")][:-1],
         )
 
     state = await store.read(after)
@@ -227,6 +229,8 @@ async def test_a_lost_lease_is_requeued_with_its_run_resumed_by_a_new_attempt(
         ("transition", "PROCESSING", "QUEUED", {"reason": "lease_expired", "orphan_count": 1})
     ]
     assert state[4] == ("RESUME", "queued", "01STAMP")
+    # The lost worker's attempt was killed with it: cancelled, as seed 002 has it.
+    assert state[5] == [("cancelled", "WORKER_LOST", 50)]
     assert await store.write(requeue) == (0, [])
 
 

@@ -118,6 +118,11 @@ class ArtifactQueries(Protocol):
         """The step's chunks not done go back to pending, to be asked of ``model``."""
         ...
 
+    def retry_chunks(self, run_id: str, now: int) -> None:
+        """The run's failed chunks (``error``) go back to pending: the run is queued
+        again (a retry, by a person or the policy), and they wait to be taken up (seed 004)."""
+        ...
+
     def settle_chunks(self, run_id: str, now: int) -> None:
         """The run's chunks in flight (processing, retrying) go back to pending."""
         ...

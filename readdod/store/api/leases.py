@@ -74,7 +74,8 @@ class LeaseQueries(Protocol):
         whatever the count.
 
         Writes what a move per item would: a transition event, the run queued,
-        its open attempt failed with ``error_code`` and a new RESUME attempt
+        its open attempt cancelled (a killed worker's, seed 002) with ``error_code``
+        and a new RESUME attempt
         (id prefixed ``attempt_stamp``), chunks in flight pending, the orphan
         count up by one, the lease cleared. Returns how many, and the first
         ``sample`` by id as (id, run_id, orphan_count).

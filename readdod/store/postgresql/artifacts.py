@@ -262,6 +262,11 @@ class PostgresArtifactQueries(PostgresUnitBase):
         self._settled(run_id)
         self.execute_now(Q["reopen_chunks"], (model, now, run_id, step))
 
+    def retry_chunks(self, run_id: str, now: int) -> None:
+        """The run's failed chunks go back to pending: it was queued again."""
+        self._settled(run_id)
+        self.execute_now(Q["retry_chunks"], (now, run_id))
+
     def settle_chunks(self, run_id: str, now: int) -> None:
         """The run's chunks in flight go back to pending (held back: a run stopping on the
         hot path seldom has any)."""

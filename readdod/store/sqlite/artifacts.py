@@ -193,6 +193,10 @@ class SqliteArtifactQueries(SqliteUnitBase):
         """Chunks left unfinished by a failure go back to pending, to be asked of ``model``."""
         self.execute(Q["reopen_chunks"], (model, now, run_id, step))
 
+    def retry_chunks(self, run_id: str, now: int) -> None:
+        """The run's failed chunks go back to pending: it was queued again."""
+        self.execute(Q["retry_chunks"], (now, run_id))
+
     def settle_chunks(self, run_id: str, now: int) -> None:
         """The run's chunks in flight (``processing``/``retrying``) go back to pending."""
         self.execute(Q["settle_chunks"], (now, run_id))

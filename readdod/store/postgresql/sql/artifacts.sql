@@ -123,6 +123,10 @@ DELETE FROM chunks WHERE run_id = %s AND step = %s;
 INSERT INTO chunks (run_id, step, idx, status, model, updated_at)
  SELECT %s, %s, g, 'pending', %s, %s FROM generate_series(0, %s - 1) AS g;
 
+-- name: retry_chunks
+-- A run queued again: its failed chunks wait to be taken up.
+UPDATE chunks SET status = 'pending', updated_at = %s WHERE run_id = %s AND status = 'error';
+
 -- name: reopen_chunks
 -- Chunks left unfinished by a failure go back to pending, for a model.
 UPDATE chunks SET status = 'pending', model = %s, updated_at = %s

@@ -88,8 +88,8 @@ UPDATE runs SET status = 'queued'
  WHERE run_id IN (SELECT i.current_run_id FROM items i WHERE i.id = ANY(%(ids)s));
 
 -- name: end_lost_attempts
--- The attempts the lost workers ran are over.
-UPDATE attempts SET status = 'failed', error_code = %(code)s, finished_at = %(now)s,
+-- The attempts the lost workers ran are over: cancelled, as a killed worker's run is (seed 002).
+UPDATE attempts SET status = 'cancelled', error_code = %(code)s, finished_at = %(now)s,
  error_message = 'the worker running this attempt was lost (' || %(reason)s::text || ')',
  last_step = (SELECT r.current_step FROM runs r WHERE r.run_id = attempts.run_id)
  WHERE {open_attempt}

@@ -78,6 +78,10 @@ INSERT INTO chunks (run_id, step, idx, status, model, updated_at)
 UPDATE chunks SET status = 'pending', model = ?, updated_at = ?
  WHERE run_id = ? AND step = ? AND status != 'done';
 
+-- name: retry_chunks
+-- A run queued again: its failed chunks wait to be taken up.
+UPDATE chunks SET status = 'pending', updated_at = ? WHERE run_id = ? AND status = 'error';
+
 -- name: settle_chunks
 -- A run's chunks in flight go back to pending.
 UPDATE chunks SET status = 'pending', updated_at = ?
