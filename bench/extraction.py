@@ -183,7 +183,7 @@ def run_bench(bench_dir: Path, passes: int, worst_count: int) -> None:
             ratios[f"cpu_speed_vs_{other}"] = round(cpu, 2)
             print(f"readdod is {wall:.1f}x the speed of {other} ({cpu:.1f}x in CPU time)")
 
-    worst = sorted(per_page, key=lambda row: row["f1"])[: worst_count]
+    worst = sorted(per_page, key=lambda row: row["f1"])[:worst_count]
     print(f"\n{len(worst)} lowest-F1 pages for readdod:")
     for row in worst:
         print(
