@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from readdod.extraction.dom import Node, absolute_url, fold, ws
 from readdod.extraction.scan import Scan
+from readdod.text.dates import iso_8601
 
 _MAX_BYLINE_CHARS: Final = 100
 _TITLE_SEP_RE: Final = re.compile(r"\s+[|\-–—·•»~/:]\s+")
@@ -46,16 +47,10 @@ def read_meta(tree: Node, scan: Scan) -> Meta:
     site_name = _first_meta(metas, "og:site_name", "application-name") or _ld_name(
         ld.get("publisher")
     )
-    h1 = ws(_best_h1(scan.h1s).text()) if scan.h1s else ""
-    og_title = _first_meta(metas, "og:title", "twitter:title") or _ld_str(ld.get("headline"))
-    if og_title:
-        title = _strip_title_suffix(og_title, site_name, guess=False)
-    elif h1:
-        title = h1
-    elif scan.doc_title:
-        title = _strip_title_suffix(scan.doc_title, site_name, guess=True)
-    else:
-        title = ""
+    h1s = _h1_texts(scan.h1s)
+    h1 = h1s[0] if h1s else ""
+    og_title = _first_meta(metas, "og:title", "twitter:title")
+    title = _title(og_title, _ld_str(ld.get("headline")), h1s, scan.doc_title, site_name)
     headlines = frozenset(fold(t) for t in (title, og_title or "", h1) if t)
     return Meta(
         title=title or None,
@@ -69,17 +64,80 @@ def read_meta(tree: Node, scan: Scan) -> Meta:
     )
 
 
-def _best_h1(h1s: list[Node]) -> Node:
-    """The headline: an ``<h1>`` inside the article markup if there is one."""
-    for node in h1s:
+def _title(
+    og_title: str | None,
+    headline: str | None,
+    h1s: list[str],
+    doc_title: str,
+    site_name: str | None,
+) -> str:
+    """The article's title, the page's ``<title>`` being the referee.
+
+    The publisher's ``og:title`` and JSON-LD ``headline`` come first, the one
+    the ``<title>`` bears out when they differ (a headline field can hold a
+    description, an ``og:title`` a teaser). An ``<h1>`` is taken when the
+    ``<title>`` bears it out: an ``<h1>`` can be the site's logo or a
+    section's name ("Allergies Health Center" above the article). Otherwise
+    the ``<title>`` less its site suffix, unless it is only the site's name
+    or a short label beside a longer ``<h1>``.
+    """
+    head = _strip_title_suffix(doc_title, site_name, guess=True) if doc_title else ""
+    if headline and not (
+        _agrees(headline, doc_title, head) or any(fold(headline) == fold(h1) for h1 in h1s)
+    ):
+        headline = None  # a JSON-LD headline nothing else on the page says
+    published = [t for t in (og_title, headline) if t]
+    if len(published) == 2 and not _agrees(published[0], doc_title, head):
+        published.reverse()  # the headline the <title> bears out, not the og:title
+    if published:
+        chosen = published[0]
+        stripped = _strip_title_suffix(chosen, site_name, guess=False)
+        if stripped == chosen and fold(chosen) == fold(doc_title):
+            stripped = head  # the <title> repeated, site suffix and all
+        for h1 in h1s:
+            if fold(stripped).startswith(fold(h1)) and _TITLE_SEP_RE.match(stripped, len(h1)):
+                return h1  # "Headline - Site" where the page's <h1> is "Headline"
+        return stripped
+    for h1 in h1s:
+        if head and _agrees(h1, doc_title, head):
+            return h1
+    if head and h1s:
+        label = len(head.split()) <= 3 and len(h1s[0].split()) > len(head.split())
+        if label or (site_name and fold(head) == fold(site_name)):
+            return h1s[0]
+    return head or (h1s[0] if h1s else "")
+
+
+def _agrees(candidate: str, doc_title: str, head: str) -> bool:
+    """Whether the ``<title>`` bears ``candidate`` out: it holds its head, or the reverse."""
+    if not doc_title:
+        return True
+    words, title_head = fold(candidate), fold(head)
+    return bool(words) and (words in title_head or (bool(title_head) and title_head in words))
+
+
+def _h1_texts(h1s: list[Node]) -> list[str]:
+    """The ``<h1>`` texts, those inside ``<article>``/``<main>`` first.
+
+    A trailing pilcrow or hash is a heading's permalink, not its words.
+    """
+    inside: list[str] = []
+    outside: list[str] = []
+    for node in h1s[:_MAX_H1S]:
+        text = ws(node.text()).rstrip("¶#§ ")
+        if not text:
+            continue
         ancestor = node.parent
         for _ in range(8):
-            if ancestor is None:
+            if ancestor is None or ancestor.tag in ("article", "main"):
                 break
-            if ancestor.tag in ("article", "main"):
-                return node
             ancestor = ancestor.parent
-    return h1s[0]
+        in_article = ancestor is not None and ancestor.tag in ("article", "main")
+        (inside if in_article else outside).append(text)
+    return inside + outside
+
+
+_MAX_H1S: Final = 20
 
 
 def _first_meta(metas: dict[str, str], *names: str) -> str | None:
@@ -128,20 +186,30 @@ def _clean_byline(candidate: str | None) -> str | None:
 
 
 def _published_at(scan: Scan, ld: dict[str, Any]) -> str | None:
-    """Publication time as the page states it (usually ISO 8601)."""
-    value = _first_meta(
-        scan.metas, "article:published_time", "datepublished", "date", "pubdate",
-        "publish-date", "dc.date", "dcterms.created", "dc.date.issued",
-    )  # fmt: skip
-    if value:
-        return value
+    """Publication time in ISO 8601, from the most to the least deliberate markup.
+
+    JSON-LD first (it is written for machines, and is ISO 8601 by
+    definition), then ``<meta>`` tags, then ``<time>`` elements. Each stamp is
+    normalised (:func:`~readdod.text.dates.iso_8601`); one that cannot be
+    read is skipped, never passed on as the page wrote it.
+    """
     for obj in (ld, *scan.ld_objects):
-        found = _ld_str(obj.get("datePublished")) or _ld_str(obj.get("dateCreated"))
-        if found:
-            return found
-    if scan.date_published:
-        return scan.date_published
-    return scan.times[0] if scan.times else None
+        for key in ("datePublished", "dateCreated"):
+            if (found := _ld_str(obj.get(key))) and (stamp := iso_8601(found)):
+                return stamp
+    for name in _DATE_METAS:
+        if (found := ws(scan.metas.get(name))) and (stamp := iso_8601(found)):
+            return stamp
+    for found in (scan.date_published, *scan.times):
+        if found and (stamp := iso_8601(found)):
+            return stamp
+    return None
+
+
+_DATE_METAS: Final = (
+    "article:published_time", "datepublished", "date", "pubdate", "publish-date",
+    "dc.date", "dcterms.created", "dc.date.issued", "parsely-pub-date", "sailthru.date",
+)  # fmt: skip
 
 
 def _lang(tree: Node, metas: dict[str, str]) -> str | None:
