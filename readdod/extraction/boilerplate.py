@@ -174,7 +174,10 @@ class Boilerplate:
         if tag in _NEVER_TEXT_TAGS:
             return True
         if node.mem_id in self.keep:
-            return False
+            # Article markup kept from the name rules, unless hidden: a copy
+            # in display:none microdata is for crawlers, not readers.
+            style = (attrs if attrs is not None else node.attributes).get("style") or ""
+            return "display:none" in style.replace(" ", "").lower()
         chrome = tag in _CHROME_TAGS
         if not chrome:
             if attrs is None and (tag in _NAMED_TAGS or tag in _PRUNE_TAGS):
