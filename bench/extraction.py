@@ -16,7 +16,8 @@ speed ratios and the worst pages for readdod, and writes
 
 ``--readability DIR`` also scores readdod on mozilla/readability's test pages
 (``DIR/<name>/source.html`` with ``expected.html`` and
-``expected-metadata.json``; the repository's ``test/test-pages``): word
+``expected-metadata.json``, either HTML file possibly gzipped; the
+repository's ``test/test-pages``): word
 recall, precision and F1 of the text against ``expected.html`` (multisets of
 ``\\w+`` words), and whether the title equals the expected one. Each source
 is decoded from its bytes as the fetcher decodes a body without a header
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gzip
 import importlib.util
 import json
 import platform
@@ -273,13 +275,25 @@ def same_instant(expected: str | None, got: str | None) -> bool:
     return a == b
 
 
+def _page_file(page: Path, name: str) -> bytes:
+    """A page's file, or its gzipped copy (``name.gz``); empty if it has neither."""
+    if (page / name).is_file():
+        return (page / name).read_bytes()
+    if (page / f"{name}.gz").is_file():
+        return gzip.decompress((page / f"{name}.gz").read_bytes())
+    return b""
+
+
 def run_readability(pages_dir: Path, worst_count: int) -> dict[str, Any]:
     """readdod on readability's test pages: word recall, precision, F1, titles."""
     rows: list[dict[str, Any]] = []
-    for page in sorted(p for p in pages_dir.iterdir() if (p / "source.html").is_file()):
-        expected_html = (page / "expected.html").read_text(encoding="utf-8")
+    for page in sorted(p for p in pages_dir.iterdir() if p.is_dir()):
+        source = _page_file(page, "source.html")
+        if not source:
+            continue
+        expected_html = _page_file(page, "expected.html").decode("utf-8")
         expected_meta = json.loads((page / "expected-metadata.json").read_text(encoding="utf-8"))
-        html = decode_body((page / "source.html").read_bytes(), None)
+        html = decode_body(source, None)
         try:
             found = extract(html, None)
             text, title, published = found.text, found.title, found.published_at

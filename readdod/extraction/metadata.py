@@ -119,12 +119,12 @@ def _agrees(candidate: str, doc_title: str, head: str) -> bool:
 def _h1_texts(h1s: list[Node]) -> list[str]:
     """The ``<h1>`` texts, those inside ``<article>``/``<main>`` first.
 
-    A trailing pilcrow or hash is a heading's permalink, not its words.
+    A trailing pilcrow is a heading's permalink (Sphinx's), not its words.
     """
     inside: list[str] = []
     outside: list[str] = []
     for node in h1s[:_MAX_H1S]:
-        text = ws(node.text()).rstrip("¶#§ ")
+        text = ws(node.text()).rstrip("¶ ")
         if not text:
             continue
         ancestor = node.parent
