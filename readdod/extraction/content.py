@@ -42,6 +42,9 @@ _CLIMB_RATIO: Final = 0.62
 _LEAD_SHORT_CHARS: Final = 30
 _LEAD_PARAGRAPH_CHARS: Final = 100
 _CLIMB_LEVELS: Final = 1
+# A winner holding this much paragraph text is an article, not an author's
+# note that won for want of <p>s elsewhere: div text is not weighed against it.
+_DIV_CHALLENGE_CHARS: Final = 3000
 _RANKED: Final = 4  # candidates whose link density is worth measuring
 _HTML_BLOCK_RE: Final = re.compile(r"<(?:p|br|div|h[2-6]|li)\b", re.IGNORECASE)
 _LINES_RE: Final = re.compile(r"\n\s*\n|\n")
@@ -182,15 +185,17 @@ def _choose_container(
     parent holds much more paragraph text, i.e. the article is split into
     sibling blocks) and with the page's semantic markup, and the one that
     holds the article's paragraphs most tightly wins. Text written straight
-    into ``<div>``s joins the paragraphs when there is more of it than the
-    winner holds: the article was not in ``<p>``s, and what was (an author's
-    note, a sidebar) must not win for want of competition.
+    into ``<div>``s joins the paragraphs when the winner is short and there
+    is more of it than the winner holds: the article was not in ``<p>``s,
+    and what was (an author's note, a sidebar) must not win for want of
+    competition.
     """
     body_id = body.mem_id
     cands = _score(paragraphs, judge, body_id)
     top = _climb(_best(cands, body_id), cands, body_id) if cands else None
-    divs = _div_paragraphs(body, cjk=cjk)
-    if divs and sum(div.chars for div in divs) > (top.chars if top else 0):
+    held = top.chars if top else 0
+    divs = _div_paragraphs(body, cjk=cjk) if held < _DIV_CHALLENGE_CHARS else []
+    if divs and sum(div.chars for div in divs) > held:
         cands = _score(paragraphs + divs, judge, body_id)
         top = _climb(_best(cands, body_id), cands, body_id) if cands else None
     if top is None:
