@@ -101,6 +101,29 @@ def test_a_chapter_written_in_divs_beats_an_authors_note_in_paragraphs() -> None
     assert "next chapter comes on Friday" not in text
 
 
+@pytest.mark.parametrize(
+    ("copies", "replies"),
+    [
+        (7, 60),  # a long article: div text is not weighed against it at all
+        (2, 20),  # a short one: the divs hold more text, but not much more
+    ],
+)
+def test_an_article_in_paragraphs_is_not_lost_to_a_thread_in_divs(
+    copies: int, replies: int
+) -> None:
+    """A thread of replies written in <div>s, longer than the article, stays out."""
+    article = [f"{text} Paragraph {i} of the report." for i, text in enumerate(PROSE * copies)]
+    thread = "".join(
+        f"<div class='reply-body'>Reply {i}: well, I took the ferry today, and yes, it was late,"
+        " again, by ten minutes, as always.</div>"
+        for i in range(replies)
+    )
+    html = page(f"<div class='story'>{paras(article)}</div><div class='thread'>{thread}</div>")
+    text = extract(html).text
+    assert all(line in text for line in article)
+    assert "Reply 3:" not in text
+
+
 def test_a_hidden_microdata_copy_of_the_article_is_not_the_article() -> None:
     """A display:none itemprop=articleBody copy (for crawlers) is not read twice or instead."""
     copy = " ".join(PROSE)

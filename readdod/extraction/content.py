@@ -186,7 +186,7 @@ def _choose_container(
     sibling blocks) and with the page's semantic markup, and the one that
     holds the article's paragraphs most tightly wins. Text written straight
     into ``<div>``s joins the paragraphs when the winner is short and there
-    is more of it than the winner holds: the article was not in ``<p>``s,
+    is much more of it than the winner holds: the article was not in ``<p>``s,
     and what was (an author's note, a sidebar) must not win for want of
     competition.
     """
@@ -195,7 +195,7 @@ def _choose_container(
     top = _climb(_best(cands, body_id), cands, body_id) if cands else None
     held = top.chars if top else 0
     divs = _div_paragraphs(body, cjk=cjk) if held < _DIV_CHALLENGE_CHARS else []
-    if divs and sum(div.chars for div in divs) > held:
+    if divs and sum(div.chars for div in divs) > 2 * held:
         cands = _score(paragraphs + divs, judge, body_id)
         top = _climb(_best(cands, body_id), cands, body_id) if cands else None
     if top is None:
