@@ -268,6 +268,17 @@ def test_json_ld_date_wins_over_a_meta_date_written_as_the_page_likes() -> None:
     assert extract(html).published_at == "2018-12-06T11:56:34Z"
 
 
+def test_a_date_of_some_other_json_ld_object_does_not_beat_the_articles_meta_date() -> None:
+    """An embedded video described in JSON-LD has its own, older date."""
+    ld = {"@type": "VideoObject", "name": "Ferries", "datePublished": "2019-06-01"}
+    html = page(
+        f"<article>{paras(PROSE)}</article>",
+        head="<meta property='article:published_time' content='2024-03-05T09:30:00+00:00'>"
+        f"<script type='application/ld+json'>{json.dumps(ld)}</script>",
+    )
+    assert extract(html).published_at == "2024-03-05T09:30:00Z"
+
+
 @pytest.mark.parametrize(
     ("stamp", "expected"),
     [

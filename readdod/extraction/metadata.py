@@ -188,18 +188,22 @@ def _clean_byline(candidate: str | None) -> str | None:
 def _published_at(scan: Scan, ld: dict[str, Any]) -> str | None:
     """Publication time in ISO 8601, from the most to the least deliberate markup.
 
-    JSON-LD first (it is written for machines, and is ISO 8601 by
-    definition), then ``<meta>`` tags, then ``<time>`` elements. Each stamp is
-    normalised (:func:`~readdod.text.dates.iso_8601`); one that cannot be
-    read is skipped, never passed on as the page wrote it.
+    The article's JSON-LD first (it is written for machines, and is ISO 8601
+    by definition), then ``<meta>`` tags, then the page's other JSON-LD
+    objects (a list of related articles has dates too), then ``<time>``
+    elements. Each stamp is normalised (:func:`~readdod.text.dates.iso_8601`);
+    one that cannot be read is skipped, never passed on as the page wrote it.
     """
-    for obj in (ld, *scan.ld_objects):
-        for key in ("datePublished", "dateCreated"):
-            if (found := _ld_str(obj.get(key))) and (stamp := iso_8601(found)):
-                return stamp
+    for key in ("datePublished", "dateCreated"):
+        if (found := _ld_str(ld.get(key))) and (stamp := iso_8601(found)):
+            return stamp
     for name in _DATE_METAS:
         if (found := ws(scan.metas.get(name))) and (stamp := iso_8601(found)):
             return stamp
+    for obj in scan.ld_objects:
+        for key in ("datePublished", "dateCreated"):
+            if (found := _ld_str(obj.get(key))) and (stamp := iso_8601(found)):
+                return stamp
     for found in (scan.date_published, *scan.times):
         if found and (stamp := iso_8601(found)):
             return stamp
