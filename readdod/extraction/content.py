@@ -1,9 +1,11 @@
 """Finding the article body: readability-style scoring of the page's paragraphs.
 
 Every paragraph credits its parent, grandparent and great-grandparent unless
-one of its ancestors is boilerplate; the best candidate (scaled by link
-density) is compared with its parent (an article split into sibling blocks)
-and with the page's semantic markup. The chosen container is pruned and
+one of its ancestors is boilerplate (text written straight into ``<div>``s
+counts too when a short winner would otherwise go unchallenged); the best
+candidate (scaled by link density) is compared with its parent (an article
+split into sibling blocks, or into blocks of one kind further up) and with
+the page's semantic markup. The chosen container is pruned and
 rendered, the short lines before the first paragraph and repeated blocks are
 dropped, and the publisher's JSON-LD ``articleBody`` replaces the DOM's text
 when the DOM lost most of it.
