@@ -46,7 +46,7 @@ _LEAD_PARAGRAPH_CHARS: Final = 100
 _CLIMB_LEVELS: Final = 1
 # A winner holding this much paragraph text is an article, not an author's
 # note that won for want of <p>s elsewhere: div text is not weighed against it.
-_DIV_CHALLENGE_CHARS: Final = 3000
+_DIV_CHALLENGE_CHARS: Final = 1500
 _RANKED: Final = 4  # candidates whose link density is worth measuring
 _HTML_BLOCK_RE: Final = re.compile(r"<(?:p|br|div|h[2-6]|li)\b", re.IGNORECASE)
 _LINES_RE: Final = re.compile(r"\n\s*\n|\n")
