@@ -79,41 +79,57 @@ def _title(
     ``<title>`` bears it out: an ``<h1>`` can be the site's logo or a
     section's name ("Allergies Health Center" above the article). Otherwise
     the ``<title>`` less its site suffix, unless it is only the site's name
-    or a short label beside a longer ``<h1>``.
+    or a short label beside a longer ``<h1>``. Every text given has its
+    whitespace collapsed already, so case folding is all comparing takes.
     """
-    head = _strip_title_suffix(doc_title, site_name, guess=True) if doc_title else ""
-    if headline and not (
-        _agrees(headline, doc_title, head) or any(fold(headline) == fold(h1) for h1 in h1s)
-    ):
-        headline = None  # a JSON-LD headline nothing else on the page says
+    # The <title> less its site suffix, worked out only when needed (with
+    # an og:title alone it seldom is).
+    heads: list[str] = []
+
+    def head() -> str:
+        if not heads:
+            stripped = _strip_title_suffix(doc_title, site_name, guess=True) if doc_title else ""
+            heads.extend((stripped, stripped.casefold()))
+        return heads[0]
+
+    def agrees(folded: str) -> bool:
+        """Whether the ``<title>`` bears a (folded) candidate out: it holds its head, or
+        the reverse."""
+        if not doc_title:
+            return True
+        head()
+        title_head = heads[1]
+        return bool(folded) and (
+            folded in title_head or (bool(title_head) and title_head in folded)
+        )
+
+    if headline:
+        folded = headline.casefold()
+        if not (agrees(folded) or any(folded == h1.casefold() for h1 in h1s)):
+            headline = None  # a JSON-LD headline nothing else on the page says
     published = [t for t in (og_title, headline) if t]
-    if len(published) == 2 and not _agrees(published[0], doc_title, head):
+    if len(published) == 2 and not agrees(published[0].casefold()):
         published.reverse()  # the headline the <title> bears out, not the og:title
     if published:
         chosen = published[0]
         stripped = _strip_title_suffix(chosen, site_name, guess=False)
-        if stripped == chosen and fold(chosen) == fold(doc_title):
-            stripped = head  # the <title> repeated, site suffix and all
-        for h1 in h1s:
-            if fold(stripped).startswith(fold(h1)) and _TITLE_SEP_RE.match(stripped, len(h1)):
-                return h1  # "Headline - Site" where the page's <h1> is "Headline"
+        if stripped == chosen and doc_title and chosen.casefold() == doc_title.casefold():
+            stripped = head()  # the <title> repeated, site suffix and all
+        if h1s and _TITLE_SEP_RE.search(stripped):
+            whole = stripped.casefold()
+            for h1 in h1s:
+                if whole.startswith(h1.casefold()) and _TITLE_SEP_RE.match(stripped, len(h1)):
+                    return h1  # "Headline - Site" where the page's <h1> is "Headline"
         return stripped
+    title = head()
     for h1 in h1s:
-        if head and _agrees(h1, doc_title, head):
+        if title and agrees(h1.casefold()):
             return h1
-    if head and h1s:
-        label = len(head.split()) <= 3 and len(h1s[0].split()) > len(head.split())
-        if label or (site_name and fold(head) == fold(site_name)):
+    if title and h1s:
+        label = len(title.split()) <= 3 and len(h1s[0].split()) > len(title.split())
+        if label or (site_name and heads[1] == site_name.casefold()):
             return h1s[0]
-    return head or (h1s[0] if h1s else "")
-
-
-def _agrees(candidate: str, doc_title: str, head: str) -> bool:
-    """Whether the ``<title>`` bears ``candidate`` out: it holds its head, or the reverse."""
-    if not doc_title:
-        return True
-    words, title_head = fold(candidate), fold(head)
-    return bool(words) and (words in title_head or (bool(title_head) and title_head in words))
+    return title or (h1s[0] if h1s else "")
 
 
 def _h1_texts(h1s: list[Node]) -> list[str]:
@@ -198,7 +214,7 @@ def _published_at(scan: Scan, ld: dict[str, Any]) -> str | None:
         if (found := _ld_str(ld.get(key))) and (stamp := iso_8601(found)):
             return stamp
     for name in _DATE_METAS:
-        if (found := ws(scan.metas.get(name))) and (stamp := iso_8601(found)):
+        if (found := scan.metas.get(name)) and (stamp := iso_8601(found)):
             return stamp
     for obj in scan.ld_objects:
         for key in ("datePublished", "dateCreated"):

@@ -134,6 +134,7 @@ _NUMERIC_RE: Final = re.compile(
     r"(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*([AaPp]\.?[Mm]\.?)?)?"
     r"\s*(Z|UTC|GMT|[+-]\d{2}:?\d{2})?$"
 )
+_SPACED_OFFSET_RE: Final = re.compile(r"\s+(?=[+-]\d{2}:?\d{2}$)")
 _MONTH_NAME_RE: Final = re.compile(r"[A-Za-z]{3}")
 _OFFSET_RE: Final = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
 
@@ -185,9 +186,9 @@ def _from_iso(value: str) -> dt.date | None:
         return None
     # Python reads most ISO 8601 forms; "UTC"/"GMT" suffixes and a space
     # before the offset ("2015-07-10 09:53:00 -0400") are common near misses.
-    cleaned = re.sub(r"\s*(?:UTC|GMT)$", "Z", value)
-    cleaned = re.sub(r"\s+(?=[+-]\d{2}:?\d{2}$)", "", cleaned)
-    return dt.datetime.fromisoformat(cleaned)
+    if value.endswith(("UTC", "GMT")):
+        value = value[:-3].rstrip() + "Z"
+    return dt.datetime.fromisoformat(_SPACED_OFFSET_RE.sub("", value))
 
 
 def _from_rfc2822(value: str) -> dt.date | None:
