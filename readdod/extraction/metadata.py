@@ -10,6 +10,7 @@ forms it finds also tell rendering which ``<h1>`` is the title, not body text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -47,8 +48,8 @@ def read_meta(tree: Node, scan: Scan) -> Meta:
     site_name = _first_meta(metas, "og:site_name", "application-name") or _ld_name(
         ld.get("publisher")
     )
-    h1s = _h1_texts(scan.h1s)
-    h1 = h1s[0] if h1s else ""
+    h1s = _Headings(scan.h1s)
+    h1 = h1s.first()
     og_title = _first_meta(metas, "og:title", "twitter:title")
     title = _title(og_title, _ld_str(ld.get("headline")), h1s, scan.doc_title, site_name)
     headlines = frozenset(fold(t) for t in (title, og_title or "", h1) if t)
@@ -67,7 +68,7 @@ def read_meta(tree: Node, scan: Scan) -> Meta:
 def _title(
     og_title: str | None,
     headline: str | None,
-    h1s: list[str],
+    h1s: _Headings,
     doc_title: str,
     site_name: str | None,
 ) -> str:
@@ -115,7 +116,7 @@ def _title(
         stripped = _strip_title_suffix(chosen, site_name, guess=False)
         if stripped == chosen and doc_title and chosen.casefold() == doc_title.casefold():
             stripped = head()  # the <title> repeated, site suffix and all
-        if h1s and _TITLE_SEP_RE.search(stripped):
+        if _TITLE_SEP_RE.search(stripped):
             whole = stripped.casefold()
             for h1 in h1s:
                 if whole.startswith(h1.casefold()) and _TITLE_SEP_RE.match(stripped, len(h1)):
@@ -125,32 +126,53 @@ def _title(
     for h1 in h1s:
         if title and agrees(h1.casefold()):
             return h1
-    if title and h1s:
-        label = len(title.split()) <= 3 and len(h1s[0].split()) > len(title.split())
+    first = h1s.first()
+    if title and first:
+        label = len(title.split()) <= 3 and len(first.split()) > len(title.split())
         if label or (site_name and heads[1] == site_name.casefold()):
-            return h1s[0]
-    return title or (h1s[0] if h1s else "")
+            return first
+    return title or first
 
 
-def _h1_texts(h1s: list[Node]) -> list[str]:
-    """The ``<h1>`` texts, those inside ``<article>``/``<main>`` first.
+class _Headings:
+    """The ``<h1>`` texts, those inside ``<article>``/``<main>`` first, each read
+    only when asked for (a page can have dozens: its modals' and menus').
 
     A trailing pilcrow is a heading's permalink (Sphinx's), not its words.
     """
-    inside: list[str] = []
-    outside: list[str] = []
-    for node in h1s[:_MAX_H1S]:
-        text = ws(node.text()).rstrip("¶ ")
-        if not text:
-            continue
-        ancestor = node.parent
-        for _ in range(8):
-            if ancestor is None or ancestor.tag in ("article", "main"):
-                break
-            ancestor = ancestor.parent
-        in_article = ancestor is not None and ancestor.tag in ("article", "main")
-        (inside if in_article else outside).append(text)
-    return inside + outside
+
+    def __init__(self, nodes: list[Node]) -> None:
+        inside: list[Node] = []
+        outside: list[Node] = []
+        for node in nodes[:_MAX_H1S]:
+            ancestor = node.parent
+            for _ in range(8):
+                if ancestor is None or ancestor.tag in ("article", "main"):
+                    break
+                ancestor = ancestor.parent
+            in_article = ancestor is not None and ancestor.tag in ("article", "main")
+            (inside if in_article else outside).append(node)
+        self._pending = iter(inside + outside)
+        self._texts: list[str] = []
+
+    def _read_to(self, index: int) -> bool:
+        while len(self._texts) <= index:
+            node = next(self._pending, None)
+            if node is None:
+                return False
+            text = ws(node.text()).rstrip("¶ ")
+            if text:
+                self._texts.append(text)
+        return True
+
+    def first(self) -> str:
+        return self._texts[0] if self._read_to(0) else ""
+
+    def __iter__(self) -> Iterator[str]:
+        index = 0
+        while self._read_to(index):
+            yield self._texts[index]
+            index += 1
 
 
 _MAX_H1S: Final = 20

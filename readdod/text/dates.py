@@ -154,8 +154,9 @@ def iso_8601(stamp: str) -> str | None:
             when = parse(value)
         except (ValueError, TypeError, OverflowError, IndexError):
             continue
-        if when is not None and _FIRST_YEAR <= when.year <= _LAST_YEAR:
-            return _write(when)
+        if when is not None:
+            # The form was recognised: its year decides, no other form is tried.
+            return _write(when) if _FIRST_YEAR <= when.year <= _LAST_YEAR else None
     return None
 
 
@@ -239,5 +240,7 @@ def _zone(text: str | None) -> dt.tzinfo | None:
 
 def _from_words(value: str) -> dt.date | None:
     """A day written with its month's name ("March 5, 2024, 9:30 am"): the day."""
+    if value.isascii() and _MONTH_NAME_RE.search(value) is None:
+        return None
     days = [d for d in find_dates(value) if d.start == d.end]
     return days[0].start if len(days) == 1 else None
