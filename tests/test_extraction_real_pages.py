@@ -179,6 +179,25 @@ def test_a_how_to_split_into_step_blocks_is_read_whole() -> None:
     assert "Other things to read" not in text
 
 
+def test_the_article_markup_around_blocks_of_one_kind_keeps_its_lead() -> None:
+    """engadget: the text comes in blocks of one class inside <article>; the lead
+    paragraph sits in a block of its own before them."""
+    lead = "Lead: the council met late on Monday to settle the matter of the ferries."
+    blocks = "".join(
+        f"<div class='o-article_block'><div class='grid'><div class='cell'>"
+        f"<div class='article-text'><p>{text}</p><p>{PROSE[(i + 1) % 4]} ({i})</p></div>"
+        "</div></div></div>"
+        for i, text in enumerate(PROSE)
+    )
+    html = page(
+        f"<article><div class='lead-block'><p>{lead}</p></div>"
+        f"<div class='js-body'>{blocks}</div></article>"
+    )
+    text = extract(html).text
+    assert lead in text
+    assert all(p in text for p in PROSE)
+
+
 # --- titles: the <title> referees ------------------------------------------------------
 
 

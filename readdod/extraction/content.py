@@ -176,6 +176,7 @@ class _Candidate:
     node: Node
     score: float = 0.0
     chars: int = 0  # paragraph characters inside
+    blocks: bool = False  # reached by climbing to blocks of one kind
 
 
 def _choose_container(
@@ -209,8 +210,9 @@ def _choose_container(
     if semantic is not None and semantic.node.mem_id != top.node.mem_id:
         if _contains(semantic.node, top.node):
             # The scored block sits inside the article markup: keep the tighter
-            # one unless the markup holds much more paragraph text.
-            if top.chars < 0.8 * semantic.chars:
+            # one unless the markup holds much more paragraph text, or any more
+            # around blocks of one kind (the lead often sits in a block of its own).
+            if top.chars < 0.8 * semantic.chars or (top.blocks and top.chars < semantic.chars):
                 return semantic.node
         elif _contains(top.node, semantic.node):
             if semantic.chars >= 0.6 * top.chars:
@@ -295,8 +297,11 @@ def _climb(top: _Candidate, cands: dict[int, _Candidate], body_id: int) -> _Cand
             if up is None:
                 break
             if top.chars < _CLIMB_RATIO * up.chars:
-                if levels < _CLIMB_LEVELS or _repeated(child):
+                if levels < _CLIMB_LEVELS:
                     found = up
+                elif _repeated(child):
+                    found = up
+                    up.blocks = True
                 break
             levels += 1
             if up.chars > top.chars:
