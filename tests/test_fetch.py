@@ -21,6 +21,7 @@ import pytest
 
 from readdod.config import FetchConfig
 from readdod.errors import ErrorCode, ExtractionError, StepError
+from readdod.extraction.charsets import decode_body
 from readdod.extraction.fetch import FetchClient, extract_url, fetch, make_client
 from readdod.extraction.guard import AddressGuard, blocked_kind
 from readdod.retrying import RetryPolicy
@@ -33,6 +34,7 @@ from tests.pageserver import (
     brotli_bomb,
     encoded_page,
     gzip_bomb,
+    html_page,
     self_signed,
     serve,
 )
@@ -353,6 +355,39 @@ async def test_bom_wins_over_a_wrong_header(server: PageServer) -> None:
     url = server.page("/bom", body, content_type="text/html; charset=iso-8859-1")
     async with client() as c:
         assert "Señor Müller" in (await fetch(url, client=c)).html
+
+
+@pytest.mark.parametrize(
+    ("label", "declare"), [("gb2312", "meta"), ("gb2312", "header"), ("shift_jis", "meta")]
+)
+async def test_utf8_bytes_under_a_legacy_charset_declaration_are_read_as_utf8(
+    server: PageServer, label: str, declare: str
+) -> None:
+    """A page re-saved as UTF-8 under its old declaration (readability's ``qq`` test page:
+    UTF-8 bytes, ``<meta charset=gb2312>``): the bytes are not valid in the declared
+    charset and are valid UTF-8, so they are UTF-8, not mojibake."""
+    text = ENCODED["gbk"][1]
+    head = f"<meta http-equiv='Content-Type' content='text/html; charset={label}'>"
+    title = "DeepMind新电脑已可利用记忆自学"
+    html = html_page([text, text[: len(text) // 2]], title=title, head=head)
+    content_type = f"text/html; charset={label}" if declare == "header" else "text/html"
+    url = server.page("/moved", html.encode("utf-8"), content_type=content_type)
+    async with client() as c:
+        page = await fetch(url, client=c)
+        result = await extract_url(url, client=c)
+    assert text in page.html and "\ufffd" not in page.html
+    assert result.title == title
+    assert text in result.text
+
+
+def test_a_declared_charset_that_decodes_is_kept() -> None:
+    """Bytes valid in the declared charset stay in it, even where they are also UTF-8."""
+    gbk = ENCODED["gbk"][1].encode("gbk")
+    assert decode_body(b"<meta charset=gb2312>" + gbk, None).endswith(ENCODED["gbk"][1])
+    # "Ã©" is valid windows-1252 and valid UTF-8 ("é"): the declaration wins.
+    assert decode_body("Ã©".encode("cp1252"), "windows-1252") == "Ã©"
+    # Neither valid in the declared charset nor UTF-8: the declared one, with U+FFFD.
+    assert decode_body(b"\xa6\xff", "gb2312") == b"\xa6\xff".decode("gb18030", "replace")
 
 
 # --- bot walls ---------------------------------------------------------------------------------

@@ -174,7 +174,10 @@ class Boilerplate:
         if tag in _NEVER_TEXT_TAGS:
             return True
         if node.mem_id in self.keep:
-            return False
+            # Article markup kept from the name rules, unless hidden: a copy
+            # in display:none microdata is for crawlers, not readers.
+            style = (attrs if attrs is not None else node.attributes).get("style") or ""
+            return "display:none" in style.replace(" ", "").lower()
         chrome = tag in _CHROME_TAGS
         if not chrome:
             if attrs is None and (tag in _NAMED_TAGS or tag in _PRUNE_TAGS):
@@ -192,8 +195,7 @@ class Boilerplate:
             if (attrs.get("role") or "").lower() in _CHROME_ROLES:
                 chrome = True
             else:
-                names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
-                if len(names) <= 1 or not _names(names, self.verdicts) & _UNLIKELY:
+                if not self.names(attrs, node) & _UNLIKELY:
                     return False
                 if _is_embed(node):
                     return False
@@ -211,9 +213,38 @@ class Boilerplate:
                 return False
         return True
 
-    def names(self, attrs: dict[str, str | None]) -> int:
-        names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
-        return _names(names, self.verdicts) if len(names) > 1 else 0
+    def names(self, attrs: dict[str, str | None], node: Node) -> int:
+        """Verdict bits of the element's class and id.
+
+        An id made from the element's own heading (``id="sharing-with-a-
+        single-developer"`` on a documentation section titled "Sharing with
+        a single developer") is the author's words, not the site's vocabulary.
+        """
+        ident = attrs.get("id") or ""
+        names = f"{attrs.get('class') or ''} {ident}"
+        if len(names) <= 1:
+            return 0
+        verdict = _names(names, self.verdicts)
+        if verdict and ident and _is_heading_slug(ident, node):
+            verdict = _names(attrs.get("class") or "", self.verdicts)
+        return verdict
+
+
+_SLUG_SPLIT_RE: Final = re.compile(r"[\W_]+")
+
+
+def _is_heading_slug(ident: str, node: Node) -> bool:
+    """Whether ``ident`` is the slug of the heading that opens ``node``."""
+    words = [w for w in _SLUG_SPLIT_RE.split(ident.casefold()) if w]
+    if len(words) < 2:
+        return False
+    child = node.first_child
+    while child is not None and not child.is_element_node:
+        child = child.next
+    if child is None or child.tag not in ("h1", "h2", "h3", "h4", "h5", "h6"):
+        return False
+    heading = set(_SLUG_SPLIT_RE.split(child.text().casefold()))
+    return all(word in heading or word.isdigit() for word in words)
 
 
 def _is_embed(node: Node) -> bool:
@@ -311,7 +342,8 @@ def _is_junk(node: Node, tag: str, judge: Boilerplate, links: int, total: int) -
             return True
         if (attrs.get("itemprop") or "").lower() in _META_ITEMPROPS:
             return True
-        if judge.names(attrs) & _JUNK and node_text_len(node) < total / 2 and not _is_embed(node):
+        junk = judge.names(attrs, node) & _JUNK
+        if junk and node_text_len(node) < total / 2 and not _is_embed(node):
             return True
     # A node's text holds its links' text: with links >= total / 3 it
     # cannot be a short link list, so its length is not worth reading.

@@ -4,6 +4,11 @@ Pure: no I/O. The order is the BOM, then the charset of the ``Content-Type``
 header, then ``<meta>`` or the XML declaration, then detection
 (charset-normalizer), with the WHATWG replacements browsers use (latin-1
 means windows-1252, Shift_JIS means windows-31j, GB2312 means GB18030).
+
+A declaration is believed unless the bytes contradict it: bytes that are
+not valid in the declared charset but are valid UTF-8 are read as UTF-8
+(a page moved to UTF-8 under an old ``<meta charset=gb2312>`` or a
+server's stale default header), never as mojibake.
 """
 
 from __future__ import annotations
@@ -69,8 +74,24 @@ def decode_body(data: bytes, charset: str | None) -> str:
     ):
         if data.startswith(bom):
             return data[len(bom) :].decode(codec, errors="replace")
-    encoding = _codec(charset) or _declared_in_page(data) or _detect(data)
-    return data.decode(encoding, errors="replace")
+    declared = _codec(charset) or _declared_in_page(data)
+    if declared is None:
+        return data.decode(_detect(data), errors="replace")
+    if declared != "utf-8" and not data.isascii():
+        try:
+            return data.decode(declared)
+        except UnicodeDecodeError:
+            if _is_utf8(data):
+                return data.decode("utf-8")
+    return data.decode(declared, errors="replace")
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _declared_in_page(data: bytes) -> str | None:
@@ -81,11 +102,8 @@ def _declared_in_page(data: bytes) -> str | None:
 
 def _detect(data: bytes) -> str:
     """The encoding of unlabelled bytes: UTF-8 if they are valid UTF-8, else a guess."""
-    try:
-        data.decode("utf-8")
+    if _is_utf8(data):
         return "utf-8"
-    except UnicodeDecodeError:
-        pass
     # Markup is ASCII in every encoding; the guess is better made on the text alone.
     sample = _MARKUP_RE.sub(b" ", data[: 4 * _DETECT_BYTES])[:_DETECT_BYTES]
     matches = charset_normalizer.from_bytes(sample or data[:_DETECT_BYTES])

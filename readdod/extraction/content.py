@@ -1,9 +1,11 @@
 """Finding the article body: readability-style scoring of the page's paragraphs.
 
 Every paragraph credits its parent, grandparent and great-grandparent unless
-one of its ancestors is boilerplate; the best candidate (scaled by link
-density) is compared with its parent (an article split into sibling blocks)
-and with the page's semantic markup. The chosen container is pruned and
+one of its ancestors is boilerplate (text written straight into ``<div>``s
+counts too when a short winner would otherwise go unchallenged); the best
+candidate (scaled by link density) is compared with its parent (an article
+split into sibling blocks, or into blocks of one kind further up) and with
+the page's semantic markup. The chosen container is pruned and
 rendered, the short lines before the first paragraph and repeated blocks are
 dropped, and the publisher's JSON-LD ``articleBody`` replaces the DOM's text
 when the DOM lost most of it.
@@ -42,6 +44,9 @@ _CLIMB_RATIO: Final = 0.62
 _LEAD_SHORT_CHARS: Final = 30
 _LEAD_PARAGRAPH_CHARS: Final = 100
 _CLIMB_LEVELS: Final = 1
+# A winner holding this much paragraph text is an article, not an author's
+# note that won for want of <p>s elsewhere: div text is not weighed against it.
+_DIV_CHALLENGE_CHARS: Final = 1500
 _RANKED: Final = 4  # candidates whose link density is worth measuring
 _HTML_BLOCK_RE: Final = re.compile(r"<(?:p|br|div|h[2-6]|li)\b", re.IGNORECASE)
 _LINES_RE: Final = re.compile(r"\n\s*\n|\n")
@@ -72,7 +77,7 @@ def _dom_blocks(tree: Node, scan: Scan, meta: Meta) -> list[Block]:
         CJK_RE.search(meta.title or scan.doc_title)
     )
     paragraphs = _paragraphs(scan.paragraph_nodes, cjk=cjk)
-    container = _choose_container(body, paragraphs, scan, judge)
+    container = _choose_container(body, paragraphs, scan, judge, cjk=cjk)
     prune(container, judge)
     blocks = Renderer(scan.base, meta.headlines).render(container)
     return _tidy(blocks)
@@ -83,6 +88,8 @@ class _Paragraph:
     node: Node
     chars: int
     points: float
+    start: Node | None
+    """The first element it credits (its parent; the node itself for text with ``<br>``s)."""
 
 
 def _paragraphs(nodes: list[Node], *, cjk: bool = False) -> list[_Paragraph]:
@@ -104,20 +111,54 @@ def _paragraphs(nodes: list[Node], *, cjk: bool = False) -> list[_Paragraph]:
                 continue
             br_parents.add(parent.mem_id)
             text = "".join(_inline_text(child) for child in parent.iter(include_text=True))
+            node = parent
         else:
             text = node.text()
         if len(text) < minimum:
             continue
-        chars = nonspace_len(text)
-        if cjk:
-            chars += 2 * len(CJK_RE.findall(text))
-        if chars < _MIN_PARAGRAPH_CHARS:
+        start = node if node.tag in ("div", "section") else node.parent
+        if (para := _paragraph(node, start, text, cjk=cjk)) is not None:
+            found.append(para)
+    return found
+
+
+def _paragraph(node: Node, start: Node | None, text: str, *, cjk: bool) -> _Paragraph | None:
+    chars = nonspace_len(text)
+    if cjk:
+        chars += 2 * len(CJK_RE.findall(text))
+    if chars < _MIN_PARAGRAPH_CHARS:
+        return None
+    commas = text.count(",")
+    if not text.isascii():
+        commas += text.count("，") + text.count("、") + text.count("،")
+    points = 1 + commas + min(chars / 100, 3)
+    return _Paragraph(node, chars, points, start)
+
+
+# A <div> with none of these inside is a paragraph written as a div.
+_TEXT_DIV_QUERY: Final = (
+    "div:not(:has(div, p, section, article, main, ul, ol, dl, table, blockquote, pre, "
+    "h1, h2, h3, h4, h5, h6, form, figure, header, footer, nav, aside, li, td, br, "
+    "script, style))"
+)
+
+
+def _div_paragraphs(body: Node, *, cjk: bool) -> list[_Paragraph]:
+    """Text written straight into ``<div>``s, as paragraphs of their parents.
+
+    Some editors and fiction sites write a whole chapter as one ``<div>``
+    per paragraph without a single ``<p>``; readability reads such a div
+    as a ``<p>``. One query finds them (lexbor's ``:has``), so the page is
+    not walked in Python.
+    """
+    minimum = _MIN_PARAGRAPH_CHARS // 3 if cjk else _MIN_PARAGRAPH_CHARS
+    found: list[_Paragraph] = []
+    for node in body.css(_TEXT_DIV_QUERY):
+        text = node.text()
+        if len(text) < minimum:
             continue
-        commas = text.count(",")
-        if not text.isascii():
-            commas += text.count("，") + text.count("、") + text.count("،")
-        points = 1 + commas + min(chars / 100, 3)
-        found.append(_Paragraph(node if tag != "br" else parent, chars, points))
+        if (para := _paragraph(node, node.parent, text, cjk=cjk)) is not None:
+            found.append(para)
     return found
 
 
@@ -135,23 +176,33 @@ class _Candidate:
     node: Node
     score: float = 0.0
     chars: int = 0  # paragraph characters inside
+    blocks: bool = False  # reached by climbing to blocks of one kind
 
 
 def _choose_container(
-    body: Node, paragraphs: list[_Paragraph], scan: Scan, judge: Boilerplate
+    body: Node, paragraphs: list[_Paragraph], scan: Scan, judge: Boilerplate, *, cjk: bool
 ) -> Node:
     """The element that holds the article.
 
     The readability winner is compared with its parent (climbing while the
     parent holds much more paragraph text, i.e. the article is split into
     sibling blocks) and with the page's semantic markup, and the one that
-    holds the article's paragraphs most tightly wins.
+    holds the article's paragraphs most tightly wins. Text written straight
+    into ``<div>``s joins the paragraphs when the winner is short and there
+    is much more of it than the winner holds: the article was not in ``<p>``s,
+    and what was (an author's note, a sidebar) must not win for want of
+    competition.
     """
     body_id = body.mem_id
     cands = _score(paragraphs, judge, body_id)
-    if not cands:
+    top = _climb(_best(cands, body_id), cands, body_id) if cands else None
+    held = top.chars if top else 0
+    divs = _div_paragraphs(body, cjk=cjk) if held < _DIV_CHALLENGE_CHARS else []
+    if divs and sum(div.chars for div in divs) > 2 * held:
+        cands = _score(paragraphs + divs, judge, body_id)
+        top = _climb(_best(cands, body_id), cands, body_id) if cands else None
+    if top is None:
         return body
-    top = _climb(_best(cands, body_id), cands, body_id)
     semantic = _semantic_container(scan, cands)
     if semantic is not None and scan.article_body_id == semantic.node.mem_id:
         # The publisher's own articleBody mark is the strongest hint there is.
@@ -159,8 +210,9 @@ def _choose_container(
     if semantic is not None and semantic.node.mem_id != top.node.mem_id:
         if _contains(semantic.node, top.node):
             # The scored block sits inside the article markup: keep the tighter
-            # one unless the markup holds much more paragraph text.
-            if top.chars < 0.8 * semantic.chars:
+            # one unless the markup holds much more paragraph text, or any more
+            # around blocks of one kind (the lead often sits in a block of its own).
+            if top.chars < 0.8 * semantic.chars or (top.blocks and top.chars < semantic.chars):
                 return semantic.node
         elif _contains(top.node, semantic.node):
             if semantic.chars >= 0.6 * top.chars:
@@ -180,7 +232,7 @@ def _score(paragraphs: list[_Paragraph], judge: Boilerplate, body_id: int) -> di
     # Paragraphs mostly share a parent: credit each parent's ancestors once.
     groups: dict[int, tuple[Node, list[float]]] = {}
     for para in paragraphs:
-        start = para.node if para.node.tag in ("div", "section") else para.node.parent
+        start = para.start
         if start is None:
             continue
         group = groups.get(start.mem_id)
@@ -231,24 +283,50 @@ def _climb(top: _Candidate, cands: dict[int, _Candidate], body_id: int) -> _Cand
     Articles split into sibling blocks (around figures, ads, pull quotes)
     score each block apart; their common ancestor is the article. Looking
     further than ``_CLIMB_LEVELS`` up reaches page wrappers that also hold
-    teasers, which costs more than it saves.
+    teasers, which costs more than it saves, except through wrappers that
+    add no paragraph text to an ancestor whose text comes in blocks of one
+    kind (a how-to's steps, each ``<div class="step">`` scored apart).
     """
     while True:
         node = top.node.parent
         found: _Candidate | None = None
-        for _ in range(_CLIMB_LEVELS):
-            if node is None or node.mem_id == body_id:
-                break
+        child = top.node
+        levels = 0
+        while node is not None and node.mem_id != body_id:
             up = cands.get(node.mem_id)
             if up is None:
                 break
             if top.chars < _CLIMB_RATIO * up.chars:
-                found = up
+                if levels < _CLIMB_LEVELS:
+                    found = up
+                elif _repeated(child):
+                    found = up
+                    up.blocks = True
                 break
-            node = node.parent
+            levels += 1
+            if up.chars > top.chars:
+                break
+            child, node = node, node.parent
         if found is None:
             return top
         top = found
+
+
+def _repeated(node: Node) -> bool:
+    """Whether ``node`` is one of at least three sibling blocks with its tag and class."""
+    kind = (node.tag, node.attributes.get("class"))
+    if not kind[1]:
+        return False
+    parent = node.parent
+    child = parent.first_child if parent is not None else None
+    alike = 0
+    while child is not None:
+        if child.tag == kind[0] and child.attributes.get("class") == kind[1]:
+            alike += 1
+            if alike >= 3:
+                return True
+        child = child.next
+    return False
 
 
 def _clean_chain(node: Node | None, judge: Boilerplate, clean: set[int]) -> bool:

@@ -14,9 +14,12 @@ parsing it, so the stages share passes and judge only what they must:
 2. readability-style scoring: every paragraph credits its parent, grandparent
    and great-grandparent, unless one of its ancestors is chrome (nav, header,
    footer, aside, form, hidden, ARIA landmarks) or named as boilerplate by its
-   class/id (:mod:`.boilerplate`); the best candidate (scaled by link
-   density) is compared with its parent (an article split into sibling
-   blocks) and with the semantic hints, per page (:mod:`.content`);
+   class/id (:mod:`.boilerplate`), ``<div>``s of bare text counting as
+   paragraphs when a short winner would otherwise go unchallenged; the best
+   candidate (scaled by link density) is compared with its parent (an
+   article split into sibling blocks) and with the semantic hints, per page
+   (:mod:`.content`); the title is refereed by ``<title>`` and the date
+   written in ISO 8601 (:mod:`.metadata`);
 3. prune inside the container (captions, share bars, bylines, dates, tag
    links, link lists, comments), then render blocks with a plain-text and a
    markdown form (:mod:`.markdown`), and drop the short lines before the

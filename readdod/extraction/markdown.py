@@ -191,7 +191,7 @@ class Renderer:
 
     def _heading(self, node: Node, level: int) -> None:
         self._flush()
-        text = ws(node.text())
+        text = ws(node.text()).rstrip("¶ ")  # a trailing pilcrow is a permalink
         if not text:
             return
         if level == 1 and (not self.blocks or fold(text) in self._headlines):

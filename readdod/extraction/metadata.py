@@ -10,11 +10,13 @@ forms it finds also tell rendering which ``<h1>`` is the title, not body text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
 from readdod.extraction.dom import Node, absolute_url, fold, ws
 from readdod.extraction.scan import Scan
+from readdod.text.dates import iso_8601
 
 _MAX_BYLINE_CHARS: Final = 100
 _TITLE_SEP_RE: Final = re.compile(r"\s+[|\-–—·•»~/:]\s+")
@@ -46,16 +48,10 @@ def read_meta(tree: Node, scan: Scan) -> Meta:
     site_name = _first_meta(metas, "og:site_name", "application-name") or _ld_name(
         ld.get("publisher")
     )
-    h1 = ws(_best_h1(scan.h1s).text()) if scan.h1s else ""
-    og_title = _first_meta(metas, "og:title", "twitter:title") or _ld_str(ld.get("headline"))
-    if og_title:
-        title = _strip_title_suffix(og_title, site_name, guess=False)
-    elif h1:
-        title = h1
-    elif scan.doc_title:
-        title = _strip_title_suffix(scan.doc_title, site_name, guess=True)
-    else:
-        title = ""
+    h1s = _Headings(scan.h1s)
+    h1 = h1s.first()
+    og_title = _first_meta(metas, "og:title", "twitter:title")
+    title = _title(og_title, _ld_str(ld.get("headline")), h1s, scan.doc_title, site_name)
     headlines = frozenset(fold(t) for t in (title, og_title or "", h1) if t)
     return Meta(
         title=title or None,
@@ -69,17 +65,117 @@ def read_meta(tree: Node, scan: Scan) -> Meta:
     )
 
 
-def _best_h1(h1s: list[Node]) -> Node:
-    """The headline: an ``<h1>`` inside the article markup if there is one."""
-    for node in h1s:
-        ancestor = node.parent
-        for _ in range(8):
-            if ancestor is None:
-                break
-            if ancestor.tag in ("article", "main"):
-                return node
-            ancestor = ancestor.parent
-    return h1s[0]
+def _title(
+    og_title: str | None,
+    headline: str | None,
+    h1s: _Headings,
+    doc_title: str,
+    site_name: str | None,
+) -> str:
+    """The article's title, the page's ``<title>`` being the referee.
+
+    The publisher's ``og:title`` and JSON-LD ``headline`` come first, the one
+    the ``<title>`` bears out when they differ (a headline field can hold a
+    description, an ``og:title`` a teaser). An ``<h1>`` is taken when the
+    ``<title>`` bears it out: an ``<h1>`` can be the site's logo or a
+    section's name ("Allergies Health Center" above the article). Otherwise
+    the ``<title>`` less its site suffix, unless it is only the site's name
+    or a short label beside a longer ``<h1>``. Every text given has its
+    whitespace collapsed already, so case folding is all comparing takes.
+    """
+    # The <title> less its site suffix, worked out only when needed (with
+    # an og:title alone it seldom is).
+    heads: list[str] = []
+
+    def head() -> str:
+        if not heads:
+            stripped = _strip_title_suffix(doc_title, site_name, guess=True) if doc_title else ""
+            heads.extend((stripped, stripped.casefold()))
+        return heads[0]
+
+    def agrees(folded: str) -> bool:
+        """Whether the ``<title>`` bears a (folded) candidate out: it holds its head, or
+        the reverse."""
+        if not doc_title:
+            return True
+        head()
+        title_head = heads[1]
+        return bool(folded) and (
+            folded in title_head or (bool(title_head) and title_head in folded)
+        )
+
+    if headline:
+        folded = headline.casefold()
+        if not (agrees(folded) or any(folded == h1.casefold() for h1 in h1s)):
+            headline = None  # a JSON-LD headline nothing else on the page says
+    published = [t for t in (og_title, headline) if t]
+    if len(published) == 2 and not agrees(published[0].casefold()):
+        published.reverse()  # the headline the <title> bears out, not the og:title
+    if published:
+        chosen = published[0]
+        stripped = _strip_title_suffix(chosen, site_name, guess=False)
+        if stripped == chosen and doc_title and chosen.casefold() == doc_title.casefold():
+            stripped = head()  # the <title> repeated, site suffix and all
+        if _TITLE_SEP_RE.search(stripped):
+            whole = stripped.casefold()
+            for h1 in h1s:
+                if whole.startswith(h1.casefold()) and _TITLE_SEP_RE.match(stripped, len(h1)):
+                    return h1  # "Headline - Site" where the page's <h1> is "Headline"
+        return stripped
+    title = head()
+    for h1 in h1s:
+        if title and agrees(h1.casefold()):
+            return h1
+    first = h1s.first()
+    if title and first:
+        label = len(title.split()) <= 3 and len(first.split()) > len(title.split())
+        if label or (site_name and heads[1] == site_name.casefold()):
+            return first
+    return title or first
+
+
+class _Headings:
+    """The ``<h1>`` texts, those inside ``<article>``/``<main>`` first, each read
+    only when asked for (a page can have dozens: its modals' and menus').
+
+    A trailing pilcrow is a heading's permalink (Sphinx's), not its words.
+    """
+
+    def __init__(self, nodes: list[Node]) -> None:
+        inside: list[Node] = []
+        outside: list[Node] = []
+        for node in nodes[:_MAX_H1S]:
+            ancestor = node.parent
+            for _ in range(8):
+                if ancestor is None or ancestor.tag in ("article", "main"):
+                    break
+                ancestor = ancestor.parent
+            in_article = ancestor is not None and ancestor.tag in ("article", "main")
+            (inside if in_article else outside).append(node)
+        self._pending = iter(inside + outside)
+        self._texts: list[str] = []
+
+    def _read_to(self, index: int) -> bool:
+        while len(self._texts) <= index:
+            node = next(self._pending, None)
+            if node is None:
+                return False
+            text = ws(node.text()).rstrip("¶ ")
+            if text:
+                self._texts.append(text)
+        return True
+
+    def first(self) -> str:
+        return self._texts[0] if self._read_to(0) else ""
+
+    def __iter__(self) -> Iterator[str]:
+        index = 0
+        while self._read_to(index):
+            yield self._texts[index]
+            index += 1
+
+
+_MAX_H1S: Final = 20
 
 
 def _first_meta(metas: dict[str, str], *names: str) -> str | None:
@@ -128,20 +224,34 @@ def _clean_byline(candidate: str | None) -> str | None:
 
 
 def _published_at(scan: Scan, ld: dict[str, Any]) -> str | None:
-    """Publication time as the page states it (usually ISO 8601)."""
-    value = _first_meta(
-        scan.metas, "article:published_time", "datepublished", "date", "pubdate",
-        "publish-date", "dc.date", "dcterms.created", "dc.date.issued",
-    )  # fmt: skip
-    if value:
-        return value
-    for obj in (ld, *scan.ld_objects):
-        found = _ld_str(obj.get("datePublished")) or _ld_str(obj.get("dateCreated"))
-        if found:
-            return found
-    if scan.date_published:
-        return scan.date_published
-    return scan.times[0] if scan.times else None
+    """Publication time in ISO 8601, from the most to the least deliberate markup.
+
+    The article's JSON-LD first (it is written for machines, and is ISO 8601
+    by definition), then ``<meta>`` tags, then the page's other JSON-LD
+    objects (a list of related articles has dates too), then ``<time>``
+    elements. Each stamp is normalised (:func:`~readdod.text.dates.iso_8601`);
+    one that cannot be read is skipped, never passed on as the page wrote it.
+    """
+    for key in ("datePublished", "dateCreated"):
+        if (found := _ld_str(ld.get(key))) and (stamp := iso_8601(found)):
+            return stamp
+    for name in _DATE_METAS:
+        if (found := scan.metas.get(name)) and (stamp := iso_8601(found)):
+            return stamp
+    for obj in scan.ld_objects:
+        for key in ("datePublished", "dateCreated"):
+            if (found := _ld_str(obj.get(key))) and (stamp := iso_8601(found)):
+                return stamp
+    for found in (scan.date_published, *scan.times):
+        if found and (stamp := iso_8601(found)):
+            return stamp
+    return None
+
+
+_DATE_METAS: Final = (
+    "article:published_time", "datepublished", "date", "pubdate", "publish-date",
+    "dc.date", "dcterms.created", "dc.date.issued", "parsely-pub-date", "sailthru.date",
+)  # fmt: skip
 
 
 def _lang(tree: Node, metas: dict[str, str]) -> str | None:

@@ -13,6 +13,7 @@ paragraphs.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -102,11 +103,7 @@ def scan_page(tree: Node, page_url: str | None) -> Scan:
                 scan.base = urljoin(page_url or "", href.strip()) or page_url
         elif tag == "script":
             if (attrs.get("type") or "").strip().lower() == "application/ld+json":
-                try:
-                    data = json.loads(node.text() or "", strict=False)
-                except ValueError:
-                    data = None
-                scan.ld_objects.extend(_flatten_ld(data))
+                scan.ld_objects.extend(_flatten_ld(_ld_json(node.text() or "")))
         elif tag == "h1":
             scan.h1s.append(node)
         elif tag == "article":
@@ -135,6 +132,23 @@ def scan_page(tree: Node, page_url: str | None) -> Scan:
 
 
 # --- JSON-LD -----------------------------------------------------------------
+
+
+_LD_WRAPPER_RE: Final = re.compile(
+    r"^\s*(?://\s*)?(?:<!\[CDATA\[|<!--)|(?://\s*)?(?:\]\]>|-->)\s*$"
+)
+
+
+def _ld_json(text: str) -> Any:
+    """A JSON-LD script's data; a CDATA section or comment around it is XHTML's habit."""
+    try:
+        return json.loads(text, strict=False)
+    except ValueError:
+        pass
+    try:
+        return json.loads(_LD_WRAPPER_RE.sub("", text), strict=False)
+    except ValueError:
+        return None
 
 
 def _flatten_ld(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
