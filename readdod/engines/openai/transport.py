@@ -343,7 +343,8 @@ class Transport:
                     finally:
                         spent = time.perf_counter() - started
                         tally.latency_ms += spent * 1000
-                        self._logged(model, kind, mode, max_tokens, spent, answer, slots.limit)
+                        asked = "prompt" if logprobs else mode
+                        self._logged(model, kind, asked, max_tokens, spent, answer, slots.limit)
             except StreamCut as cut:
                 # The server is up and answering: it takes fewer requests at once.
                 assert slot is not None
