@@ -21,7 +21,10 @@ from tests.daemon_proc import DaemonProc, run_cli, toml
 from tests.test_lifecycle_e2e import ARTICLE, EMPTY_PAGE, FETCH, PageServer
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-#: The exit codes README.md documents (and scripts rely on).
+#: The user documentation beside the README, and the file that lists the exit codes.
+DOCS = README.parent / "docs"
+ERRORS_DOC = DOCS / "errors.md"
+#: The exit codes docs/errors.md documents (and scripts rely on).
 CONFIG_ERROR = 2
 USAGE_ERROR = 64
 
@@ -157,9 +160,9 @@ def test_usage_errors_have_their_own_exit_code(tmp_path: Path) -> None:
     assert _readdod("ls", "--help", home=tmp_path).returncode == 0
 
 
-def test_the_readme_lists_every_exit_code() -> None:
+def test_the_docs_list_every_exit_code() -> None:
     assert (cli.EXIT_CONFIG, cli.EXIT_USAGE) == (CONFIG_ERROR, USAGE_ERROR)
-    text = README.read_text()
+    text = ERRORS_DOC.read_text()
     table = text[text.index("| exit code |") :].split("\n\n", 1)[0]
     listed = {int(m) for m in re.findall(r"^\| `?(\d+)`? \|", table, re.M)}
     codes = {getattr(cli, n) for n in dir(cli) if n.startswith("EXIT_")}
@@ -352,6 +355,7 @@ def _help(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 def test_what_users_read_stands_on_its_own(capsys: pytest.CaptureFixture[str]) -> None:
     example = README.parent / "config" / "readdod.example.toml"
     texts = {"README.md": README.read_text(), str(example.name): example.read_text()}
+    texts |= {f"docs/{doc.name}": doc.read_text() for doc in sorted(DOCS.glob("*.md"))}
     local = {"serve", "demo", "config", "schemas", "eval", "extract", "browser", "browser-host"}
     local |= {"import", "tui"}
     texts["readdod --help"] = _help(capsys)
