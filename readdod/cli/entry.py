@@ -1,7 +1,7 @@
 """`readdod`'s entry point: parse the command line, run its verb, and end in an exit code.
 
 Every error a verb raises is said here once, in one line for people (and as
-``{"error": ...}`` under ``--json``), and mapped to the exit code README.md lists.
+``{"error": ...}`` under ``--json``), and mapped to the exit code docs/errors.md lists.
 """
 
 from __future__ import annotations

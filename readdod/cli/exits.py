@@ -1,4 +1,4 @@
-"""The CLI's exit codes: README.md lists them, and scripts branch on them."""
+"""The CLI's exit codes: docs/errors.md lists them, and scripts branch on them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The key map, in one place: the help screen shows it and README.md describes it."""
+"""The key map, in one place: the help screen shows it and docs/usage.md describes it."""
 
 from __future__ import annotations
 
