@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
@@ -211,21 +211,48 @@ TODO_FIELDS: Final = (
 )
 
 
-@functools.cache
-def load(lang: str) -> Phrases:
-    """The table for ``lang``, read once from its bundled file ``phrasebooks/<lang>.toml``.
+#: How many forms a noun has under each plural rule.
+_FORMS: Final[Mapping[Plurals, int]] = MappingProxyType({"one_other": 2, "slavic": 3})
 
-    The wording is data, so a language is corrected or added in one file without
-    touching the code. msgspec checks the file against :class:`Phrases`: every field
-    given, each of its type; a key the class does not know is refused as well.
+
+def parse(lang: str, toml: str) -> Phrases:
+    """``lang``'s table from the text of its file, checked against :class:`Phrases`.
+
+    msgspec checks every field is given, each of its type; a key the class does not
+    know is refused too, so a misspelt key is an error rather than a phrase ignored,
+    and every noun needs as many forms as the language's plurals have.
     """
-    path = resources.files("readdod.engines.local").joinpath("phrasebooks", f"{lang}.toml")
-    raw = tomllib.loads(path.read_text("utf-8"))
+    raw = tomllib.loads(toml)
     unknown = sorted(raw.keys() - ({f.name for f in fields(Phrases)} - {"lang"}))
     if unknown:
         raise ValueError(f"phrasebooks/{lang}.toml: unknown keys {unknown}")
     table = msgspec.convert({**raw, "lang": lang}, type=Phrases, strict=True)
+    missing = [n for n in get_args(Noun) if n not in table.nouns]
+    if missing:
+        raise ValueError(f"phrasebooks/{lang}.toml: no forms for the nouns {missing}")
+    forms = _FORMS[table.plurals]
+    wrong = [n for n, f in table.nouns.items() if len(f) != forms]
+    if wrong:
+        raise ValueError(
+            f"phrasebooks/{lang}.toml: {table.plurals} nouns need {forms} forms: {wrong}"
+        )
     return replace(table, nouns=MappingProxyType(dict(table.nouns)))
+
+
+def phrasebook(lang: str) -> str:
+    """The text of ``lang``'s bundled file, ``phrasebooks/<lang>.toml``."""
+    path = resources.files("readdod.engines.local").joinpath("phrasebooks", f"{lang}.toml")
+    return path.read_text("utf-8")
+
+
+@functools.cache
+def load(lang: str) -> Phrases:
+    """The table for ``lang``, read once from its bundled file.
+
+    The wording is data, so a language is corrected or added in one file without
+    touching the code.
+    """
+    return parse(lang, phrasebook(lang))
 
 
 #: Every table, by ISO 639-1 code: one per language the engine detects and stems.
