@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import signal
@@ -110,8 +111,24 @@ def machine() -> dict[str, Any]:
     }
 
 
-def report(name: str, figures: dict[str, Any]) -> None:
-    """Print ``figures`` and write them, with the machine, to bench/results/NAME.json."""
+def not_finite(value: Any, path: str = "") -> list[str]:
+    """The paths of every figure in ``value`` that is NaN or infinite (a division gone wrong)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [path or "figure"]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in not_finite(v, f"{path}.{k}".lstrip("."))]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in not_finite(v, f"{path}[{i}]")]
+    return []
+
+
+def report(name: str, figures: dict[str, Any], *, sane: dict[str, bool] | None = None) -> None:
+    """Print ``figures`` and write them, with the machine, to bench/results/NAME.json.
+
+    Then exit 1 if a figure is NaN or infinite or one of ``sane`` (label → holds) does
+    not hold: what a bench's ``--small`` run checks is that its figures make sense
+    (counts above zero, ratios finite), never how fast the machine is.
+    """
     figures = {
         "bench": name,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -123,6 +140,11 @@ def report(name: str, figures: dict[str, Any]) -> None:
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         print(f"{key:<{width}}  {json.dumps(value) if isinstance(value, dict | list) else value}")
+    problems = [f"{path} is not finite" for path in not_finite(figures)]
+    problems += [f"not sane: {label}" for label, holds in (sane or {}).items() if not holds]
+    if problems:
+        print(f"{name}: " + "; ".join(problems), file=sys.stderr)
+        raise SystemExit(1)
 
 
 def percentiles(values: Sequence[float], qs: Sequence[int] = (50, 95, 99)) -> dict[str, float]:
