@@ -379,13 +379,95 @@ def store_counters(d: Daemon) -> dict[str, int] | None:
     return dict(store) if isinstance(store, dict) else None
 
 
-if __name__ == "__main__":
-    print(json.dumps(machine(), indent=2))
-
-
 def capture_paused(d: Daemon, texts: Sequence[str], **kwargs: Any) -> float:
     """Pause the daemon, capture ``texts`` (see :func:`capture_all`); the seconds it took."""
     d.call("pause")
     start = time.perf_counter()
     capture_all(d, texts, **kwargs)
     return time.perf_counter() - start
+
+
+STEPS = ("extraction", "summary", "score", "todos", "card")
+
+
+def item_writes(rp: Any, it: dict[str, Any]) -> list[list[tuple[str, tuple[Any, ...]]]]:
+    """The statements that process one item, grouped by step (claim, 5 steps, READY).
+
+    ``rp`` holds what the daemon wrote, read back (``runs``, ``artifacts`` and
+    ``events`` by item id): the floors of bench.throughput (SQLite) and
+    bench.fleet (PostgreSQL) replay it.
+    """
+    iid, run = it["id"], rp.runs[it["id"]]
+    rid, now = run["run_id"], it["updated_at"]
+    events = {(e["kind"], e["to_status"], e["detail"]): e for e in rp.events[iid]}
+    ev = "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger, detail)"
+    ev += " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    claim_ev = next(e for e in events.values() if e["to_status"] == "PROCESSING")
+    groups = [
+        [
+            (
+                "UPDATE items SET status = 'PROCESSING', lease_owner = ?, lease_expires_at = ?,"
+                " updated_at = ? WHERE id = ? AND status = 'QUEUED'",
+                (run["worker_id"], now + 30_000, now, iid),
+            ),
+            (
+                "UPDATE runs SET status = 'running', attempts = 1, worker_id = ?, started_at = ?"
+                " WHERE run_id = ?",
+                (run["worker_id"], now, rid),
+            ),
+            (
+                ev,
+                (now, iid, rid, "transition", "QUEUED", "PROCESSING", "system", claim_ev["detail"]),
+            ),
+        ]
+    ]
+    step_events = [e for e in rp.events[iid] if e["kind"] == "step"]
+    for i, step in enumerate(STEPS):
+        art = rp.artifacts[iid][step]
+        fields: dict[str, Any] = {"orphan_count": 0, "updated_at": now}
+        if step == "extraction":
+            fields["title"] = it["title"]
+        if step == "score":
+            fields["priority"] = it["priority"]
+            fields["match_score"] = it["match_score"]
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        nxt = STEPS[i + 1] if i + 1 < len(STEPS) else "gate"
+        groups.append(
+            [
+                # The daemon's order: the item (a title, a score) first, then the
+                # artifact, whose trigger indexes the title with the extracted text.
+                (
+                    f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
+                    " AND lease_owner = ? AND current_run_id = ?",
+                    (*fields.values(), iid, run["worker_id"], rid),
+                ),
+                (
+                    "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
+                    " payload, meta, created_at) VALUES (?, ?, 1, 'system', ?, ?, ?, ?)",
+                    (iid, step, rid, art["payload"], art["meta"], now),
+                ),
+                ("UPDATE runs SET current_step = ? WHERE run_id = ?", (nxt, rid)),
+                (ev, (now, iid, rid, "step", None, None, "system", step_events[i]["detail"])),
+            ]
+        )
+    groups.append(
+        [
+            (
+                "UPDATE runs SET status = 'succeeded', finished_at = ?, current_step = NULL"
+                " WHERE run_id = ?",
+                (now, rid),
+            ),
+            (
+                "UPDATE items SET status = 'READY', updated_at = ?, lease_owner = NULL,"
+                " lease_expires_at = NULL, orphan_count = 0, auto_retries = 0"
+                " WHERE id = ? AND status = 'PROCESSING'",
+                (now, iid),
+            ),
+            (ev, (now, iid, rid, "transition", "PROCESSING", "READY", "system", "{}")),
+        ]
+    )
+    return groups
+
+
+if __name__ == "__main__":
+    print(json.dumps(machine(), indent=2))

@@ -67,7 +67,9 @@ def main() -> None:
     ap.add_argument("--captures", type=int, default=200)
     ap.add_argument("--kb", type=int, default=100, help="size of each page's HTML")
     ap.add_argument("--starts", type=int, default=30, help="hosts started for one message each")
-    ap.add_argument("--small", action="store_true", help="20 captures, 3 host starts: that it runs (CI)")
+    ap.add_argument(
+        "--small", action="store_true", help="20 captures, 3 host starts: that it runs (CI)"
+    )
     args = ap.parse_args()
     if args.small:
         args.captures, args.starts = 20, 3

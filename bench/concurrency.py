@@ -106,7 +106,9 @@ def main() -> None:
     ap.add_argument("--waves", type=int, default=3, help="items = waves × in flight")
     ap.add_argument("--delay-ms", type=int, default=1000, help="ai.fixed_delay_ms")
     ap.add_argument("--batch-size", type=int, default=None, help="default: min(C, 1000)")
-    ap.add_argument("--small", action="store_true", help="50 in flight, 2 waves, 50 ms steps: that it runs (CI)")
+    ap.add_argument(
+        "--small", action="store_true", help="50 in flight, 2 waves, 50 ms steps: that it runs (CI)"
+    )
     args = ap.parse_args()
     if args.small:
         args.levels, args.waves, args.delay_ms = [50], 2, 50

@@ -42,15 +42,16 @@ import psycopg
 from psycopg.rows import dict_row
 
 from bench._common import (
+    STEPS,
     Daemon,
     article,
     capture_all,
+    item_writes,
     parse_ts,
     percentiles,
     report,
     store_counters,
 )
-from bench.throughput import STEPS, _item_writes
 from readdod.store.rows import ITEM_COLUMNS, RUN_COLUMNS
 
 PROCRASTINATE = {"jobs_per_s": 499, "pickup_ms": 4.1, "steps_per_job": 1}
@@ -220,7 +221,7 @@ def floor(dbs: Any, rp: _Replay) -> tuple[float, int]:
                 )
         work = [
             [[(sql.replace("?", "%s"), args) for sql, args in group] for group in groups]
-            for groups in (_item_writes(rp, it) for it in rp.items)  # type: ignore[arg-type]
+            for groups in (item_writes(rp, it) for it in rp.items)
         ]
         start = time.perf_counter()
         for groups in work:

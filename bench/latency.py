@@ -60,7 +60,9 @@ def main() -> None:
     ap.add_argument("--probes", type=int, default=200)
     ap.add_argument("--load", type=int, default=5000, help="items processing under load")
     ap.add_argument("--concurrency", type=int, default=64)
-    ap.add_argument("--small", action="store_true", help="20 probes, 1,000 items of load: that it runs (CI)")
+    ap.add_argument(
+        "--small", action="store_true", help="20 probes, 1,000 items of load: that it runs (CI)"
+    )
     args = ap.parse_args()
     if args.small:
         args.probes, args.load = 20, 1000

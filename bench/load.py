@@ -197,7 +197,9 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--fuzz", type=int, metavar="N", help="run the protocol fuzz, N examples")
-    ap.add_argument("--small", action="store_true", help="2,000 captures from 4 clients: that it runs (CI)")
+    ap.add_argument(
+        "--small", action="store_true", help="2,000 captures from 4 clients: that it runs (CI)"
+    )
     args = ap.parse_args()
     if args.fuzz:
         fuzz(args.fuzz)

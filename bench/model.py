@@ -52,7 +52,9 @@ def main() -> int:
         action="store_true",
         help="sequences may also stop the daemon (SIGTERM) and start it again",
     )
-    ap.add_argument("--small", action="store_true", help="10 sequences of 20 steps: that it runs (CI)")
+    ap.add_argument(
+        "--small", action="store_true", help="10 sequences of 20 steps: that it runs (CI)"
+    )
     args = ap.parse_args()
     if args.small:
         args.examples, args.steps = 10, 20

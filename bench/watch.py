@@ -78,7 +78,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=2000)
     ap.add_argument("--watchers", type=int, nargs="+", default=[0, 1, 4])
-    ap.add_argument("--small", action="store_true", help="200 items, 0 and 2 watchers: that it runs (CI)")
+    ap.add_argument(
+        "--small", action="store_true", help="200 items, 0 and 2 watchers: that it runs (CI)"
+    )
     args = ap.parse_args()
     if args.small:
         args.items, args.watchers = 200, [0, 2]
