@@ -39,10 +39,10 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=4, help="daemon.concurrency")
     ap.add_argument("--auto-export", action="store_true", help="daemon.auto_export = true")
     ap.add_argument("--keep", action="store_true", help="keep the data folder and print it")
-    ap.add_argument("--small", action="store_true", help="10 cycles: that it runs (CI)")
+    ap.add_argument("--small", action="store_true", help="5 cycles: that it runs (CI)")
     args = ap.parse_args()
     if args.small:
-        args.cycles = 10
+        args.cycles = 5
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**9)
     print(f"crash loop: seed {seed}, {args.cycles} cycles", flush=True)
     tmp = tempfile.mkdtemp(prefix="readdod-crashloop-")

@@ -451,19 +451,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--small",
         action="store_true",
-        help="throughput (1 and 2 daemons, 200 items), pickup (20) and recovery (1,000): CI",
+        help="throughput (2 daemons, 200 items), pickup (20) and recovery (1,000): CI",
     )
     args = ap.parse_args(argv)
     if args.small:
-        small = {"dsn": args.dsn, "small": True}
-        throughput(
-            argparse.Namespace(
-                items=200, daemons=[1, 2], runs=1, floor_items=200, concurrency=64,
-                batch_size=20, **small,
-            )
-        )  # fmt: skip
-        pickup(argparse.Namespace(samples=20, **small))
-        recovery(argparse.Namespace(items=1000, **small))
+        # One throwaway cluster (or the given server) for the three: each makes fresh databases.
+        with databases(args.dsn) as dbs:
+            small = {"dsn": dbs.base if isinstance(dbs, _Server) else dbs.dsn(), "small": True}
+            throughput(
+                argparse.Namespace(
+                    items=200, daemons=[2], runs=1, floor_items=100, concurrency=64,
+                    batch_size=20, **small,
+                )
+            )  # fmt: skip
+            pickup(argparse.Namespace(samples=20, **small))
+            recovery(argparse.Namespace(items=1000, **small))
         return
     if args.what is None:
         ap.error("say what to measure (pickup, recovery), or --small")

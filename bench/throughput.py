@@ -200,11 +200,13 @@ def main() -> None:
     )
     ap.add_argument("--dsn", help="postgresql: a server of your own (default: a throwaway one)")
     ap.add_argument(
-        "--small", action="store_true", help="SQLite, 300 items, one run: that it runs (CI)"
+        "--small",
+        action="store_true",
+        help="SQLite, 300 items, one run, a floor of 100: that it runs (CI)",
     )
     args = ap.parse_args()
     if args.small:
-        args.items, args.floor_items, args.runs, args.concurrency = 300, 300, 1, 64
+        args.items, args.floor_items, args.runs, args.concurrency = 300, 100, 1, 64
     if args.runs < 1:
         ap.error("--runs must be at least 1")
     if args.backend == "postgresql":

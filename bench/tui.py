@@ -164,15 +164,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--gap-ms", type=int, default=100, help="from an answer to the next key")
     parser.add_argument(
-        "--small", action="store_true", help="300 + 100 items, 3 rounds: that it runs (CI)"
+        "--small", action="store_true", help="200 + 60 items, 3 rounds: that it runs (CI)"
     )
     args = parser.parse_args()
     if args.small:
-        args.settled, args.fed, args.rounds = 300, 100, 3
+        args.settled, args.fed, args.rounds = 200, 60, 3
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         sections: dict[str, dict[str, Any]] = {
-            "daemon": {"skip_below": 0, "concurrency": 50, "batch_size": 50},
+            "daemon": {"skip_below": 0, "concurrency": 50, "batch_size": 20},
             "ai": {"engine": "fixed"},
         }
         d = Daemon(root, **sections)
