@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import signal
@@ -110,8 +111,24 @@ def machine() -> dict[str, Any]:
     }
 
 
-def report(name: str, figures: dict[str, Any]) -> None:
-    """Print ``figures`` and write them, with the machine, to bench/results/NAME.json."""
+def not_finite(value: Any, path: str = "") -> list[str]:
+    """The paths of every figure in ``value`` that is NaN or infinite (a division gone wrong)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [path or "figure"]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in not_finite(v, f"{path}.{k}".lstrip("."))]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in not_finite(v, f"{path}[{i}]")]
+    return []
+
+
+def report(name: str, figures: dict[str, Any], *, sane: dict[str, bool] | None = None) -> None:
+    """Print ``figures`` and write them, with the machine, to bench/results/NAME.json.
+
+    Then exit 1 if a figure is NaN or infinite or one of ``sane`` (label → holds) does
+    not hold: what a bench's ``--small`` run checks is that its figures make sense
+    (counts above zero, ratios finite), never how fast the machine is.
+    """
     figures = {
         "bench": name,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -123,6 +140,11 @@ def report(name: str, figures: dict[str, Any]) -> None:
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         print(f"{key:<{width}}  {json.dumps(value) if isinstance(value, dict | list) else value}")
+    problems = [f"{path} is not finite" for path in not_finite(figures)]
+    problems += [f"not sane: {label}" for label, holds in (sane or {}).items() if not holds]
+    if problems:
+        print(f"{name}: " + "; ".join(problems), file=sys.stderr)
+        raise SystemExit(1)
 
 
 def percentiles(values: Sequence[float], qs: Sequence[int] = (50, 95, 99)) -> dict[str, float]:
@@ -357,13 +379,95 @@ def store_counters(d: Daemon) -> dict[str, int] | None:
     return dict(store) if isinstance(store, dict) else None
 
 
-if __name__ == "__main__":
-    print(json.dumps(machine(), indent=2))
-
-
 def capture_paused(d: Daemon, texts: Sequence[str], **kwargs: Any) -> float:
     """Pause the daemon, capture ``texts`` (see :func:`capture_all`); the seconds it took."""
     d.call("pause")
     start = time.perf_counter()
     capture_all(d, texts, **kwargs)
     return time.perf_counter() - start
+
+
+STEPS = ("extraction", "summary", "score", "todos", "card")
+
+
+def item_writes(rp: Any, it: dict[str, Any]) -> list[list[tuple[str, tuple[Any, ...]]]]:
+    """The statements that process one item, grouped by step (claim, 5 steps, READY).
+
+    ``rp`` holds what the daemon wrote, read back (``runs``, ``artifacts`` and
+    ``events`` by item id): the floors of bench.throughput (SQLite) and
+    bench.fleet (PostgreSQL) replay it.
+    """
+    iid, run = it["id"], rp.runs[it["id"]]
+    rid, now = run["run_id"], it["updated_at"]
+    events = {(e["kind"], e["to_status"], e["detail"]): e for e in rp.events[iid]}
+    ev = "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger, detail)"
+    ev += " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    claim_ev = next(e for e in events.values() if e["to_status"] == "PROCESSING")
+    groups = [
+        [
+            (
+                "UPDATE items SET status = 'PROCESSING', lease_owner = ?, lease_expires_at = ?,"
+                " updated_at = ? WHERE id = ? AND status = 'QUEUED'",
+                (run["worker_id"], now + 30_000, now, iid),
+            ),
+            (
+                "UPDATE runs SET status = 'running', attempts = 1, worker_id = ?, started_at = ?"
+                " WHERE run_id = ?",
+                (run["worker_id"], now, rid),
+            ),
+            (
+                ev,
+                (now, iid, rid, "transition", "QUEUED", "PROCESSING", "system", claim_ev["detail"]),
+            ),
+        ]
+    ]
+    step_events = [e for e in rp.events[iid] if e["kind"] == "step"]
+    for i, step in enumerate(STEPS):
+        art = rp.artifacts[iid][step]
+        fields: dict[str, Any] = {"orphan_count": 0, "updated_at": now}
+        if step == "extraction":
+            fields["title"] = it["title"]
+        if step == "score":
+            fields["priority"] = it["priority"]
+            fields["match_score"] = it["match_score"]
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        nxt = STEPS[i + 1] if i + 1 < len(STEPS) else "gate"
+        groups.append(
+            [
+                # The daemon's order: the item (a title, a score) first, then the
+                # artifact, whose trigger indexes the title with the extracted text.
+                (
+                    f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
+                    " AND lease_owner = ? AND current_run_id = ?",
+                    (*fields.values(), iid, run["worker_id"], rid),
+                ),
+                (
+                    "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
+                    " payload, meta, created_at) VALUES (?, ?, 1, 'system', ?, ?, ?, ?)",
+                    (iid, step, rid, art["payload"], art["meta"], now),
+                ),
+                ("UPDATE runs SET current_step = ? WHERE run_id = ?", (nxt, rid)),
+                (ev, (now, iid, rid, "step", None, None, "system", step_events[i]["detail"])),
+            ]
+        )
+    groups.append(
+        [
+            (
+                "UPDATE runs SET status = 'succeeded', finished_at = ?, current_step = NULL"
+                " WHERE run_id = ?",
+                (now, rid),
+            ),
+            (
+                "UPDATE items SET status = 'READY', updated_at = ?, lease_owner = NULL,"
+                " lease_expires_at = NULL, orphan_count = 0, auto_retries = 0"
+                " WHERE id = ? AND status = 'PROCESSING'",
+                (now, iid),
+            ),
+            (ev, (now, iid, rid, "transition", "PROCESSING", "READY", "system", "{}")),
+        ]
+    )
+    return groups
+
+
+if __name__ == "__main__":
+    print(json.dumps(machine(), indent=2))

@@ -67,7 +67,12 @@ def main() -> None:
     ap.add_argument("--captures", type=int, default=200)
     ap.add_argument("--kb", type=int, default=100, help="size of each page's HTML")
     ap.add_argument("--starts", type=int, default=30, help="hosts started for one message each")
+    ap.add_argument(
+        "--small", action="store_true", help="20 captures, 3 host starts: that it runs (CI)"
+    )
     args = ap.parse_args()
+    if args.small:
+        args.captures, args.starts = 20, 3
     pages = [_page(i, args.kb) for i in range(args.captures)]
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -111,7 +116,7 @@ def main() -> None:
 
     base, host = percentiles(direct), percentiles(via_host)
     report(
-        "browser_host",
+        "browser_host_small" if args.small else "browser_host",
         {
             "captures": args.captures,
             "page_kb": args.kb,
@@ -119,6 +124,11 @@ def main() -> None:
             "capture_rtt_browser_host_ms": host,
             "ratio_host_vs_socket_p50": round(host["p50"] / base["p50"], 2),
             "host_start_to_answer_ms": percentiles(starts),
+        },
+        sane={
+            "every capture timed both ways": len(direct) == len(via_host) == args.captures,
+            "every host start answered": len(starts) == args.starts,
+            "round trips above zero": base["p50"] > 0 and host["p50"] > 0,
         },
     )
 

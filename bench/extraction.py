@@ -23,6 +23,10 @@ recall, precision and F1 of the text against ``expected.html`` (multisets of
 is decoded from its bytes as the fetcher decodes a body without a header
 charset, so a page's own charset declaration is part of the test.
 ``--no-bench`` skips the shared bench (and trafilatura).
+
+``--small`` (what CI runs) scores readdod alone on the few readability pages
+kept in ``tests/readability_pages``, and exits 1 unless every page was read
+and its figures are sane (words found, finite scores).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
+from bench._common import not_finite
 from readdod.errors import ExtractionError
 from readdod.extraction import extract
 from readdod.extraction.charsets import decode_body
@@ -120,7 +125,12 @@ def main() -> None:
     ap.add_argument("--worst", type=int, default=10)
     ap.add_argument("--readability", type=Path, metavar="DIR", help="readability's test-pages")
     ap.add_argument("--no-bench", action="store_true", help="only the readability pages")
+    ap.add_argument(
+        "--small", action="store_true", help="readdod on tests/readability_pages only (CI)"
+    )
     args = ap.parse_args()
+    if args.small:
+        args.no_bench, args.readability = True, REPO / "tests" / "readability_pages"
     if args.no_bench and args.readability is None:
         ap.error("--no-bench needs --readability DIR")
     RESULTS.mkdir(exist_ok=True)
@@ -128,8 +138,13 @@ def main() -> None:
         run_bench(args.bench_dir, args.passes, args.worst)
     if args.readability is not None:
         report = run_readability(args.readability, args.worst)
-        path = RESULTS / "extraction-readability.json"
+        path = RESULTS / f"extraction-readability{'_small' if args.small else ''}.json"
         path.write_text(json.dumps(report, indent=2) + "\n")
+        problems = [f"{p} is not finite" for p in not_finite(report)]
+        if report["recall_mean"] <= 0 or not all(r["words_found"] for r in report["per_page"]):
+            problems.append("a page gave no words")
+        if problems:
+            sys.exit("extraction: " + "; ".join(problems))
 
 
 def run_bench(bench_dir: Path, passes: int, worst_count: int) -> None:

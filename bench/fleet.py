@@ -3,6 +3,7 @@
     python -m bench.throughput --backend postgresql --daemons 1 2 3 [--items 3000]
     python -m bench.fleet pickup [--samples 300]
     python -m bench.fleet recovery [--items 100000]
+    python -m bench.fleet --small   (all three, small: that they run, on a throwaway cluster)
     (each: [--dsn DSN] to use a server of your own; by default a throwaway cluster of
     tests/pg.py, switched to fsync=on so that a commit is as durable as SQLite's FULL)
 
@@ -42,15 +43,16 @@ import psycopg
 from psycopg.rows import dict_row
 
 from bench._common import (
+    STEPS,
     Daemon,
     article,
     capture_all,
+    item_writes,
     parse_ts,
     percentiles,
     report,
     store_counters,
 )
-from bench.throughput import STEPS, _item_writes
 from readdod.store.rows import ITEM_COLUMNS, RUN_COLUMNS
 
 PROCRASTINATE = {"jobs_per_s": 499, "pickup_ms": 4.1, "steps_per_job": 1}
@@ -220,7 +222,7 @@ def floor(dbs: Any, rp: _Replay) -> tuple[float, int]:
                 )
         work = [
             [[(sql.replace("?", "%s"), args) for sql, args in group] for group in groups]
-            for groups in (_item_writes(rp, it) for it in rp.items)  # type: ignore[arg-type]
+            for groups in (item_writes(rp, it) for it in rp.items)
         ]
         start = time.perf_counter()
         for groups in work:
@@ -269,8 +271,9 @@ def throughput(args: argparse.Namespace) -> None:
             }
         floor_rate, statements = floor(dbs, _Replay(last_dsn, args.floor_items))
     best = max(v["items_per_s"] for v in per_count.values())
+    small = "_small" if getattr(args, "small", False) else ""
     report(
-        "throughput-postgresql",
+        "throughput-postgresql" + small,
         {
             "items": args.items,
             "steps_per_item": len(STEPS),
@@ -288,6 +291,13 @@ def throughput(args: argparse.Namespace) -> None:
             "requirement": ">= 2x procrastinate's 499 jobs/s, one daemon, 5 durable steps",
             "meets_requirement": per_count.get("1", {}).get("items_per_s", 0)
             >= 2 * PROCRASTINATE["jobs_per_s"],
+        },
+        sane={
+            "items/s above zero": all(v["items_per_s"] > 0 for v in per_count.values()),
+            "statements per item above zero": all(
+                v["statements_per_item"] > 0 for v in per_count.values()
+            ),
+            "the floor above zero": floor_rate > 0,
         },
     )
 
@@ -339,16 +349,17 @@ def pickup(args: argparse.Namespace) -> None:
             a.close()
             b.close()
     report(
-        "pickup-postgresql",
+        "pickup-postgresql" + ("_small" if getattr(args, "small", False) else ""),
         {
             "samples": len(waits),
             "what": "capture queued on daemon A (full) -> claimed by daemon B (LISTEN/NOTIFY)",
             "pickup_ms": percentiles(waits),
-            "pickup_ms_mean": round(statistics.fmean(waits), 3),
+            "pickup_ms_mean": round(statistics.fmean(waits), 3) if waits else None,
             "procrastinate_pickup_ms": PROCRASTINATE["pickup_ms"],
             "requirement": "< 5 ms across daemons",
-            "meets_requirement": percentiles(waits)["p50"] < 5,
+            "meets_requirement": bool(waits) and percentiles(waits)["p50"] < 5,
         },
+        sane={"every capture picked up by the other daemon": len(waits) == args.samples},
     )
 
 
@@ -389,7 +400,14 @@ def recovery(args: argparse.Namespace) -> None:
                 }
 
         figures = anyio.run(run, backend="asyncio")
-    report("recovery-postgresql", figures)
+    report(
+        "recovery-postgresql" + ("_small" if getattr(args, "small", False) else ""),
+        figures,
+        sane={
+            "every lease requeued": figures["requeued"] == n == figures["queued"],
+            "none left processing": figures["left_processing"] == 0,
+        },
+    )
 
 
 def _seed_expired(dsn: str, n: int, now: int) -> None:
@@ -426,11 +444,31 @@ def _seed_expired(dsn: str, n: int, now: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.fleet")
-    ap.add_argument("what", choices=["pickup", "recovery"])
+    ap.add_argument("what", nargs="?", choices=["pickup", "recovery"])
     ap.add_argument("--dsn", help="a server of your own (default: a throwaway cluster)")
     ap.add_argument("--samples", type=int, default=300, help="pickup: captures timed")
     ap.add_argument("--items", type=int, default=100_000, help="recovery: expired leases")
+    ap.add_argument(
+        "--small",
+        action="store_true",
+        help="throughput (2 daemons, 200 items), pickup (20) and recovery (1,000): CI",
+    )
     args = ap.parse_args(argv)
+    if args.small:
+        # One throwaway cluster (or the given server) for the three: each makes fresh databases.
+        with databases(args.dsn) as dbs:
+            small = {"dsn": dbs.base if isinstance(dbs, _Server) else dbs.dsn(), "small": True}
+            throughput(
+                argparse.Namespace(
+                    items=200, daemons=[2], runs=1, floor_items=100, concurrency=64,
+                    batch_size=20, **small,
+                )
+            )  # fmt: skip
+            pickup(argparse.Namespace(samples=20, **small))
+            recovery(argparse.Namespace(items=1000, **small))
+        return
+    if args.what is None:
+        ap.error("say what to measure (pickup, recovery), or --small")
     {"pickup": pickup, "recovery": recovery}[args.what](args)
 
 

@@ -145,7 +145,12 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="2,000 entries, no baseline (CI)")
     args = ap.parse_args()
     n = 2_000 if args.small else args.entries
-    report("import_small" if args.small else "import", run(n, baseline=not args.small))
+    figures = run(n, baseline=not args.small)
+    report(
+        "import_small" if args.small else "import",
+        figures,
+        sane={"entries/s above zero": figures["entries_per_s"] > 0},
+    )
 
 
 if __name__ == "__main__":

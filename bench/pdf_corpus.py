@@ -82,13 +82,23 @@ def isolated(path: Path, cpu_s: float) -> tuple[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dirs", nargs="+", type=Path)
+    parser.add_argument("dirs", nargs="*", type=Path)
+    parser.add_argument(
+        "--small",
+        action="store_true",
+        help="the hostile PDFs kept in tests/pdf_corpus, each in its own process (CI)",
+    )
     parser.add_argument("--isolated", action="store_true")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--cpu-s", type=float, default=30.0)
     parser.add_argument("--memory-mb", type=int, default=2048)
     parser.add_argument("--slowest", type=int, default=10)
     args = parser.parse_args(argv)
+    if args.small:
+        args.dirs = [Path(__file__).resolve().parent.parent / "tests" / "pdf_corpus"]
+        args.isolated = True
+    if not args.dirs:
+        parser.error("give one or more directories of PDFs, or --small")
     files = sorted(p for d in args.dirs for p in d.rglob("*") if p.suffix.lower() == ".pdf")
     files = [p for p in files if p.is_file() and p.stat().st_size > 0]
     results: dict[Path, tuple[str, float]] = {}
@@ -130,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     if crashed:
         print()
         print("INTERNAL_ERROR:", ", ".join(crashed))
+    if not files:
+        print("no PDF found: nothing was measured", file=sys.stderr)
+        return 1
     return 1 if crashed else 0
 
 

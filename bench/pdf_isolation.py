@@ -110,7 +110,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.small:
         args.gets, args.pages, args.stream_kb, args.cpu_s = 300, 20, 300, 5.0
     figures = run(gets=args.gets, pages=args.pages, stream_kb=args.stream_kb, cpu_s=args.cpu_s)
-    report("pdf_isolation" + ("_small" if args.small else ""), figures)
+    report(
+        "pdf_isolation" + ("_small" if args.small else ""),
+        figures,
+        sane={
+            "every idle get timed": figures["idle_get_ms"].get("p50", 0) > 0,
+            "gets timed while the PDF was read": figures["during_samples"] > 0,
+            "the PDF's item left PROCESSING": figures["pdf_first_transition"] is not None,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -209,7 +209,7 @@ def main() -> int:
         f" in {figures['seconds']} s"
     )
     name = "retention" + ("_small" if args.small else "") + ("_unpruned" if args.no_prune else "")
-    report(name, figures)
+    report(name, figures, sane={"two months or more measured": len(figures["months"]) >= 2})
     # Pruned daily, the database may not grow by more than a tenth after the inbox filled.
     return 0 if args.no_prune or figures["last_to_month_2"] < 1.1 else 1
 

@@ -1,6 +1,6 @@
 """Items/s through the whole pipeline, every step durable, beside a raw-sqlite3 floor.
 
-    python -m bench.throughput [--items 10000] [--concurrency 256] [--batch-size 256]
+    python -m bench.throughput [--items 10000] [--concurrency 256] [--batch-size 20]
                                [--connections 4] [--floor-items 3000] [--runs 3]
     python -m bench.throughput --backend postgresql --daemons 1 2 3  (see bench/fleet.py)
 
@@ -36,9 +36,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bench._common import Daemon, article, capture_paused, report, store_counters
-
-STEPS = ("extraction", "summary", "score", "todos", "card")
+from bench._common import (
+    Daemon,
+    article,
+    capture_paused,
+    item_writes,
+    report,
+    store_counters,
+)
 
 
 def _schema(conn: sqlite3.Connection) -> None:
@@ -54,7 +59,8 @@ class _Replay:
     def __init__(self, db: sqlite3.Connection) -> None:
         db.row_factory = sqlite3.Row
         self.items = [dict(r) for r in db.execute("SELECT * FROM items ORDER BY id")]
-        self.sources = {r[0]: (r[1], r[2]) for r in db.execute("SELECT * FROM item_sources")}
+        # By name: the table gains columns (the PDF document) as the schema moves on.
+        self.sources = {r["item_id"]: dict(r) for r in db.execute("SELECT * FROM item_sources")}
         self.runs = {r["item_id"]: dict(r) for r in db.execute("SELECT * FROM runs")}
         self.artifacts: dict[str, dict[str, dict[str, Any]]] = {}
         for r in db.execute("SELECT * FROM artifacts"):
@@ -81,8 +87,12 @@ def _seed(conn: sqlite3.Connection, rp: _Replay) -> None:
         conn.execute(
             f"INSERT INTO items ({cols}) VALUES ({', '.join('?' * len(row))})", list(row.values())
         )
-        html, text = rp.sources[it["id"]]
-        conn.execute("INSERT INTO item_sources VALUES (?, ?, ?)", (it["id"], html, text))
+        source = rp.sources[it["id"]]
+        marks = ", ".join("?" * len(source))
+        conn.execute(
+            f"INSERT INTO item_sources ({', '.join(source)}) VALUES ({marks})",
+            list(source.values()),
+        )
         run = {
             **rp.runs[it["id"]],
             "status": "queued",
@@ -99,80 +109,6 @@ def _seed(conn: sqlite3.Connection, rp: _Replay) -> None:
     conn.execute("COMMIT")
 
 
-def _item_writes(rp: _Replay, it: dict[str, Any]) -> list[list[tuple[str, tuple[Any, ...]]]]:
-    """The statements that process one item, grouped by step (claim, 5 steps, READY)."""
-    iid, run = it["id"], rp.runs[it["id"]]
-    rid, now = run["run_id"], it["updated_at"]
-    events = {(e["kind"], e["to_status"], e["detail"]): e for e in rp.events[iid]}
-    ev = "INSERT INTO events (at, item_id, run_id, kind, from_status, to_status, trigger, detail)"
-    ev += " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-    claim_ev = next(e for e in events.values() if e["to_status"] == "PROCESSING")
-    groups = [
-        [
-            (
-                "UPDATE items SET status = 'PROCESSING', lease_owner = ?, lease_expires_at = ?,"
-                " updated_at = ? WHERE id = ? AND status = 'QUEUED'",
-                (run["worker_id"], now + 30_000, now, iid),
-            ),
-            (
-                "UPDATE runs SET status = 'running', attempts = 1, worker_id = ?, started_at = ?"
-                " WHERE run_id = ?",
-                (run["worker_id"], now, rid),
-            ),
-            (
-                ev,
-                (now, iid, rid, "transition", "QUEUED", "PROCESSING", "system", claim_ev["detail"]),
-            ),
-        ]
-    ]
-    step_events = [e for e in rp.events[iid] if e["kind"] == "step"]
-    for i, step in enumerate(STEPS):
-        art = rp.artifacts[iid][step]
-        fields: dict[str, Any] = {"orphan_count": 0, "updated_at": now}
-        if step == "extraction":
-            fields["title"] = it["title"]
-        if step == "score":
-            fields["priority"] = it["priority"]
-            fields["match_score"] = it["match_score"]
-        sets = ", ".join(f"{k} = ?" for k in fields)
-        nxt = STEPS[i + 1] if i + 1 < len(STEPS) else "gate"
-        groups.append(
-            [
-                # The daemon's order: the item (a title, a score) first, then the
-                # artifact, whose trigger indexes the title with the extracted text.
-                (
-                    f"UPDATE items SET {sets} WHERE id = ? AND status = 'PROCESSING'"
-                    " AND lease_owner = ? AND current_run_id = ?",
-                    (*fields.values(), iid, run["worker_id"], rid),
-                ),
-                (
-                    "INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,"
-                    " payload, meta, created_at) VALUES (?, ?, 1, 'system', ?, ?, ?, ?)",
-                    (iid, step, rid, art["payload"], art["meta"], now),
-                ),
-                ("UPDATE runs SET current_step = ? WHERE run_id = ?", (nxt, rid)),
-                (ev, (now, iid, rid, "step", None, None, "system", step_events[i]["detail"])),
-            ]
-        )
-    groups.append(
-        [
-            (
-                "UPDATE runs SET status = 'succeeded', finished_at = ?, current_step = NULL"
-                " WHERE run_id = ?",
-                (now, rid),
-            ),
-            (
-                "UPDATE items SET status = 'READY', updated_at = ?, lease_owner = NULL,"
-                " lease_expires_at = NULL, orphan_count = 0, auto_retries = 0"
-                " WHERE id = ? AND status = 'PROCESSING'",
-                (now, iid),
-            ),
-            (ev, (now, iid, rid, "transition", "PROCESSING", "READY", "system", "{}")),
-        ]
-    )
-    return groups
-
-
 def floor(rp: _Replay, path: Path, *, per_step: bool) -> tuple[float, int]:
     """Items/s of plain sqlite3 writing the daemon's rows; and statements per item."""
     conn = sqlite3.connect(path, isolation_level=None)
@@ -181,7 +117,7 @@ def floor(rp: _Replay, path: Path, *, per_step: bool) -> tuple[float, int]:
     conn.execute("PRAGMA foreign_keys = ON")
     _schema(conn)
     _seed(conn, rp)
-    work = [_item_writes(rp, it) for it in rp.items]
+    work = [item_writes(rp, it) for it in rp.items]
     start = time.perf_counter()
     for groups in work:
         if not per_step:
@@ -243,7 +179,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=10_000)
     ap.add_argument("--concurrency", type=int, default=256, help="daemon.concurrency")
-    ap.add_argument("--batch-size", type=int, default=256, help="daemon.batch_size")
+    ap.add_argument("--batch-size", type=int, default=20, help="daemon.batch_size (20 at most)")
     ap.add_argument("--connections", type=int, default=4, help="capture sockets")
     ap.add_argument(
         "--floor-items",
@@ -263,7 +199,14 @@ def main() -> None:
         "--daemons", type=int, nargs="+", default=[1], help="postgresql: daemons per fleet"
     )
     ap.add_argument("--dsn", help="postgresql: a server of your own (default: a throwaway one)")
+    ap.add_argument(
+        "--small",
+        action="store_true",
+        help="SQLite, 300 items, one run, a floor of 100: that it runs (CI)",
+    )
     args = ap.parse_args()
+    if args.small:
+        args.items, args.floor_items, args.runs, args.concurrency = 300, 100, 1, 64
     if args.runs < 1:
         ap.error("--runs must be at least 1")
     if args.backend == "postgresql":
@@ -319,7 +262,16 @@ def main() -> None:
         "meets_requirement": items_per_s >= 1500 and items_per_s / floor_item >= 0.25,
         "statuses": statuses,
     }
-    report("throughput", figures)
+    report(
+        "throughput_small" if args.small else "throughput",
+        figures,
+        sane={
+            "every item READY": statuses == {"READY": n},
+            "items/s above zero": items_per_s > 0,
+            "the floors above zero": floor_item > 0 and floor_step > 0,
+            "statements per item above zero": (figures["statements_per_item"] or 1) > 0,
+        },
+    )
 
 
 if __name__ == "__main__":

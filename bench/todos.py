@@ -56,8 +56,9 @@ def _pages(c: Client) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=2000)
+    ap.add_argument("--small", action="store_true", help="100 items: that it runs (CI)")
     args = ap.parse_args()
-    n = args.items
+    n = 100 if args.small else args.items
     figures: dict[str, Any] = {"items": n}
     with tempfile.TemporaryDirectory() as tmp:
         d = DaemonProc(Path(tmp), daemon={"concurrency": 64}, ai={"engine": "fixed"})
@@ -120,7 +121,17 @@ def main() -> None:
                 figures["todos_exported"] = len(todos)
         finally:
             d.stop()
-    report("todos", figures)
+    report(
+        "todos_small" if args.small else "todos",
+        figures,
+        sane={
+            "todos exported": figures["todos_exported"] > 0,
+            "every export has bytes": all(
+                v > 0 for k, v in figures.items() if k.endswith("_bytes")
+            ),
+            "times above zero": figures["get_ms_baseline"] > 0 and figures["todo_tick_ms"] > 0,
+        },
+    )
 
 
 if __name__ == "__main__":

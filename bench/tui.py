@@ -163,11 +163,16 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=int, default=250, help="the fixed engine's step delay")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--gap-ms", type=int, default=100, help="from an answer to the next key")
+    parser.add_argument(
+        "--small", action="store_true", help="200 + 60 items, 3 rounds: that it runs (CI)"
+    )
     args = parser.parse_args()
+    if args.small:
+        args.settled, args.fed, args.rounds = 200, 60, 3
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         sections: dict[str, dict[str, Any]] = {
-            "daemon": {"skip_below": 0, "concurrency": 50, "batch_size": 50},
+            "daemon": {"skip_below": 0, "concurrency": 50, "batch_size": 20},
             "ai": {"engine": "fixed"},
         }
         d = Daemon(root, **sections)
@@ -201,7 +206,17 @@ def main() -> None:
             k: round(load[k]["p95"] / idle[k]["p95"], 2) for k in (*KEYS, "cursor_held")
         },
     }
-    report("tui", figures)
+    report(
+        "tui_small" if args.small else "tui",
+        figures,
+        sane={
+            "every item in the database": total == args.settled + args.fed,
+            "every key answered": all(
+                "p50" in run[k] for run in (idle, load) for k in (*KEYS, "cursor_held")
+            ),
+            "rows shown": idle["rows_in_table"] > 0 and load["rows_in_table"] > 0,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -78,9 +78,23 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=2000)
     ap.add_argument("--watchers", type=int, nargs="+", default=[0, 1, 4])
+    ap.add_argument(
+        "--small", action="store_true", help="200 items, 0 and 2 watchers: that it runs (CI)"
+    )
     args = ap.parse_args()
+    if args.small:
+        args.items, args.watchers = 200, [0, 2]
     runs = [_run(args.items, k) for k in args.watchers]
-    report("watch", {"items": args.items, "engine": "fixed", "runs": runs})
+    report(
+        "watch_small" if args.small else "watch",
+        {"items": args.items, "engine": "fixed", "runs": runs},
+        sane={
+            "items/s above zero": all(r["items_per_s"] > 0 for r in runs),
+            "every watcher saw events": all(
+                r["events_per_watcher"] > 0 for r in runs if r["watchers"]
+            ),
+        },
+    )
 
 
 if __name__ == "__main__":
