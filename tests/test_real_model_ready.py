@@ -5,8 +5,9 @@ llama-cpp-python's server, the real daemon as a subprocess, readdod's defaults.
 checked against Qwen's sha256; ``READDOD_LLAMA_QWEN_MODEL`` names another
 GGUF). Two how-to pages are captured at once, so two items are in flight at
 the default ``ai.concurrency``; both must end READY (not skipped: a matching
-intent scores at least the default skip threshold, 40; how far apart matching and
-unrelated intents score is measured by ``python -m bench.model_cost --scores``), with todos taken from the page's own
+intent scores at least the default skip threshold, 40; how far apart
+matching and unrelated intents score is measured by ``python -m
+bench.model_cost --scores``), with todos taken from the page's own
 instructions: the todos share content words with the instructions, beyond
 the words of the intent. The Spanish page is the case where this model made
 every todo of kind ``output``; readdod's mending (``rubric.mend_todos``)
