@@ -22,7 +22,7 @@ def daemon(tmp_path: Path, store_sections: dict[str, dict[str, Any]]) -> Iterato
         daemon={"concurrency": 300, "batch_size": 20},
         # Steps slow enough that the kill lands with most items in flight, however far
         # the log lines the test waits for lag behind the daemon on a busy machine.
-        ai={"engine": "fixed", "fixed_delay_ms": 400},
+        ai={"engine": "fixed", "fixed_delay_ms": 1000},
         **store_sections,
     )
     yield d

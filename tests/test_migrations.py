@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -188,10 +189,11 @@ def test_runs_of_an_older_database_become_attempts_and_its_cards_their_ready_run
                     (iid, kind, run, json.dumps(payload), json.dumps({"run_id": run})),
                 )
         for kind, src, dst, trigger in moves:
+            # Recent history: the daemon's retention at start leaves it alone.
             conn.execute(
                 "INSERT INTO events (at, item_id, kind, from_status, to_status, trigger)"
-                " VALUES (1, ?, ?, ?, ?, ?)",
-                (iid, kind, src, dst, trigger),
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (int(time.time() * 1000), iid, kind, src, dst, trigger),
             )
     conn.close()
 

@@ -59,14 +59,25 @@ def visible(text: str) -> str:
     return _SHOWN.sub(_shown, text)
 
 
-def cleaned(value: Any, bodies: frozenset[str], key: str = "") -> Any:
+#: Levels of a document :func:`cleaned` walks (an artifact has four at most).
+MAX_DEPTH: Final = 32
+
+
+def cleaned(value: Any, bodies: frozenset[str], key: str = "", depth: int = 0) -> Any:
     """A JSON document (a person's edited artifact) with every string cleaned as capture
     cleans one: a string under a key in ``bodies`` as a body (:func:`body`: its lines
-    kept), every other as one line (:func:`single_line`: titles, tags, todos, points)."""
+    kept), every other as one line (:func:`single_line`: titles, tags, todos, points).
+    Below :data:`MAX_DEPTH` levels nothing is cleaned: no artifact is that deep, and its
+    validation refuses such a document."""
+    if depth > MAX_DEPTH:
+        return value
     if isinstance(value, str):
         return body(value) if key in bodies else single_line(value)
     if isinstance(value, dict):
-        return {k: cleaned(v, bodies, k if isinstance(k, str) else "") for k, v in value.items()}
+        return {
+            k: cleaned(v, bodies, k if isinstance(k, str) else "", depth + 1)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [cleaned(v, bodies, key) for v in value]
+        return [cleaned(v, bodies, key, depth + 1) for v in value]
     return value
