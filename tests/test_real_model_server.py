@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from readdod.engines.openai.asking import RELEVANCE_TOKENS
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 
 MAX_TOKENS = {"summary": 160, "summary_chunk": 160, "score": 120, "todos": 160, "card_text": 60}
@@ -295,10 +296,14 @@ def test_items_go_through_a_real_llama_cpp_python_server(
     assert {_format(r.body) for r in requests[1:]} - {"json_object_schema"} <= {"prompt"}
     learned = json.loads((d.data / "model-servers.json").read_text())
     assert [v["format"] for v in learned.values()] == ["json_object_schema"]
-    # Every request is bounded by its step's max_tokens, and streamed.
-    for r in requests:
+    # Every step's request is bounded by its step's max_tokens, and streamed; the
+    # relevance question asks for a word, whole.
+    for r in steps:
         assert r.body.get("max_tokens") in MAX_TOKENS.values(), r.body.get("max_tokens")
         assert r.body.get("stream") is True
+    for r in requests[1:]:
+        if r not in steps:
+            assert r.body.get("max_tokens") == RELEVANCE_TOKENS and not r.body.get("stream")
     # The system text and the article are the prompts' shared prefix: the server's cache
     # serves them again to the later steps of a run.
     assert max(reused for reused, _ in hits) > 150, hits
