@@ -121,6 +121,24 @@ def test_quality_is_reported_only_when_asked(capsys: pytest.CaptureFixture[str],
     assert code == cli.EXIT_OK and none["quality"] is None and none["pairs"] == []
 
 
+def test_steps_score_holds_the_score_figures_alone(
+    capsys: pytest.CaptureFixture[str], cfg: Path
+) -> None:
+    # The fixed engine misses every instruction and scores every intent alike.
+    path = cfg.parent / "fixed.toml"
+    path.write_text('[ai]\nengine = "fixed"\n', encoding="utf-8")
+    _, gated = run_eval(capsys, path, "--quality", "gate", "--steps", "score")
+    assert not any("instruction recall" in p for p in gated["quality_problems"])
+    assert any("ranking" in p for p in gated["quality_problems"])
+    code, local = run_eval(capsys, cfg, "--steps", "score")
+    assert code == cli.EXIT_OK and local["quality_problems"] == []
+    assert local["quality"]["instructions"] == 0 and local["quality"]["ranking_rate"] >= 0.8
+    assert cli.main(["eval", "--config", str(cfg), "--steps", "score"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert "summary and score only" in out and "not measured (--steps score)" in out
+    assert "instruction recall:" not in out
+
+
 def test_the_table_shows_the_quality_figures(capsys: pytest.CaptureFixture[str], cfg: Path) -> None:
     assert cli.main(["eval", "--config", str(cfg), "--quality", "report"]) == cli.EXIT_OK
     out = capsys.readouterr().out

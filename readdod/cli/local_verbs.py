@@ -113,6 +113,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 pairs,
                 skip_below=skip_below,
                 gate=QualityGate() if gated else None,
+                steps=args.steps,
             )
         finally:
             await runner.close_engine(engine)

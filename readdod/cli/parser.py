@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: gate for the local engine, report for others)",
     )
     p.add_argument("--no-pairs", action="store_true", help="skip the held-in pairs")
+    p.add_argument(
+        "--steps",
+        choices=("all", "score"),
+        default="all",
+        help="score: ask only summary and score, for the score's figures from a slow model "
+        "server in a third of the requests (default: all)",
+    )
 
     p = sub.add_parser(
         "extract", parents=[common], help="print a page's article (no daemon, nothing stored)"
