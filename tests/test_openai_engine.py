@@ -150,6 +150,13 @@ def test_long_text_splits_on_paragraph_boundaries_within_the_budget() -> None:
     assert "".join("".join(pieces).split()) == "".join(giant.split())
 
 
+@pytest.mark.parametrize("budget", [0, -5])
+def test_a_budget_gone_to_nothing_cuts_small_and_ends(budget: int) -> None:
+    text = "Short one. Another short sentence here.\n\nA second paragraph."
+    pieces = oa.split_paragraphs(text, budget)
+    assert pieces and "".join("".join(pieces).split()) == "".join(text.split())
+
+
 class _Ledger:
     """An in-memory ledger, standing in for the core's lease book (which the e2e test uses)."""
 
