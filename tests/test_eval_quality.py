@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -133,10 +134,15 @@ def test_steps_score_holds_the_score_figures_alone(
     code, local = run_eval(capsys, cfg, "--steps", "score")
     assert code == cli.EXIT_OK and local["quality_problems"] == []
     assert local["quality"]["instructions"] == 0 and local["quality"]["ranking_rate"] >= 0.8
-    assert cli.main(["eval", "--config", str(cfg), "--steps", "score"]) == cli.EXIT_OK
-    out = capsys.readouterr().out
+    assert cli.main(["eval", "--config", str(cfg), "--steps", "score", "--progress"]) == 0
+    out, err = capsys.readouterr()
     assert "summary and score only" in out and "not measured (--steps score)" in out
     assert "instruction recall:" not in out
+    # A line per page and pair as each ends, on stderr: a slow server's run is long.
+    lines = err.splitlines()
+    total = local["figures"]["pages"] + local["quality"]["pairs"]
+    assert len(lines) == total and lines[-1].startswith(f"readdod eval: {total}/{total} ")
+    assert all(re.search(r": match \d+, unrelated \d+, (ok|\d+ problem)", x) for x in lines)
 
 
 def test_the_table_shows_the_quality_figures(capsys: pytest.CaptureFixture[str], cfg: Path) -> None:

@@ -99,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="score: ask only summary and score, for the score's figures from a slow model "
         "server in a third of the requests (default: all)",
     )
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="a line on stderr as each page and pair ends (the default when stderr is a terminal)",
+    )
 
     p = sub.add_parser(
         "extract", parents=[common], help="print a page's article (no daemon, nothing stored)"

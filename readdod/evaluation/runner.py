@@ -14,7 +14,7 @@ requests, which is what a slow model server can answer in an hour.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
@@ -326,11 +326,24 @@ async def evaluate(
     skip_below: int = 40,
     gate: QualityGate | None = None,
     steps: Steps = "all",
+    progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Every page, then every pair, one after another (a model server sees one request at a
     time). ``gate`` makes the quality figures part of the verdict; without it they are
-    reported only. With ``steps="score"`` the gate holds the score's figures alone."""
-    reports = [await run_page(engine, page, html, steps) for page, html in pages]
+    reported only. With ``steps="score"`` the gate holds the score's figures alone.
+    ``progress`` gets a line per page and pair as each ends: a slow server's run is long."""
+    total = len(pages) + len(pairs)
+    reports: list[PageReport] = []
+    for page, html in pages:
+        started = time.perf_counter()
+        r = await run_page(engine, page, html, steps)
+        reports.append(r)
+        if progress is not None:
+            progress(
+                _progress_line(
+                    len(reports), total, r.id, r.match_score, r.unrelated_score, r.problems, started
+                )
+            )
     report = Report(
         engine=engine.name,
         engine_version=engine.version,
@@ -340,11 +353,38 @@ async def evaluate(
         quality_gate=gate,
     )
     if pairs:
-        report.pairs = [await run_pair(engine, pair, steps) for pair in pairs]
+        for pair in pairs:
+            started = time.perf_counter()
+            pr = await run_pair(engine, pair, steps)
+            report.pairs.append(pr)
+            if progress is not None:
+                done = len(reports) + len(report.pairs)
+                progress(
+                    _progress_line(
+                        done, total, pr.id, pr.match_score, pr.unrelated_score, pr.problems, started
+                    )
+                )
         report.quality = quality_figures(report.pairs, skip_below)
         if gate is not None:
             report.quality_problems = gate_problems(report.quality, gate, todos=steps == "all")
     return report
+
+
+def _progress_line(
+    done: int,
+    total: int,
+    name: str,
+    match: int | None,
+    unrelated: int | None,
+    problems: Sequence[str],
+    started: float,
+) -> str:
+    took = time.perf_counter() - started
+    verdict = f"{len(problems)} problem(s)" if problems else "ok"
+    return (
+        f"readdod eval: {done}/{total} {name}: match {_num(match, 'd')},"
+        f" unrelated {_num(unrelated, 'd')}, {verdict} ({took:.0f} s)"
+    )
 
 
 async def close_engine(engine: Engine) -> None:
