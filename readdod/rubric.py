@@ -23,11 +23,6 @@ from readdod.models import (
     Todo,
     TodoKind,
     Todos,
-    UserCard,
-    UserPayload,
-    UserScore,
-    UserSummary,
-    UserTodos,
 )
 
 
@@ -178,7 +173,7 @@ def validate(artifact_type: str, raw: Any) -> tuple[msgspec.Struct | None, list[
 _USER_TYPES: Final[dict[str, type[Any]]] = {s.name: s.user_payload for s in steps.STEPS}
 
 
-def validate_user(artifact_type: str, raw: Any) -> tuple[UserPayload | None, list[str]]:
+def validate_user(artifact_type: str, raw: Any) -> tuple[msgspec.Struct | None, list[str]]:
     """Decode a person's version of ``artifact_type``: structure only, no rubric.
 
     Blank text is still refused: a point or a todo with no words says nothing.
@@ -186,16 +181,7 @@ def validate_user(artifact_type: str, raw: Any) -> tuple[UserPayload | None, lis
     payload = _decode(_USER_TYPES, artifact_type, raw)
     if isinstance(payload, str):
         return None, [payload]
-    texts: list[str] = []
-    if isinstance(payload, UserSummary | UserCard):
-        texts += payload.key_points
-    if isinstance(payload, UserTodos | UserCard):
-        todos = payload.items if isinstance(payload, UserTodos) else payload.todos
-        texts += [t.title for t in todos]
-    if isinstance(payload, UserScore):
-        texts += payload.reasons
-    problems = [f"{artifact_type} has a blank entry"] if any(not t.strip() for t in texts) else []
-    return payload, problems
+    return payload, steps.step(artifact_type).user_check(payload)
 
 
 def _gate_problems(

@@ -103,6 +103,9 @@ def test_the_gate_requires_the_gated_steps_of_the_list_and_judges_with_their_che
     runs = dict.fromkeys(steps.GATED, ("run-1", raw))
     assert rubric.gate("run-1", runs)[0] == "AI_SCHEMA_INVALID"
     assert rubric.gate_fault("run-1", runs) == "summary"
+    # A person's version is judged by its step's user_check: structure and words only.
+    mine = {"tl_dr": "x", "key_points": [" "], "intent_relevance": "", "reading_time_min": 1}
+    assert rubric.validate_user("summary", mine)[1] == ["summary has a blank entry"]
 
 
 @pytest.mark.parametrize("html", [None, "<html><body><article><p>{}</p></article></body></html>"])
@@ -191,6 +194,7 @@ READING: Final = Step[_Tools](
     gated=False,
     fails_as=Status.FAILED_AI,
     check=_check_reading,
+    user_check=_check_reading,
     run=_run_reading,
 )
 

@@ -197,6 +197,11 @@ def no_problems(payload: Any) -> list[str]:
     return []
 
 
+def blank_entries(name: str, texts: list[str]) -> list[str]:
+    """A person's version with a point or a todo of no words: it says nothing."""
+    return [f"{name} has a blank entry"] if any(not t.strip() for t in texts) else []
+
+
 @dataclass(frozen=True)
 class Step(Generic[W]):
     """One pipeline step, declared once in its module and listed in :data:`readdod.steps.STEPS`.
@@ -220,6 +225,8 @@ class Step(Generic[W]):
     fails_as: Status
     #: What the Struct cannot say (nothing blank, nothing repeated): problems, empty if none.
     check: Callable[[Any], list[str]]
+    #: What a person's version must not be, beyond its Struct (no rubric: it is theirs).
+    user_check: Callable[[Any], list[str]]
     #: Makes the step's artifact from the run so far and the tools.
     run: Callable[[StepContext, W], Awaitable[StepResult]]
     #: A REGENERATE run reuses the newest artifact of this step unless asked to refetch.

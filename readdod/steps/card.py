@@ -14,6 +14,7 @@ from readdod.steps.base import (
     StepContext,
     StepHooks,
     StepResult,
+    blank_entries,
     engine_result,
 )
 
@@ -46,6 +47,10 @@ def check(p: Card) -> list[str]:
     return problems
 
 
+def user_check(p: UserCard) -> list[str]:
+    return blank_entries("card", [*p.key_points, *(t.title for t in p.todos)])
+
+
 async def run(ctx: StepContext, tools: Tools) -> StepResult:
     earlier = ctx.get("summary", Summary), ctx.get("score", Score), ctx.get("todos", Todos)
     out = await tools.engine.card(ctx.engine_input(), *earlier, hooks=ctx.hooks)
@@ -61,5 +66,6 @@ STEP: Final = Step[Tools](
     gated=True,
     fails_as=Status.FAILED_AI,
     check=check,
+    user_check=user_check,
     run=run,
 )

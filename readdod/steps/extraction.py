@@ -65,6 +65,7 @@ STEP: Final = Step[Fetcher](
     gated=False,
     fails_as=Status.FAILED_EXTRACTION,
     check=no_problems,
+    user_check=no_problems,
     run=run,
     reused_on_regenerate=True,
 )

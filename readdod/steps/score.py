@@ -18,6 +18,7 @@ from readdod.steps.base import (
     StepContext,
     StepHooks,
     StepResult,
+    blank_entries,
     engine_result,
 )
 
@@ -42,6 +43,10 @@ def check(p: Score) -> list[str]:
     return []
 
 
+def user_check(p: UserScore) -> list[str]:
+    return blank_entries("score", p.reasons)
+
+
 async def run(ctx: StepContext, tools: Tools) -> StepResult:
     summary = ctx.get("summary", Summary)
     out = await tools.engine.score(ctx.engine_input(), summary, hooks=ctx.hooks)
@@ -57,5 +62,6 @@ STEP: Final = Step[Tools](
     gated=True,
     fails_as=Status.FAILED_AI,
     check=check,
+    user_check=user_check,
     run=run,
 )

@@ -14,6 +14,7 @@ from readdod.steps.base import (
     StepContext,
     StepHooks,
     StepResult,
+    blank_entries,
     engine_result,
 )
 
@@ -42,6 +43,10 @@ def check(p: Summary) -> list[str]:
     return problems
 
 
+def user_check(p: UserSummary) -> list[str]:
+    return blank_entries("summary", p.key_points)
+
+
 async def run(ctx: StepContext, tools: Tools) -> StepResult:
     out = await tools.engine.summarize(ctx.engine_input(), hooks=ctx.hooks)
     return engine_result(tools.engine, out)
@@ -56,5 +61,6 @@ STEP: Final = Step[Tools](
     gated=True,
     fails_as=Status.FAILED_AI,
     check=check,
+    user_check=user_check,
     run=run,
 )

@@ -14,6 +14,7 @@ from readdod.steps.base import (
     StepContext,
     StepHooks,
     StepResult,
+    blank_entries,
     engine_result,
 )
 
@@ -42,6 +43,10 @@ def check(p: Todos) -> list[str]:
     return problems
 
 
+def user_check(p: UserTodos) -> list[str]:
+    return blank_entries("todos", [t.title for t in p.items])
+
+
 async def run(ctx: StepContext, tools: Tools) -> StepResult:
     summary, score = ctx.get("summary", Summary), ctx.get("score", Score)
     out = await tools.engine.todos(ctx.engine_input(), summary, score, hooks=ctx.hooks)
@@ -57,5 +62,6 @@ STEP: Final = Step[Tools](
     gated=True,
     fails_as=Status.FAILED_AI,
     check=check,
+    user_check=user_check,
     run=run,
 )
