@@ -18,7 +18,7 @@ from typing import Any, Final
 import msgspec
 
 from readdod import rubric
-from readdod.models import AI_STEPS
+from readdod.steps import GATED
 from readdod.text.scripts import HANGUL, UNSPACED
 
 #: Minimum share of a tl;dr's (or the key points' mean) tokens that occur in the article.
@@ -95,7 +95,7 @@ def check_page(
     problems: list[str] = []
     decoded: dict[str, Any] = {}
     for label, outputs, steps in (
-        ("", matching, AI_STEPS if todos else ("summary", "score")),
+        ("", matching, GATED if todos else ("summary", "score")),
         ("unrelated intent: ", unrelated, ("summary", "score")),
     ):
         for step in steps:
