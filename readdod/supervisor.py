@@ -20,8 +20,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from readdod import actor
 from readdod.core.book import LeaseBook
-from readdod.core.leases import Leases
-from readdod.core.workers import Claimed
+from readdod.core.leases import Claimed, Leases
 from readdod.errors import ReaddodError
 from readdod.events import EventSink
 from readdod.logging import get_logger

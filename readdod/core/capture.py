@@ -17,10 +17,10 @@ from typing import Final
 import msgspec
 
 from readdod import faults, ids, sniff, urls
-from readdod.core.leases import claimed, lease_new
+from readdod.core.leases import CLAIM_SOURCE_MAX_CHARS, Claimed, claimed, lease_new
 from readdod.core.runs import new_run
 from readdod.core.unit import Work, dumps
-from readdod.core.workers import CLAIM_SOURCE_MAX_CHARS, Claimed, Workers
+from readdod.core.workers import Workers
 from readdod.errors import (
     IdempotencyConflict,
     PayloadTooLarge,
@@ -312,7 +312,11 @@ def capture_unit(
         path.append((S.CAPTURED, S.QUEUED, Trigger.SYSTEM))
         row = msgspec.structs.replace(row, status=S.QUEUED, current_run_id=run_id)
         # Claimed here when the workers hold a slot and nothing older waits.
-        leased = lease_new(work, row, workers, now) if workers is not None else None
+        leased = (
+            lease_new(work, row, workers.owner, workers.lease_ttl_ms, now)
+            if workers is not None
+            else None
+        )
         if leased is not None:
             path.append((S.QUEUED, S.PROCESSING, Trigger.SYSTEM))
             row, owner = leased, leased.lease_owner

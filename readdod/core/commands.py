@@ -16,9 +16,10 @@ from readdod import retry_policy, rubric, states, todos
 from readdod.clock import iso
 from readdod.config import RetryConfig
 from readdod.core import capture as captures
+from readdod.core.leases import Claimed
 from readdod.core.runs import complete_run, enqueue, shown_run, shown_score
 from readdod.core.unit import Units, Work, dumps
-from readdod.core.workers import Claimed, Workers
+from readdod.core.workers import Workers
 from readdod.errors import (
     ErrorCode,
     IdempotencyConflict,

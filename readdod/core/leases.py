@@ -18,7 +18,6 @@ import msgspec
 from readdod import ids
 from readdod.core.runs import RunPolicy, fail, requeue
 from readdod.core.unit import Note, Units, Work, dumps, transition_note
-from readdod.core.workers import CLAIM_SOURCE_MAX_CHARS, Claimed, Lease, Workers
 from readdod.errors import ErrorCode
 from readdod.models import wire_step
 from readdod.states import Status, Trigger
@@ -32,18 +31,45 @@ WORKER_LOST_MESSAGE: Final = (
 )
 #: Orphans logged one by one (a transition line each); the rest are counted in one line.
 ORPHAN_LINES: Final = 100
+#: Captured sources up to this size travel with the claim (no read per item); bigger ones
+#: are read by the actor when it needs them, so thousands in flight stay small in memory.
+CLAIM_SOURCE_MAX_CHARS: Final = 64 * 1024
 
 
-def lease_new(work: Work, row: ItemRow, workers: Workers, now: int) -> ItemRow | None:
-    """A new QUEUED item leased to ``workers`` in its capture's own transaction (one row
+class Lease(msgspec.Struct, frozen=True):
+    """What an actor holds: the right to write for one run of one item."""
+
+    item_id: str
+    owner: str
+    run_id: str
+    #: The fencing token of the claim (the item's ``lease_token``): every write under
+    #: this lease carries it, and is refused once the item was claimed again.
+    token: int | None = None
+
+
+class Claimed(msgspec.Struct, frozen=True):
+    """A claimed item as an actor needs it."""
+
+    lease: Lease
+    item: ItemRow
+    run_mode: str
+    refetch: bool
+    done: dict[str, ArtifactRow]
+    #: The captured (html, text, document), read with the claim when small; None: read
+    #: it when needed.
+    source: tuple[str | None, str | None, str | None] | None = None
+
+
+def lease_new(work: Work, row: ItemRow, owner: str, lease_ttl_ms: int, now: int) -> ItemRow | None:
+    """A new QUEUED item leased to ``owner`` in its capture's own transaction (one row
     write, no claim after it), or None when an older item waits: it goes first."""
     if work.tx.queue_due(now):
         return None
     return msgspec.structs.replace(
         row,
         status=S.PROCESSING,
-        lease_owner=workers.owner,
-        lease_expires_at=now + workers.lease_ttl_ms,
+        lease_owner=owner,
+        lease_expires_at=now + lease_ttl_ms,
         lease_token=row.lease_token + 1,
     )
 

@@ -9,39 +9,9 @@ two by hand.
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from typing import Protocol
 
-import msgspec
-
-from readdod.store import ArtifactRow, ItemRow
-
-#: Captured sources up to this size travel with the claim (no read per item); bigger ones
-#: are read by the actor when it needs them, so thousands in flight stay small in memory.
-CLAIM_SOURCE_MAX_CHARS: Final = 64 * 1024
-
-
-class Lease(msgspec.Struct, frozen=True):
-    """What an actor holds: the right to write for one run of one item."""
-
-    item_id: str
-    owner: str
-    run_id: str
-    #: The fencing token of the claim (the item's ``lease_token``): every write under
-    #: this lease carries it, and is refused once the item was claimed again.
-    token: int | None = None
-
-
-class Claimed(msgspec.Struct, frozen=True):
-    """A claimed item as an actor needs it."""
-
-    lease: Lease
-    item: ItemRow
-    run_mode: str
-    refetch: bool
-    done: dict[str, ArtifactRow]
-    #: The captured (html, text, document), read with the claim when small; None: read
-    #: it when needed.
-    source: tuple[str | None, str | None, str | None] | None = None
+from readdod.core.leases import Claimed
 
 
 class Workers(Protocol):
