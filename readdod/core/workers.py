@@ -1,38 +1,34 @@
 """What the core asks of whoever runs the actors (the supervisor).
 
-The core records; the workers act. A capture may start at once in a slot
-the workers hold for it; an ``archive --cancel`` stops the run's actor; a
-pause stops every actor. The composition root attaches the supervisor to
-the core, so neither the control server nor the supervisor coordinates the
-two by hand.
+The core records; the workers act. A capture may start at once: it commits
+with the workers' own claim of a free slot; an ``archive --cancel`` stops the
+run's actor; a pause stops every actor. The composition root attaches the
+supervisor to the core, so neither the control server nor the supervisor
+coordinates the two by hand.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 from readdod.core.leases import Claimed
+from readdod.core.unit import Work
+
+T = TypeVar("T")
 
 
 class Workers(Protocol):
     """The actors' side of the core's commands."""
 
-    #: The worker id leases are taken for.
-    owner: str
-    lease_ttl_ms: int
-
     def wake(self) -> None:
         """Work was queued: claim it."""
         ...
 
-    def reserve(self) -> bool:
-        """Hold a free slot for a capture about to commit (it may be claimed in its own
-        transaction); False when there is none."""
-        ...
-
-    def settle(self, claimed: Claimed | None) -> None:
-        """Called once after the capture's commit with the item to start at once, or
-        None to give the slot back."""
+    async def claim_with(self, first: Callable[[Work], T]) -> tuple[T, list[Claimed]]:
+        """Commit ``first`` (a capture) with the workers' claim of a free slot in the same
+        transaction, and start what it claimed at once; with no free slot, ``first``
+        alone. What ``first`` returned, and what was claimed."""
         ...
 
     def cancel(self, item_id: str) -> bool:
