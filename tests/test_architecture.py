@@ -21,6 +21,7 @@ PURE = (
     "readdod.rubric",
     "readdod.errors",
     "readdod.cards",
+    "readdod.views",
     "readdod.todos",
     "readdod.tasks",
     "readdod.text",
