@@ -17,7 +17,7 @@ import msgspec
 from readdod import retry_policy, rubric, states, todos
 from readdod.clock import iso
 from readdod.config import RetryConfig
-from readdod.core import capture as captures
+from readdod.core import intake
 from readdod.core.runs import complete_run, enqueue, shown_run, shown_score
 from readdod.core.unit import Units, Work, dumps
 from readdod.core.workers import Workers
@@ -81,11 +81,11 @@ class Commands:
 
     async def capture_detail(self, req: CaptureRequest) -> tuple[Item, bool, bool]:
         """:meth:`capture`, and whether a repeat's intent was set (``set_intent``)."""
-        checked = captures.check(req, self.max_capture_bytes)
+        checked = intake.check(req, self.max_capture_bytes)
 
         def unit(work: Work) -> tuple[ItemRow, bool, bool]:
             now = self.clock.now_ms()
-            return captures.capture_unit(work, checked, now, auto_process=self.auto_process)
+            return intake.capture_unit(work, checked, now, auto_process=self.auto_process)
 
         if not self.auto_process or self.workers is None:
             row, created, retargeted = await self.units.commit(unit)

@@ -1,4 +1,5 @@
-"""A capture: checked, recognised when it was seen before, written as a new item.
+"""The intake of a capture: checked, recognised when it was seen before, written as a
+new item (the capture command; the sources that send captures are ``readdod/capture/``).
 
 The checks and the capture's identity are pure; :func:`capture_unit` is the
 unit of work. With ``daemon.auto_process`` a new item is written QUEUED at
