@@ -20,8 +20,8 @@ import msgspec
 
 from readdod import faults
 from readdod.core.book import LeaseBook
-from readdod.core.capture import document_of
-from readdod.core.workers import Claimed
+from readdod.core.intake import document_of
+from readdod.core.leases import Claimed
 from readdod.engines.base import StepHooks, StepStopped
 from readdod.errors import ErrorCode, ShuttingDown, StepError, StoreBusy, StoreWriteFailed
 from readdod.events import EventSink

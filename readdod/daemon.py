@@ -254,34 +254,46 @@ async def serve(
     clock: Clock | None = None,
     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
+    """Run the daemon until a signal stops it: the instance lock and the metrics
+    listeners are held for the whole life, signals watched from its first moment."""
     clock = clock or SystemClock()
     data = config.data_dir(cfg)
     data.mkdir(parents=True, exist_ok=True, mode=0o700)
-    lock = acquire_instance_lock(data / "readdod.db")
     started = time.monotonic()
-    scrape: list[SocketListener] = []
-    try:
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-            stopper = _Stopper(cfg.daemon.shutdown_grace_s)
-            failure: Exception | None = None
-            async with anyio.create_task_group() as outer:
-                outer.start_soon(stopper.watch, signals)
-                # A signal before the daemon runs (a database still awaited) ends the start.
-                try:
-                    with stopper.starting:
-                        await _start(cfg, clock, stopper, task_status, scrape)
-                except Exception as exc:  # raised as itself, not in a group, for the CLI
-                    failure = exc
-                finally:
-                    outer.cancel_scope.cancel()
-            if failure is not None:
-                raise failure
+    async with contextlib.AsyncExitStack() as stack:
+        stack.enter_context(contextlib.closing(acquire_instance_lock(data / "readdod.db")))
+        scrape: list[SocketListener] = []
+        stack.push_async_callback(_close_listeners, scrape)
+        await _until_stopped(cfg, clock, task_status, scrape)
         log.info("daemon.stopped", uptime_s=round(time.monotonic() - started, 3))
-    finally:
-        for bound in scrape:
-            with anyio.CancelScope(shield=True):
-                await bound.aclose()
-        lock.close()
+
+
+async def _close_listeners(listeners: list[SocketListener]) -> None:
+    for bound in listeners:
+        with anyio.CancelScope(shield=True):
+            await bound.aclose()
+
+
+async def _until_stopped(
+    cfg: Config, clock: Clock, task_status: TaskStatus[None], scrape: list[SocketListener]
+) -> None:
+    """:func:`_start` under the signal watch: a signal before the daemon runs (a
+    database still awaited) ends the start; a failure is raised as itself, not in a
+    group, for the CLI."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        stopper = _Stopper(cfg.daemon.shutdown_grace_s)
+        failure: Exception | None = None
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(stopper.watch, signals)
+            try:
+                with stopper.starting:
+                    await _start(cfg, clock, stopper, task_status, scrape)
+            except Exception as exc:
+                failure = exc
+            finally:
+                outer.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
 
 async def _start(
@@ -292,123 +304,117 @@ async def _start(
     scrape: list[SocketListener],
 ) -> None:
     """Open the store and build every part, then run them until the daemon stops; the
-    metrics listeners bound go into ``scrape`` (the caller closes them)."""
+    metrics listeners bound go into ``scrape`` (the caller closes them). Each resource
+    is entered on one exit stack, and left in the reverse order."""
     data = config.data_dir(cfg)
-    db = data / "readdod.db"
-    sock_path = config.socket_path(cfg)
     instance = daemon_instance(data)
     owner = worker_id(instance)
     fds = systemd.listen_fds()
     activated = _activated_socket(fds[0]) if fds else None
+    sock_path = config.socket_path(cfg)
     if activated is None:
         prepare_socket_dir(sock_path.parent, cfg.control.group)
         _claim_socket_path(sock_path)
     scrape.extend(await _metrics_listener(cfg) or ())
-    async with open_store(cfg, db) as store:
-        core = Core(
-            store,
-            clock,
-            auto_process=cfg.daemon.auto_process,
-            max_orphanings=cfg.daemon.max_orphanings,
-            retry=cfg.retry,
-            skip_below=cfg.daemon.skip_below,
-            max_capture_bytes=cfg.fetch.max_bytes,
-            exporter=Exporter(
-                config.export_dir(cfg),
-                pattern=cfg.export.filename,
-                default_format=cfg.export.format,
-            ),
-            retention=cfg.retention,
-        )
+    async with contextlib.AsyncExitStack() as stack:
+        store = await stack.enter_async_context(open_store(cfg, data / "readdod.db"))
+        core = _core(cfg, store, clock)
         meter = Meter()
         core.units.observe(meter.committed)
-        t0 = time.perf_counter()
-        # On SQLite this daemon holds the instance lock: every lease it finds is a
-        # dead one. On a shared database only expired leases are anyone's to take.
-        # Its own earlier life's leases it takes back at once, expired or not.
-        requeued, failed = await core.leases.recover(
-            every_lease=cfg.store.backend == "sqlite", mine=f"{instance}:"
-        )
-        log.info(
-            "recovery.done",
-            requeued=requeued,
-            failed=failed,
-            duration_ms=round((time.perf_counter() - t0) * 1000, 2),
-        )
-        async with (
-            make_client(cfg.fetch) as http,
-            contextlib.aclosing(make_engine(cfg.ai, data)) as engine,
-        ):
-            pipeline = Pipeline(engine, http, cfg.fetch)
-            supervisor = Supervisor(
-                core.leases,
-                core.book,
-                core.bus,
-                pipeline,
-                owner=owner,
-                concurrency=cfg.daemon.concurrency,
-                batch_size=cfg.daemon.batch_size,
-                lease_ttl_s=cfg.daemon.lease_ttl_s,
-                claim_interval_s=cfg.daemon.claim_interval_s,
-                shutdown_grace_s=cfg.daemon.shutdown_grace_s,
-                paused=await core.reads.is_paused(),
-            )
-            core.attach(supervisor)
-            metrics = Metrics(
-                DaemonCollector(meter, supervisor, engine),
-                core.reads.queue_gauges,
-            )
-            fleet = Fleet(core.units, owner, supervisor.lease_ttl_ms // 3)
-            # SQLite: this daemon holds the instance lock, so any other daemon
-            # in the registry is a dead one, and no notice need leave the process.
-            alone = cfg.store.backend == "sqlite"
-            await fleet.join(
-                alone=alone,
-                paused=supervisor.paused,
-                earlier_lives=f"{instance}:",
-            )
-            relay = None if alone else Relay(fleet, core.bus, supervisor)
-            if relay is not None:
-                core.units.observe(relay.committed)
-                metrics.collector.relay = relay
-            server = ControlServer(
-                core,
-                supervisor,
-                cfg,
-                engine=engine,
-                metrics=metrics,
-                fleet=fleet,
-            )
-            extra = _Extras(meter, metrics, scrape or None, Presence(fleet, supervisor), relay)
-            if activated is not None:
-                # systemd owns the socket file (readdod.socket): use it, leave it.
-                listener = await anyio.abc.SocketListener.from_socket(activated)
-                await _run(
-                    core,
-                    server,
-                    supervisor,
-                    listener,
-                    stopper,
-                    task_status,
-                    extra,
-                    http=http,
-                )
-            else:
-                listener = await anyio.create_unix_listener(sock_path)
-                try:
-                    secure_socket_file(sock_path, cfg.control.group)
-                    await _run(
-                        core,
-                        server,
-                        supervisor,
-                        listener,
-                        stopper,
-                        task_status,
-                        extra,
-                        http=http,
-                    )
-                finally:
-                    sock_path.unlink(missing_ok=True)
+        await _recover(cfg, core, instance)
+        http = await stack.enter_async_context(make_client(cfg.fetch))
+        engine = await stack.enter_async_context(contextlib.aclosing(make_engine(cfg.ai, data)))
+        pipeline = Pipeline(engine, http, cfg.fetch)
+        supervisor = _supervisor(cfg, core, pipeline, owner, await core.reads.is_paused())
+        core.attach(supervisor)
+        metrics = Metrics(DaemonCollector(meter, supervisor, engine), core.reads.queue_gauges)
+        fleet = Fleet(core.units, owner, supervisor.lease_ttl_ms // 3)
+        relay = await _join_fleet(cfg, core, fleet, supervisor, metrics, instance)
+        server = ControlServer(core, supervisor, cfg, engine=engine, metrics=metrics, fleet=fleet)
+        extra = _Extras(meter, metrics, scrape or None, Presence(fleet, supervisor), relay)
+        listener = await _control_listener(stack, cfg, activated, sock_path)
+        await _run(core, server, supervisor, listener, stopper, task_status, extra, http=http)
+
+
+def _core(cfg: Config, store: store_api.Store, clock: Clock) -> Core:
+    return Core(
+        store,
+        clock,
+        auto_process=cfg.daemon.auto_process,
+        max_orphanings=cfg.daemon.max_orphanings,
+        retry=cfg.retry,
+        skip_below=cfg.daemon.skip_below,
+        max_capture_bytes=cfg.fetch.max_bytes,
+        exporter=Exporter(
+            config.export_dir(cfg),
+            pattern=cfg.export.filename,
+            default_format=cfg.export.format,
+        ),
+        retention=cfg.retention,
+    )
+
+
+async def _recover(cfg: Config, core: Core, instance: str) -> None:
+    """Take back what dead workers held. On SQLite this daemon holds the instance lock:
+    every lease it finds is a dead one. On a shared database only expired leases are
+    anyone's to take. Its own earlier life's leases it takes back at once, expired or not."""
+    t0 = time.perf_counter()
+    requeued, failed = await core.leases.recover(
+        every_lease=cfg.store.backend == "sqlite", mine=f"{instance}:"
+    )
+    log.info(
+        "recovery.done",
+        requeued=requeued,
+        failed=failed,
+        duration_ms=round((time.perf_counter() - t0) * 1000, 2),
+    )
+
+
+def _supervisor(
+    cfg: Config, core: Core, pipeline: Pipeline, owner: str, paused: bool
+) -> Supervisor:
+    return Supervisor(
+        core.leases,
+        core.book,
+        core.bus,
+        pipeline,
+        owner=owner,
+        concurrency=cfg.daemon.concurrency,
+        batch_size=cfg.daemon.batch_size,
+        lease_ttl_s=cfg.daemon.lease_ttl_s,
+        claim_interval_s=cfg.daemon.claim_interval_s,
+        shutdown_grace_s=cfg.daemon.shutdown_grace_s,
+        paused=paused,
+    )
+
+
+async def _join_fleet(
+    cfg: Config, core: Core, fleet: Fleet, supervisor: Supervisor, metrics: Metrics, instance: str
+) -> Relay | None:
+    """Join the daemon registry; on a shared database, the relay of notices (None on
+    SQLite: this daemon holds the instance lock, so any other daemon in the registry is
+    a dead one, and no notice need leave the process)."""
+    alone = cfg.store.backend == "sqlite"
+    await fleet.join(alone=alone, paused=supervisor.paused, earlier_lives=f"{instance}:")
+    if alone:
+        return None
+    relay = Relay(fleet, core.bus, supervisor)
+    core.units.observe(relay.committed)
+    metrics.collector.relay = relay
+    return relay
+
+
+async def _control_listener(
+    stack: contextlib.AsyncExitStack, cfg: Config, activated: socket.socket | None, path: Path
+) -> SocketListener:
+    """The control socket: systemd's (readdod.socket owns the file: use it, leave it),
+    or one bound here, made safe, and unlinked when the stack unwinds."""
+    if activated is not None:
+        return await anyio.abc.SocketListener.from_socket(activated)
+    listener = await anyio.create_unix_listener(path)
+    stack.callback(path.unlink, missing_ok=True)
+    secure_socket_file(path, cfg.control.group)
+    return listener
 
 
 async def _metrics_listener(cfg: Config) -> list[SocketListener] | None:

@@ -5,7 +5,13 @@ pickup has no polling delay; a slow timer is only a safety net. Leases live
 in memory; :class:`~readdod.loops.heartbeat.Heartbeat` renews them all in
 one transaction. The supervisor is the core's
 :class:`~readdod.core.workers.Workers`: the daemon attaches it, and the core
-tells it of captures to start at once, cancels and pauses.
+hands it captures to claim in their own transaction, cancels and pauses.
+
+Every claim goes one way, :meth:`Supervisor._claim`, the claim loop's and a
+capture's alike. How many items a claim takes is decided inside its transaction,
+against the slots free at that moment (:meth:`Supervisor._take`), so no claim
+holds slots it may not fill while it waits for the database, and claims that run
+at once never start more actors than ``concurrency``.
 """
 
 from __future__ import annotations
@@ -13,21 +19,25 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from readdod import actor
 from readdod.core.book import LeaseBook
-from readdod.core.leases import Leases
-from readdod.core.workers import Claimed
+from readdod.core.leases import Claimed, Leases
+from readdod.core.unit import Work
 from readdod.errors import ReaddodError
 from readdod.events import EventSink
 from readdod.logging import get_logger
 from readdod.pipeline import Pipeline
 
 log = get_logger("readdod.supervisor")
+T = TypeVar("T")
 
 #: The least time a cleanup (an actor's, the sweep after the drain, leaving the fleet's
 #: registry) gets, even once the stop's grace is spent: ample for a database that answers.
@@ -72,8 +82,10 @@ class Supervisor:
         self.paused = paused
         self.draining = False
         self._actors: dict[str, anyio.CancelScope] = {}
-        #: Slots held for captures being committed that may start at once.
-        self._reserved = 0
+        #: Slots taken by claims whose transactions have not returned yet; a claim's
+        #: transaction runs in the store's thread, so these are counted under a lock.
+        self._taken = 0
+        self._slots = threading.Lock()
         self._tg: TaskGroup | None = None
         #: Why an actor was stopped early, by its scope (an item may have a newer actor):
         #: ``cancel`` (``archive --cancel``) or ``pause``.
@@ -102,22 +114,11 @@ class Supervisor:
         scope.cancel()
         return True
 
-    def reserve(self) -> bool:
-        """Hold a slot for a capture that may be claimed in its own transaction."""
-        if self._tg is None or self.paused or self.draining:
-            return False
-        if len(self._actors) + self._reserved >= self.concurrency:
-            return False
-        self._reserved += 1
-        return True
-
-    def settle(self, claimed: Claimed | None) -> None:
-        """The capture committed (or failed): start its actor now, or free the slot."""
-        self._reserved -= 1
-        if claimed is None or self._tg is None:
-            # Unstarted, a claimed item returns to QUEUED when its lease expires.
-            return
-        self._start(self._tg, claimed)
+    async def claim_with(self, first: Callable[[Work], T]) -> tuple[T, list[Claimed]]:
+        """A capture's claim: ``first`` commits with a claim of one free slot, so the item
+        it queues starts with no second commit; with no slot free, ``first`` alone."""
+        done, claimed, _ = await self._claim(1, first)
+        return done, claimed
 
     def set_paused(self, paused: bool) -> None:
         """Pause or resume claiming. A pause also stops spending at once: every running
@@ -199,7 +200,7 @@ class Supervisor:
             self._tg = tg
             task_status.started()
             with self._claiming:  # a stop cancels a claim that waits for the database
-                await self._claim_loop(tg)
+                await self._claim_loop()
             self._tg = None
             if self._actors:
                 log.info(
@@ -218,29 +219,51 @@ class Supervisor:
                 if moved:
                     log.info("shutdown.released", items=moved, worker_id=self.owner)
 
-    async def _claim_loop(self, tg: TaskGroup) -> None:
+    async def _claim_loop(self) -> None:
         while not self.draining:
             self._wake = anyio.Event()
             if not self.paused:
                 try:
-                    await self._claim(tg)
+                    await self._claim_free()
                 except ReaddodError as exc:
                     # A busy or failing database must not kill the daemon: wait, try again.
                     log.warning("claim.failed", error_code=exc.error_code, error=exc.message)
             with anyio.move_on_after(self.claim_interval_s):
                 await self._wake.wait()
 
-    async def _claim(self, tg: TaskGroup) -> None:
-        while not self.draining and not self.paused:
-            free = self.concurrency - len(self._actors) - self._reserved
-            if free <= 0:
+    async def _claim_free(self) -> None:
+        """Claim for every free slot, a batch at a time, while the queue has items."""
+        while self._free(self.batch_size):
+            _, _, full = await self._claim(self.batch_size, _nothing)
+            if not full:
                 return
-            want = min(free, self.batch_size)
-            claimed = await self.leases.claim(self.owner, want, self.lease_ttl_ms)
-            for c in claimed:
-                self._start(tg, c)
-            if len(claimed) < want:
-                return
+
+    def _free(self, most: int) -> int:
+        """How many slots, up to ``most``, a claim may fill now: none while paused or
+        stopping."""
+        if self._tg is None or self.paused or self.draining:
+            return 0
+        return max(0, min(most, self.concurrency - len(self._actors) - self._taken))
+
+    async def _claim(self, most: int, first: Callable[[Work], T]) -> tuple[T, list[Claimed], bool]:
+        """``first``, then a claim of up to ``most`` items, in one transaction; an actor
+        starts for each item claimed. Also whether the claim took all it was given."""
+        room = _Room(self, most)
+        claimed: list[Claimed] = []
+        try:
+            done, claimed = await self.leases.claim_after(
+                first, self.owner, room, self.lease_ttl_ms
+            )
+        finally:
+            with self._slots:
+                # The actors take the slots over (one count, seen at once by the next take).
+                for c in claimed:
+                    if self._tg is None:
+                        # Stopping: the sweep after the drain gives the lease back (or it expires).
+                        break
+                    self._start(self._tg, c)
+                room.close()
+        return done, claimed, 0 < room.given == len(claimed)
 
     def _start(self, tg: TaskGroup, claimed: Claimed) -> None:
         scope = anyio.CancelScope()
@@ -278,3 +301,42 @@ class Supervisor:
             if not self._actors:
                 self._idle.set()
             self.wake()
+
+
+def _nothing(_work: Work) -> None:
+    """No work before a claim of the claim loop's own."""
+
+
+class _Room:
+    """One claim's slots (:class:`~readdod.core.leases.Room`): taken inside its
+    transaction from what is free then, the unused ones given back at once, the rest
+    when the claim's actors have started (:meth:`close`)."""
+
+    def __init__(self, sup: Supervisor, most: int) -> None:
+        self.sup = sup
+        self.most = most
+        #: What the last run of the transaction was given, and what it still holds.
+        self.given = 0
+        self.taken = 0
+        #: The claim's caller is done with it (a transaction still running after its
+        #: caller was cancelled claims nothing more).
+        self.closed = False
+
+    def take(self) -> int:
+        with self.sup._slots:
+            self.sup._taken -= self.taken  # an earlier run of the transaction rolled back
+            self.taken = 0 if self.closed else self.sup._free(self.most)
+            self.given = self.taken
+            self.sup._taken += self.taken
+        return self.given
+
+    def keep(self, claimed: int) -> None:
+        with self.sup._slots:
+            self.sup._taken -= self.taken - claimed
+            self.taken = claimed
+
+    def close(self) -> None:
+        """Give back what is still held (under the supervisor's lock)."""
+        self.sup._taken -= self.taken
+        self.taken = 0
+        self.closed = True

@@ -1,8 +1,8 @@
 """Wire views of store rows: what `get`, `list`, `show` and `watch` send.
 
-Pure functions from the store's row Structs to the protocol's Structs, kept
-apart from the core so reading code need not wade through state
-changes.
+Pure functions from the store's row Structs (plain data, :mod:`readdod.store.rows`)
+to the protocol's Structs: the caller reads the rows, these only shape them. Kept
+apart from the core so reading code need not wade through state changes.
 """
 
 from __future__ import annotations
@@ -28,8 +28,15 @@ from readdod.models import (
 )
 from readdod.states import Status
 from readdod.steps import NAMES, decode_failure, wire_step
-from readdod.store import ArtifactRow, AttemptRow, ChunkRow, EventRow, ItemRow, RunRow
-from readdod.store.rows import FeedRow
+from readdod.store.rows import (
+    ArtifactRow,
+    AttemptRow,
+    ChunkRow,
+    EventRow,
+    FeedRow,
+    ItemRow,
+    RunRow,
+)
 
 
 def item_view(row: ItemRow) -> Item:

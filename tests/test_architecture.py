@@ -22,6 +22,7 @@ PURE = (
     "readdod.steps",
     "readdod.errors",
     "readdod.cards",
+    "readdod.views",
     "readdod.todos",
     "readdod.tasks",
     "readdod.text",
@@ -267,3 +268,20 @@ def test_only_clients_reach_the_daemon() -> None:
         if _under(module, clients):
             continue
         assert "readdod.control.client" not in GRAPH[module], module
+
+
+def test_the_benches_import_no_cycle() -> None:
+    """Benches share what they share through a module of their own (``bench/_common.py``)."""
+    graph: dict[str, set[str]] = {}
+    for path in (ROOT / "bench").glob("*.py"):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "bench":
+                found.update(f"bench.{a.name}" for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench."):
+                found.add(node.module or "")
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("bench."))
+        graph[f"bench.{path.stem}"] = found
+    assert "bench.fleet" in graph["bench.throughput"]
+    assert _cycles(graph) == []

@@ -9,7 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from readdod.capture.importing import import_file
+from readdod.capture.plan import Options
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE
+from readdod.control.client import Client
 from tests.daemon_proc import DaemonProc, run_cli
 
 FILES = Path(__file__).parent / "imports"
@@ -136,6 +139,25 @@ def test_an_import_cut_short_is_finished_by_running_it_again(
     assert code == EXIT_OK
     assert (tally["new"], tally["already"], tally["refused"]) == (320, 180, [])
     assert len({i["url"] for i in _items(d)}) == 500
+
+
+def test_an_import_is_one_call_with_its_progress(tmp_path: Path, daemons: list[DaemonProc]) -> None:
+    """Any client imports through one function: the file and options in, progress as
+    it goes, the tally out; a daemon gone is said in the tally, not raised."""
+    d = _daemon(daemons, tmp_path)
+    links = tmp_path / "links.txt"
+    links.write_text("".join(f"https://example.org/one/{i}\n" for i in range(250)))
+    opts = Options(fmt="auto", intent="skim")
+    done: list[int] = []
+    tally = import_file(links, opts, lambda: Client(d.sock), lambda t: done.append(t.done))
+    assert (tally.fmt, tally.total, tally.new, tally.interrupted) == ("urls", 250, 250, None)
+    assert done[0] == 0 and done[-1] == 250 and done == sorted(done) and len(done) > 2
+    assert len(_items(d)) == 250
+    dry = import_file(links, opts, None)
+    assert dry.dry_run and (dry.new, dry.already) == (250, 0) and len(_items(d)) == 250
+    d.stop()
+    gone = import_file(links, opts, lambda: Client(d.sock))
+    assert gone.interrupted and not gone.cancelled and gone.new == 0
 
 
 def test_the_daemon_going_away_says_how_to_resume(

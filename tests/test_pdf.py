@@ -16,7 +16,7 @@ from reportlab.pdfgen import canvas
 
 from readdod.config import FetchConfig
 from readdod.control.client import RpcError
-from readdod.core.capture import document_of
+from readdod.core.intake import document_of
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.fetch import extract_url, make_client
 from readdod.extraction.pdf import MAX_PAGES, extract_pdf

@@ -133,6 +133,26 @@ async def test_a_capture_waits_its_turn_behind_older_queued_items(rig: Rig) -> N
     assert ready == {*first, waiting, older_first}
 
 
+async def test_a_capture_claims_through_the_supervisors_one_claim(rig: Rig) -> None:
+    """A capture's claim is the claim loop's: with a slot free, it takes the item that
+    waited longest, in the capture's own transaction, and the new item waits its turn."""
+    for _ in range(4):  # fill every slot
+        await _capture(rig.orch)
+    with anyio.fail_after(10):
+        await rig.engine.entered.wait()
+    waiting = await _capture(rig.orch)
+    assert _db_status(rig.path, waiting) == "QUEUED"
+    rig.sup.concurrency = 5  # room again, and no wake-up: only a capture claims now
+    newer = await _capture(rig.orch)
+    # Read before this task yields again: no claim of the loop's could have run yet.
+    assert (_db_status(rig.path, waiting), _db_status(rig.path, newer)) == (
+        "PROCESSING",
+        "QUEUED",
+    )
+    assert rig.sup.in_flight == 5
+    rig.engine.gate.set()
+
+
 async def test_a_clean_stop_gives_back_every_lease_it_still_holds(tmp_path: Path) -> None:
     path = tmp_path / "stop.db"
     engine = GateEngine()

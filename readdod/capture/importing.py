@@ -1,5 +1,8 @@
 """``readdod import``: an export's entries sent to the daemon as captures, in batches.
 
+:func:`import_file` is the one way in: whoever imports (the CLI, or any other client
+of the socket) gives it the file, the options and a progress callback, and gets
+the :class:`Tally` back.
 Every capture carries a capture_id derived from its entry (:mod:`.plan`), so
 the daemon answers a repeat with the item it already has: running an import
 again adds nothing, and an import cut short (Ctrl-C, a daemon restart) is
@@ -28,7 +31,7 @@ from readdod.capture.formats.detect import HEAD, UnknownFormat
 from readdod.capture.plan import Census, Options, Planned, census, plan
 from readdod.control.client import Client, RpcError
 from readdod.control.protocol import MAX_BATCH, MAX_LINE
-from readdod.errors import DaemonUnavailable, ErrorCode, ReaddodError
+from readdod.errors import DaemonUnavailable, ErrorCode, ReaddodError, UnsafeSocket
 from readdod.extraction.charsets import decode_body
 
 #: Captures sent in one line: enough to amortise the round trip, few enough for a
@@ -72,6 +75,11 @@ class Tally(msgspec.Struct):
     #: Sent without an intent of the person's (``--intent`` gave theirs).
     intent_from: str = "note"
     dry_run: bool = False
+    #: Why the import stopped before the end of the file (the daemon went away, Ctrl-C);
+    #: None when it went through. Running it again finishes it.
+    interrupted: str | None = None
+    #: The person stopped it (Ctrl-C), rather than the daemon going away.
+    cancelled: bool = False
 
     @property
     def done(self) -> int:
@@ -96,6 +104,7 @@ class Tally(msgspec.Struct):
             "intent_kept": self.intent_kept,
             "refused": [{"line": line, "reason": why} for line, why in self.refused],
             "dry_run": self.dry_run,
+            "interrupted": self.interrupted,
         }
 
 
@@ -220,7 +229,7 @@ def _omnivore_archive(path: Path) -> Callable[[], Found]:
     return found
 
 
-def source(path: Path, fmt: str) -> tuple[str, Callable[[], Found]]:
+def _source(path: Path, fmt: str) -> tuple[str, Callable[[], Found]]:
     """The file's format (``fmt``, or detected for ``auto``) and a way to read it (again:
     an import reads it twice, to count and merge, then to send)."""
     if not path.exists():
@@ -245,7 +254,7 @@ def source(path: Path, fmt: str) -> tuple[str, Callable[[], Found]]:
 
 def entries(path: Path, fmt: str) -> tuple[str, list[Entry | Problem | Skipped]]:
     """The file's format and what it holds, whole (for tests and small files)."""
-    fmt, found = source(path, fmt)
+    fmt, found = _source(path, fmt)
     return fmt, list(found())
 
 
@@ -256,7 +265,7 @@ class Prepared(msgspec.Struct):
     opts: Options
 
 
-def prepare(
+def _prepare(
     found: Callable[[], Found],
     opts: Options,
     ask: Callable[[int], str | None] | None,
@@ -278,7 +287,7 @@ NO_INTENT: Final = (
 )
 
 
-def planned(found: Callable[[], Found], prep: Prepared, tally: Tally) -> Iterator[Planned]:
+def _planned(found: Callable[[], Found], prep: Prepared, tally: Tally) -> Iterator[Planned]:
     """The captures to send, in file order (a second pass); what is left out is counted
     into ``tally`` as it is met."""
     for got in plan(found(), prep.opts, prep.census):
@@ -319,7 +328,7 @@ def _count(tally: Tally, p: Planned) -> None:
     tally.highlighted += p.highlights > 0
 
 
-def send(client: Client, batch: list[Planned], tally: Tally) -> None:
+def _send(client: Client, batch: list[Planned], tally: Tally) -> None:
     """Capture a batch (one line; a capture too long for a batch goes alone) and count."""
     ids = itertools.count(1)
     reqs = [
@@ -354,7 +363,7 @@ def send(client: Client, batch: list[Planned], tally: Tally) -> None:
             tally.refused.append((p.line, _reason(got["error"])))
 
 
-def run(
+def _run(
     connect: Callable[[], Client] | None,
     planned: Iterable[Planned],
     tally: Tally,
@@ -397,7 +406,7 @@ def run(
                         return
                     batches += 1
                 counted = Tally(fmt=tally.fmt)
-                send(client, batch, counted)
+                _send(client, batch, counted)
                 with lock:
                     sent += 1
                     tally.new += counted.new
@@ -424,6 +433,46 @@ def run(
             "the daemon refused every connection of this import (control.max_connections)"
         )
     tally.refused.sort()
+    return tally
+
+
+def import_file(
+    path: Path,
+    opts: Options,
+    connect: Callable[[], Client] | None,
+    progress: Callable[[Tally], None] | None = None,
+    *,
+    ask: Callable[[int], str | None] | None = None,
+    connections: int = CONNECTIONS,
+) -> Tally:
+    """Import the export file at ``path``: read it (``opts.fmt``, or ``auto`` to detect
+    it), count it, settle the intent (``ask`` is asked once for entries without one),
+    and send its captures on connections ``connect`` opens (None: a dry run, nothing
+    sent); ``progress`` is called with the tally as it grows.
+
+    Refused entries are counted, not raised; a daemon that goes away (or Ctrl-C) ends
+    the import early with :attr:`Tally.interrupted` saying why. A file that cannot be
+    imported at all raises :class:`ImportFileError`.
+    """
+    fmt, found = _source(path, opts.fmt)
+    prep = _prepare(found, msgspec.structs.replace(opts, fmt=fmt), ask)
+    tally = Tally(
+        fmt=fmt,
+        total=prep.census.entries,
+        dry_run=connect is None,
+        intent_from="given" if prep.opts.intent else "note",
+    )
+    try:
+        if connect is not None:
+            connect().close()  # the daemon answers, before any progress is shown
+        shown = progress or (lambda _: None)
+        _run(connect, _planned(found, prep, tally), tally, shown, connections=connections)
+    except UnsafeSocket:
+        raise  # nothing was sent: said once, with its code, as every client says it
+    except DaemonUnavailable as exc:
+        tally.interrupted = str(exc)
+    except KeyboardInterrupt:
+        tally.interrupted, tally.cancelled = "interrupted", True
     return tally
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -13,63 +14,42 @@ from readdod.capture.plan import Options
 from readdod.cli import render
 from readdod.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE
 from readdod.control.client import Client
-from readdod.errors import DaemonUnavailable, UnsafeSocket
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Import an export file; exit 0 when every entry is in readdod, 1 when some were left out."""
     # A bad config is reported even for a dry run, which needs none of it.
     cfg, _ = config.load(args.config)
-    path = Path(args.file)
-    fmt, found = importing.source(path, args.format)
     opts = Options(
-        fmt=fmt,
+        fmt=args.format,
         intent=(args.intent or "").strip() or None,
         tags=tuple(args.tag or ()),
         priority=args.priority,
         max_html_bytes=cfg.fetch.max_bytes,
         process_archived=args.process_archived,
     )
+    sock = None if args.dry_run else config.socket_path(cfg, args.socket)
+    connect = None if sock is None else functools.partial(Client, sock)
     ask = None if args.json else importing.ask_on_tty(sys.stdin, sys.stderr)
-    prep = importing.prepare(found, opts, ask)
-    tally = importing.Tally(
-        fmt=fmt,
-        total=prep.census.entries,
-        dry_run=args.dry_run,
-        intent_from="given" if prep.opts.intent else "note",
-    )
-    planned = importing.planned(found, prep, tally)
     bar = importing.Bar(sys.stderr) if sys.stderr.isatty() and not args.json else None
-    interrupted: str | None = None
-    code = EXIT_UNAVAILABLE
+    path = Path(args.file)
     try:
-        if args.dry_run:
-            importing.run(None, planned, tally, bar or (lambda _: None))
-        else:
-            sock = config.socket_path(cfg, args.socket)
-            Client(sock).close()  # the daemon answers, before any progress is drawn
-            importing.run(lambda: Client(sock), planned, tally, bar or (lambda _: None))
-    except DaemonUnavailable as exc:
-        if isinstance(exc, UnsafeSocket):
-            raise  # nothing was sent: said once, with its code, as every client says it
-        interrupted = str(exc)
-    except KeyboardInterrupt:
-        interrupted, code = "interrupted", EXIT_INTERRUPTED
+        tally = importing.import_file(path, opts, connect, bar, ask=ask)
     finally:
         if bar is not None:
             bar.close()
     if args.json:
-        print(render.json_text(tally.as_dict() | {"interrupted": interrupted}))
+        print(render.json_text(tally.as_dict()))
     else:
         print("\n".join(importing.summary_lines(tally, str(path))))
-    if interrupted is not None:
+    if tally.interrupted is not None:
         print(
             f"readdod: the import stopped after {tally.done} of {tally.total} entries"
-            f" ({interrupted}); run the same command again to finish it: what is there"
+            f" ({tally.interrupted}); run the same command again to finish it: what is there"
             " already is not added twice",
             file=sys.stderr,
         )
-        return code
+        return EXIT_INTERRUPTED if tally.cancelled else EXIT_UNAVAILABLE
     return EXIT_ERROR if tally.refused else EXIT_OK
 
 

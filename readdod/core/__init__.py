@@ -24,13 +24,13 @@ from readdod.core.book import LeaseBook, LeaseChunks
 from readdod.core.commands import Commands
 from readdod.core.exporting import Exports
 from readdod.core.feeds import Feeds
-from readdod.core.leases import Leases
+from readdod.core.leases import Claimed, Lease, Leases
 from readdod.core.maintenance import Maintenance
 from readdod.core.reads import ReadModel
 from readdod.core.runs import RunPolicy
 from readdod.core.todos import TodoTicks
 from readdod.core.unit import Units
-from readdod.core.workers import Claimed, Lease, Workers
+from readdod.core.workers import Workers
 from readdod.events import EventBus
 from readdod.export.writer import Exporter
 from readdod.store.api import Store

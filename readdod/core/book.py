@@ -18,9 +18,9 @@ import msgspec
 from readdod import faults, urls
 from readdod.clock import iso
 from readdod.core import runs
+from readdod.core.leases import Lease
 from readdod.core.runs import RunPolicy, fail, next_step, requeue
 from readdod.core.unit import Units, Work, dumps
-from readdod.core.workers import Lease
 from readdod.errors import Spent, StepError
 from readdod.models import CHUNK_ACTIVE, ArtifactMeta, Item
 from readdod.states import Trigger

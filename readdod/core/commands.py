@@ -1,9 +1,11 @@
 """What people (and the retry scheduler) ask of items: the commands.
 
 Each command is one unit of work that checks its move against the state
-machine (through :class:`~readdod.core.unit.Work`) and records it. Where a
-command touches running work (``archive --cancel``, pause), the core tells
-the attached :class:`~readdod.core.workers.Workers` after the commit.
+machine (through :class:`~readdod.core.unit.Work`) and records it. A capture
+that queues its item commits through the attached
+:class:`~readdod.core.workers.Workers`' claim, so the item may start at once;
+where a command touches running work (``archive --cancel``, pause), the core
+tells them after the commit.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import msgspec
 from readdod import retry_policy, rubric, states, todos
 from readdod.clock import iso
 from readdod.config import RetryConfig
-from readdod.core import capture as captures
+from readdod.core import intake
 from readdod.core.runs import complete_run, enqueue, shown_run, shown_score
 from readdod.core.unit import Units, Work, dumps
-from readdod.core.workers import Claimed, Workers
+from readdod.core.workers import Workers
 from readdod.errors import (
     ErrorCode,
     IdempotencyConflict,
@@ -70,20 +72,18 @@ class Commands:
 
     async def capture_detail(self, req: CaptureRequest) -> tuple[Item, bool, bool]:
         """:meth:`capture`, and whether a repeat's intent was set (``set_intent``)."""
-        checked = captures.check(req, self.max_capture_bytes)
-        workers = self.workers if self.auto_process else None
-        slot = workers is not None and workers.reserve()
-        held = workers if slot else None
-        claimed: Claimed | None = None
-        try:
-            row, created, claimed, retargeted = await self.units.commit(
-                lambda work: captures.capture_unit(
-                    work, checked, self.clock.now_ms(), auto_process=self.auto_process, workers=held
-                )
-            )
-        finally:
-            if held is not None:
-                held.settle(claimed)
+        checked = intake.check(req, self.max_capture_bytes)
+
+        def unit(work: Work) -> tuple[ItemRow, bool, bool]:
+            now = self.clock.now_ms()
+            return intake.capture_unit(work, checked, now, auto_process=self.auto_process)
+
+        if not self.auto_process or self.workers is None:
+            row, created, retargeted = await self.units.commit(unit)
+            return item_view(row), created, retargeted
+        # Queued: the workers' claim may take it in the same transaction and start it now.
+        (row, created, retargeted), claimed = await self.workers.claim_with(unit)
+        row = next((c.item for c in claimed if c.item.id == row.id), row)
         return item_view(row), created, retargeted
 
     async def process(

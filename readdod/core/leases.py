@@ -10,21 +10,21 @@ under its lease is in :mod:`readdod.core.book`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Final, Protocol, TypeVar
 
 import msgspec
 
 from readdod import ids
 from readdod.core.runs import RunPolicy, fail, requeue
 from readdod.core.unit import Note, Units, Work, dumps, transition_note
-from readdod.core.workers import CLAIM_SOURCE_MAX_CHARS, Claimed, Lease, Workers
 from readdod.errors import ErrorCode
 from readdod.states import Status, Trigger
 from readdod.steps import wire_step
 from readdod.store import ArtifactRow, ItemRow
 
 S = Status
+T = TypeVar("T")
 #: The failure message of an item whose worker was lost too often (printf: count, step, id).
 WORKER_LOST_MESSAGE: Final = (
     "the worker processing this item was lost %d times in a row during step %s;"
@@ -32,20 +32,33 @@ WORKER_LOST_MESSAGE: Final = (
 )
 #: Orphans logged one by one (a transition line each); the rest are counted in one line.
 ORPHAN_LINES: Final = 100
+#: Captured sources up to this size travel with the claim (no read per item); bigger ones
+#: are read by the actor when it needs them, so thousands in flight stay small in memory.
+CLAIM_SOURCE_MAX_CHARS: Final = 64 * 1024
 
 
-def lease_new(work: Work, row: ItemRow, workers: Workers, now: int) -> ItemRow | None:
-    """A new QUEUED item leased to ``workers`` in its capture's own transaction (one row
-    write, no claim after it), or None when an older item waits: it goes first."""
-    if work.tx.queue_due(now):
-        return None
-    return msgspec.structs.replace(
-        row,
-        status=S.PROCESSING,
-        lease_owner=workers.owner,
-        lease_expires_at=now + workers.lease_ttl_ms,
-        lease_token=row.lease_token + 1,
-    )
+class Lease(msgspec.Struct, frozen=True):
+    """What an actor holds: the right to write for one run of one item."""
+
+    item_id: str
+    owner: str
+    run_id: str
+    #: The fencing token of the claim (the item's ``lease_token``): every write under
+    #: this lease carries it, and is refused once the item was claimed again.
+    token: int | None = None
+
+
+class Claimed(msgspec.Struct, frozen=True):
+    """A claimed item as an actor needs it."""
+
+    lease: Lease
+    item: ItemRow
+    run_mode: str
+    refetch: bool
+    done: dict[str, ArtifactRow]
+    #: The captured (html, text, document), read with the claim when small; None: read
+    #: it when needed.
+    source: tuple[str | None, str | None, str | None] | None = None
 
 
 def claimed(
@@ -69,6 +82,19 @@ def claimed(
     )
 
 
+class Room(Protocol):
+    """The slots a claim may fill, counted inside its transaction (which may run again
+    when its batch is retried: each run asks anew)."""
+
+    def take(self) -> int:
+        """How many items this claim may take now."""
+        ...
+
+    def keep(self, claimed: int) -> None:
+        """The claim took ``claimed`` items: the rest of what it was given is free again."""
+        ...
+
+
 class Leases:
     """The supervisor's side of the core: claim, renew, recover, release."""
 
@@ -79,52 +105,61 @@ class Leases:
 
     async def claim(self, owner: str, limit: int, lease_ttl_ms: int) -> list[Claimed]:
         """Lease up to ``limit`` QUEUED items to ``owner``, starting their runs."""
+        return await self.units.commit(lambda work: self._claim(work, owner, limit, lease_ttl_ms))
 
-        def unit(work: Work) -> list[Claimed]:
-            tx = work.tx
-            now = self.clock.now_ms()
-            rows = work.claim(owner, limit, now + lease_ttl_ms, now)
-            run_ids = [r.current_run_id for r in rows if r.current_run_id]
-            runs = tx.start_runs(run_ids, owner, now)
-            tx.start_attempts(run_ids, owner, now, ids.ulid)
-            sources = tx.small_sources(
-                [r.id for r in rows if r.source_type != "url"], CLAIM_SOURCE_MAX_CHARS
-            )
-            detail = dumps({"worker_id": owner})
-            events = []
-            out = []
-            for row in rows:
-                run = runs[row.current_run_id or ""]
-                events.append(
-                    (now, row.id, run.run_id, "transition", S.QUEUED, S.PROCESSING, detail)
-                )
-                work.notes.append(
-                    transition_note(
-                        row.id,
-                        run.run_id,
-                        S.QUEUED,
-                        S.PROCESSING,
-                        Trigger.SYSTEM,
-                        {"worker_id": owner},
-                    )
-                )
-                # Only a run claimed before can have finished steps to resume from.
-                resumed = run.attempts > 1
-                out.append(
-                    claimed(
-                        row,
-                        owner,
-                        run.run_id,
-                        run.mode,
-                        refetch=bool(run.refetch),
-                        done=tx.artifacts_of_run(row.id, run.run_id) if resumed else {},
-                        source=sources.get(row.id),
-                    )
-                )
-            tx.insert_events(events, Trigger.SYSTEM)
-            return out
+    async def claim_after(
+        self, first: Callable[[Work], T], owner: str, room: Room, lease_ttl_ms: int
+    ) -> tuple[T, list[Claimed]]:
+        """``first`` (a capture), then :meth:`claim`, in one transaction: an item it
+        queues may be claimed with no second commit. How many items are claimed is
+        asked of ``room`` inside the transaction; 0: none."""
+
+        def unit(work: Work) -> tuple[T, list[Claimed]]:
+            done = first(work)
+            most = room.take()
+            out = self._claim(work, owner, most, lease_ttl_ms) if most > 0 else []
+            room.keep(len(out))
+            return done, out
 
         return await self.units.commit(unit)
+
+    def _claim(self, work: Work, owner: str, limit: int, lease_ttl_ms: int) -> list[Claimed]:
+        """The claim inside ``work``: the one place items are leased."""
+        tx = work.tx
+        now = self.clock.now_ms()
+        rows = work.claim(owner, limit, now + lease_ttl_ms, now)
+        run_ids = [r.current_run_id for r in rows if r.current_run_id]
+        runs = tx.start_runs(run_ids, owner, now)
+        tx.start_attempts(run_ids, owner, now, ids.ulid)
+        sources = tx.small_sources(
+            [r.id for r in rows if r.source_type != "url"], CLAIM_SOURCE_MAX_CHARS
+        )
+        detail = dumps({"worker_id": owner})
+        events = []
+        out = []
+        for row in rows:
+            run = runs[row.current_run_id or ""]
+            events.append((now, row.id, run.run_id, "transition", S.QUEUED, S.PROCESSING, detail))
+            work.notes.append(
+                transition_note(
+                    row.id, run.run_id, S.QUEUED, S.PROCESSING, Trigger.SYSTEM, {"worker_id": owner}
+                )
+            )
+            # Only a run claimed before can have finished steps to resume from.
+            resumed = run.attempts > 1
+            out.append(
+                claimed(
+                    row,
+                    owner,
+                    run.run_id,
+                    run.mode,
+                    refetch=bool(run.refetch),
+                    done=tx.artifacts_of_run(row.id, run.run_id) if resumed else {},
+                    source=sources.get(row.id),
+                )
+            )
+        tx.insert_events(events, Trigger.SYSTEM)
+        return out
 
     async def renew(self, owner: str, item_ids: Sequence[str], lease_ttl_ms: int) -> set[str]:
         """Extend ``owner``'s leases on ``item_ids``; the ids it still held."""

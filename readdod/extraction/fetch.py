@@ -49,7 +49,7 @@ from readdod.extraction.encodings import Overflow, read_body
 from readdod.extraction.extract import extract, extract_text
 from readdod.extraction.guard import AddressGuard, Resolver
 from readdod.extraction.pdf_process import PdfLimits, extract_pdf_isolated
-from readdod.extraction.transport import Transport, fetch_deadline, timeouts
+from readdod.extraction.transport import GuardedTransport, fetch_deadline, timeouts
 from readdod.models import Extraction
 from readdod.retrying import OnRetry, RetryPolicy
 
@@ -98,7 +98,9 @@ class FetchedPage(msgspec.Struct, kw_only=True, frozen=True):
 class FetchClient(httpx.AsyncClient):
     """The shared HTTP client, with the fetch policy and address guard it was made with."""
 
-    def __init__(self, config: FetchConfig, guard: AddressGuard, transport: Transport) -> None:
+    def __init__(
+        self, config: FetchConfig, guard: AddressGuard, transport: GuardedTransport
+    ) -> None:
         super().__init__(
             headers={
                 "User-Agent": config.user_agent,
@@ -136,7 +138,7 @@ def make_client(
         )
     except ValueError as exc:
         raise ConfigError(f"fetch.allow_networks: {exc}") from exc
-    return FetchClient(cfg, guard, Transport(cfg, guard, ssl_context))
+    return FetchClient(cfg, guard, GuardedTransport(cfg, guard, ssl_context))
 
 
 def retry_policy(config: FetchConfig) -> RetryPolicy:

@@ -26,7 +26,7 @@ import httpx
 from readdod.config import FetchConfig
 from readdod.extraction.guard import AddressGuard, GuardedBackend
 
-__all__ = ["HostSlots", "Transport", "fetch_deadline", "timeouts"]
+__all__ = ["GuardedTransport", "HostSlots", "fetch_deadline", "timeouts"]
 
 
 def timeouts(cfg: FetchConfig, deadline: float) -> httpx.Timeout:
@@ -153,7 +153,7 @@ class _Body(httpx.AsyncByteStream):
             self._release()
 
 
-class Transport(httpx.AsyncBaseTransport):
+class GuardedTransport(httpx.AsyncBaseTransport):
     """httpx's transport seam over an httpcore pool: the guarded network backend and
     per-host slots.
 
@@ -201,7 +201,7 @@ class Transport(httpx.AsyncBaseTransport):
             extensions=response.extensions,
         )
 
-    async def __aenter__(self) -> Transport:
+    async def __aenter__(self) -> GuardedTransport:
         await self._connections.__aenter__()
         return self
 

@@ -87,7 +87,7 @@ from readdod.engines.openai.steps import (
 )
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import Template, load_template
-from readdod.engines.openai.transport import CLOSE_S, Transport, display_url
+from readdod.engines.openai.transport import CLOSE_S, CompletionClient, display_url
 from readdod.engines.openai.verdict import ScoreJudgement, combine
 from readdod.errors import ConfigError, StepError
 from readdod.logging import add_secret, get_logger
@@ -173,7 +173,7 @@ class OpenAIEngine:
             log.info("ai.no_api_key", api_key_env=cfg.api_key_env, base_url=self.server)
         #: What this server took before (format, context), kept in the data directory.
         self.memory = ServerMemory(state_dir / FILENAME if state_dir is not None else None)
-        self.transport = Transport(
+        self.transport = CompletionClient(
             cfg, api_key=key, server=self.server, clock=clock, memory=self.memory
         )
         self.asker = Asker(self.transport, cfg.profile, cfg.max_tokens)

@@ -22,7 +22,7 @@ from readdod.engines.base import EngineInput, StepHooks
 from readdod.engines.openai.answers import judge, model_schema, problem_list, still_invalid
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import load_template
-from readdod.engines.openai.transport import Messages, Transport
+from readdod.engines.openai.transport import CompletionClient, Messages
 from readdod.engines.openai.verdict import Relevance, lead, relevance
 from readdod.errors import AIError
 from readdod.logging import get_logger
@@ -37,7 +37,7 @@ T = TypeVar("T")
 class Asker:
     """Typed answers from one server, in one prompt profile (``ai.profile``)."""
 
-    def __init__(self, transport: Transport, profile: str, max_tokens: AnswerTokens) -> None:
+    def __init__(self, transport: CompletionClient, profile: str, max_tokens: AnswerTokens) -> None:
         self.transport = transport
         self.profile = profile
         self.max_tokens = max_tokens

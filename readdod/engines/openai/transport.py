@@ -129,7 +129,7 @@ def display_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-class Transport:
+class CompletionClient:
     """Requests to one OpenAI-compatible server, with their limits, circuit and retries."""
 
     def __init__(

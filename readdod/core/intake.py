@@ -1,10 +1,10 @@
-"""A capture: checked, recognised when it was seen before, written as a new item.
+"""The intake of a capture: checked, recognised when it was seen before, written as a
+new item (the capture command; the sources that send captures are ``readdod/capture/``).
 
 The checks and the capture's identity are pure; :func:`capture_unit` is the
 unit of work. With ``daemon.auto_process`` a new item is written QUEUED at
-once (one row write; its events still record CAPTURED → QUEUED), and claimed
-in the same transaction when the workers hold a slot for it and nothing
-older waits.
+once (one row write; its events still record CAPTURED → QUEUED); the workers
+may claim it in the same transaction (:meth:`~readdod.core.workers.Workers.claim_with`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ from typing import Final
 import msgspec
 
 from readdod import faults, ids, sniff, urls
-from readdod.core.leases import claimed, lease_new
 from readdod.core.runs import new_run
 from readdod.core.unit import Work, dumps
-from readdod.core.workers import CLAIM_SOURCE_MAX_CHARS, Claimed, Workers
 from readdod.errors import (
     IdempotencyConflict,
     PayloadTooLarge,
@@ -264,15 +262,15 @@ def _archived_detail(req: CaptureRequest) -> dict[str, object]:
 
 
 def capture_unit(
-    work: Work, c: Checked, now: int, *, auto_process: bool, workers: Workers | None
-) -> tuple[ItemRow, bool, Claimed | None, bool]:
-    """Write the capture (or find it again): (item, created, claimed at once, whether a
-    repeat's intent was set)."""
+    work: Work, c: Checked, now: int, *, auto_process: bool
+) -> tuple[ItemRow, bool, bool]:
+    """Write the capture (or find it again): (item, created, whether a repeat's intent
+    was set)."""
     seen, sibling_of = _seen(work, c)
     if seen is not None and sibling_of == RETARGET:
-        return _retarget(work, seen, c, now), False, None, True
+        return _retarget(work, seen, c, now), False, True
     if seen is not None:
-        return seen, False, None, False
+        return seen, False, False
     req = c.req
     row = ItemRow(
         id=ids.ulid(now),
@@ -302,7 +300,6 @@ def capture_unit(
     )
     path: list[tuple[Status, Status, Trigger]] = []
     run_id = None
-    owner = None
     if req.archived:
         # Finished with elsewhere: the person's own archive, brought along as it was.
         path.append((S.CAPTURED, S.ARCHIVED, Trigger.USER))
@@ -311,14 +308,9 @@ def capture_unit(
         run_id = ids.ulid(now)
         path.append((S.CAPTURED, S.QUEUED, Trigger.SYSTEM))
         row = msgspec.structs.replace(row, status=S.QUEUED, current_run_id=run_id)
-        # Claimed here when the workers hold a slot and nothing older waits.
-        leased = lease_new(work, row, workers, now) if workers is not None else None
-        if leased is not None:
-            path.append((S.QUEUED, S.PROCESSING, Trigger.SYSTEM))
-            row, owner = leased, leased.lease_owner
     work.insert(row, path)
     if run_id is not None:
-        new_run(work, row.id, "PROCESS", now, run_id=run_id, running_by=owner)
+        new_run(work, row.id, "PROCESS", now, run_id=run_id)
     document = None if req.document is None else dumps(req.document)
     if req.html or req.text:
         work.tx.insert_source(row.id, req.html, req.text, document)
@@ -337,15 +329,6 @@ def capture_unit(
             src,
             dst,
             trigger,
-            {"worker_id": owner}
-            if dst is S.PROCESSING
-            else _archived_detail(req)
-            if dst is S.ARCHIVED
-            else None,
+            _archived_detail(req) if dst is S.ARCHIVED else None,
         )
-    if run_id is None or owner is None:
-        return row, True, None, False
-    small = len(req.html or "") + len(req.text or "") <= CLAIM_SOURCE_MAX_CHARS
-    source = (req.html, req.text, document) if small and (req.html or req.text) else None
-    done = claimed(row, owner, run_id, "PROCESS", refetch=False, done={}, source=source)
-    return row, True, done, False
+    return row, True, False
