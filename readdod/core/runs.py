@@ -110,24 +110,22 @@ def new_attempt(
     item_id: str,
     mode: str,
     now: int,
-    *,
-    running_by: str | None = None,
 ) -> None:
-    """A new execution of ``run_id``: queued, or running for ``running_by``."""
+    """A new execution of ``run_id``, queued: the supervisor's claim starts it."""
     work.tx.insert_attempt(
         AttemptRow(
             attempt_id=ids.ulid(now),
             run_id=run_id,
             item_id=item_id,
             mode=mode,
-            status="queued" if running_by is None else "running",
-            first_step=steps.NAMES[0] if running_by is not None else None,
+            status="queued",
+            first_step=None,
             last_step=None,
-            worker_id=running_by,
+            worker_id=None,
             error_code=None,
             error_message=None,
             created_at=now,
-            started_at=None if running_by is None else now,
+            started_at=None,
             finished_at=None,
         )
     )
@@ -141,28 +139,26 @@ def new_run(
     *,
     refetch: bool = False,
     run_id: str | None = None,
-    running_by: str | None = None,
 ) -> str:
-    """Insert a run with its first attempt: queued, or already running for
-    ``running_by`` (claimed at capture)."""
+    """Insert a run with its first attempt, queued: the supervisor's claim starts it."""
     run_id = run_id or ids.ulid(now)
     work.tx.insert_run(
         RunRow(
             run_id=run_id,
             item_id=item_id,
             mode=mode,
-            status="queued" if running_by is None else "running",
+            status="queued",
             refetch=int(refetch),
             current_step=steps.NAMES[0],
-            attempts=0 if running_by is None else 1,
-            worker_id=running_by,
+            attempts=0,
+            worker_id=None,
             error_code=None,
             created_at=now,
-            started_at=None if running_by is None else now,
+            started_at=None,
             finished_at=None,
         )
     )
-    new_attempt(work, run_id, item_id, mode, now, running_by=running_by)
+    new_attempt(work, run_id, item_id, mode, now)
     return run_id
 
 
