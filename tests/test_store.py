@@ -10,7 +10,7 @@ import pytest
 
 from readdod.store import Store, StoreClosed, Tx
 from readdod.store.sqlite import CHECKPOINT_EVERY, WAL_PAGES_MAX
-from readdod.store.sqlite.buffer import HELD_ROWS_PER_STATEMENT
+from readdod.store.sqlite.executor import HELD_ROWS_PER_STATEMENT
 
 pytestmark = pytest.mark.anyio
 

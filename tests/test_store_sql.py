@@ -13,13 +13,21 @@ import pytest
 import readdod
 from readdod.errors import InternalError, ValidationFailed
 from readdod.store import BackupResult, Store, StoreClosed, Tx
+from readdod.store.sqlite.executor import SEARCH_WORDS_MAX, search_query
 from readdod.store.sqlite.queries import QUERIES, parse
-from readdod.store.sqlite.unit import SEARCH_WORDS_MAX, search_query
 
 pytestmark = pytest.mark.anyio
 
 #: Entries that are conditions other statements are built from, not statements.
-_FRAGMENTS = {"settled", "open_attempt", "search_items", "item_has_tag", "lost", "lost_below"}
+_FRAGMENTS = {
+    "settled",
+    "open_attempt",
+    "search_items",
+    "item_has_tag",
+    "lost",
+    "lost_below",
+    "status_in",
+}
 
 
 async def test_every_named_statement_compiles_against_the_current_schema(

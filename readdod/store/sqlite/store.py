@@ -2,7 +2,7 @@
 
 Two connections: a writer and a reader (WAL lets them overlap). Writes are
 *units of work*, synchronous functions of a
-:class:`~readdod.store.sqlite.unit.SqliteUnitOfWork`, queued for one writer
+:class:`~readdod.store.sqlite.executor.SqliteUnitOfWork`, queued for one writer
 task: whatever is waiting when it wakes runs as one transaction, ``BEGIN
 IMMEDIATE``, the units, one ``COMMIT`` (one fsync) for the lot. A caller's
 ``await store.write(...)`` returns only after its commit, so an
@@ -10,7 +10,7 @@ acknowledged request is durable.
 
 The units run on the event loop itself. What they only append (step
 artifacts, events, a run's current step) is held back (see
-:mod:`readdod.store.sqlite.buffer`) and written, with ``COMMIT``, by a
+:mod:`readdod.store.sqlite.executor`) and written, with ``COMMIT``, by a
 commit thread of the store's own: one multi-row ``INSERT`` per table, the
 values bound, so the full-text indexing of extracted text, the heaviest
 part, runs there without the GIL, beside the loop. A thread writing row by
@@ -60,9 +60,9 @@ from readdod.store import channel as channels
 from readdod.store.api import NOTICE_MAX_BYTES, StepSlot
 from readdod.store.rows import BackupResult, StoreCounters
 from readdod.store.sqlite.backup import backup_database
+from readdod.store.sqlite.executor import SqliteUnitOfWork
 from readdod.store.sqlite.reader import Reader
 from readdod.store.sqlite.schema import check_sqlite, ensure_incremental_vacuum, migrate
-from readdod.store.sqlite.unit import SqliteUnitOfWork
 
 T = TypeVar("T")
 log = get_logger("readdod.store")
