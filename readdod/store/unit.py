@@ -381,10 +381,10 @@ class StoreUnit:
             "stamp": attempt_stamp,
             "sample": sample,
         }
-        taken = self._all("take_lost_below", args)
-        if not taken:
+        # (how many, their ids where the statements below need them)
+        total, args["ids"] = self._one("take_lost_below", args)
+        if not total:
             return 0, []
-        args["ids"] = self.x.array([r[0] for r in taken])
         rows = self._all("sample_lost", args)
         # Events and runs first: they read the items before these change.
         for name in (
@@ -396,7 +396,7 @@ class StoreUnit:
             "requeue_lost_items",
         ):
             self._run(self.q[name], args)
-        return len(taken), [(r[0], r[1], int(r[2])) for r in rows]
+        return int(total), [(r[0], r[1], int(r[2])) for r in rows]
 
     # --- runs -----------------------------------------------------------------------
 

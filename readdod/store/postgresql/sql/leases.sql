@@ -68,9 +68,11 @@ SELECT {item_columns} FROM items i WHERE {lost} AND i.orphan_count >= %(at_least
 {lost} AND i.orphan_count + 1 < %(below)s;
 
 -- name: take_lost_below
--- The lost leases this recovery requeues, locked; another daemon recovering at
--- the same moment skips them rather than requeue them twice.
-SELECT i.id FROM items i WHERE {lost_below} ORDER BY i.id FOR UPDATE SKIP LOCKED;
+-- The lost leases this recovery requeues, locked (how many, their ids); another
+-- daemon recovering at the same moment skips them rather than requeue them twice.
+WITH taken AS (SELECT i.id FROM items i WHERE {lost_below} ORDER BY i.id
+               FOR UPDATE SKIP LOCKED)
+SELECT count(*), array_agg(id) FROM taken;
 
 -- name: sample_lost
 SELECT i.id, i.current_run_id, i.orphan_count + 1 FROM items i

@@ -48,11 +48,11 @@ SELECT {item_columns} FROM items i WHERE {lost} AND i.orphan_count >= :at_least 
 {lost} AND i.orphan_count + 1 < :below;
 
 -- name: take_lost_below
--- The lost leases this recovery requeues (one writer: none is taken by another).
-SELECT i.id FROM items i WHERE {lost_below} ORDER BY i.id;
+-- How many lost leases this recovery requeues (one writer: none is taken by
+-- another); no ids, as the statements below find the items by the condition.
+SELECT count(*), NULL FROM items i WHERE {lost_below};
 
 -- name: sample_lost
--- The statements below find the items again by the condition, not by :ids.
 SELECT i.id, i.current_run_id, i.orphan_count + 1 FROM items i WHERE {lost_below}
  ORDER BY i.id LIMIT :sample;
 
