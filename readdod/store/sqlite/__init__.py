@@ -17,5 +17,4 @@ __all__ = [
     "SqliteStore",
     "SqliteUnitOfWork",
     "StoreClosed",
-    "Tx",
 ]
