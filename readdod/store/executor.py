@@ -65,7 +65,7 @@ class Executor(Protocol):
     hold_settles: bool
     hold_run_updates: bool
 
-    def run(self, sql: str, params: Params = ()) -> Cursor:
+    def execute(self, sql: str, params: Params = ()) -> Cursor:
         """Run one statement now."""
         ...
 

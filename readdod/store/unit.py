@@ -138,12 +138,12 @@ class StoreUnit:
         if self.held:
             self.flush()
         self.statements += 1
-        return self.x.run(sql, params)
+        return self.x.execute(sql, params)
 
     def _now(self, sql: str, params: Params = ()) -> Cursor:
         """A statement the rows held back cannot bear on: no flush."""
         self.statements += 1
-        return self.x.run(sql, params)
+        return self.x.execute(sql, params)
 
     def _one(self, name: str, params: Params = ()) -> Any:
         return self._run(self.q[name], params).fetchone()

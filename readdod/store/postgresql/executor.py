@@ -182,7 +182,7 @@ class PostgresExecutor:
         # statement's client time): a statement's rows are read before the next is sent.
         self._cursor = conn.cursor()
 
-    def run(self, sql: str, params: Params = ()) -> psycopg.Cursor[Any]:
+    def execute(self, sql: str, params: Params = ()) -> psycopg.Cursor[Any]:
         """Placeholders are always read, so a literal ``%`` is ``%%``."""
         return self._cursor.execute(sql, params)
 

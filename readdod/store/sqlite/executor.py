@@ -157,7 +157,7 @@ class SqliteExecutor:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    def run(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
+    def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, params)
 
     def array(self, values: Sequence[Any]) -> str:
