@@ -33,6 +33,7 @@ SMALL = (
     "search",
     "watch",
     "todos",
+    "local_engine",
     "latency",
     "throughput",
     "concurrency",

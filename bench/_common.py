@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from readdod.control.client import Client
+from readdod.steps import NAMES, next_step
 from tests.daemon_proc import write_config
 
 RESULTS = Path(__file__).parent / "results"
@@ -387,7 +388,7 @@ def capture_paused(d: Daemon, texts: Sequence[str], **kwargs: Any) -> float:
     return time.perf_counter() - start
 
 
-STEPS = ("extraction", "summary", "score", "todos", "card")
+STEPS = NAMES
 
 
 def item_writes(rp: Any, it: dict[str, Any]) -> list[list[tuple[str, tuple[Any, ...]]]]:
@@ -431,7 +432,7 @@ def item_writes(rp: Any, it: dict[str, Any]) -> list[list[tuple[str, tuple[Any, 
             fields["priority"] = it["priority"]
             fields["match_score"] = it["match_score"]
         sets = ", ".join(f"{k} = ?" for k in fields)
-        nxt = STEPS[i + 1] if i + 1 < len(STEPS) else "gate"
+        nxt = next_step(step)
         groups.append(
             [
                 # The daemon's order: the item (a title, a score) first, then the

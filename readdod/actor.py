@@ -22,12 +22,13 @@ from readdod import faults
 from readdod.core.book import LeaseBook
 from readdod.core.capture import document_of
 from readdod.core.workers import Claimed
-from readdod.engines.base import StepStopped
+from readdod.engines.base import StepHooks, StepStopped
 from readdod.errors import ErrorCode, ShuttingDown, StepError, StoreBusy, StoreWriteFailed
 from readdod.events import EventSink
 from readdod.logging import get_logger
-from readdod.models import STEPS
-from readdod.pipeline import Pipeline, RunContext, decode_payload
+from readdod.pipeline import Pipeline, decode_payload
+from readdod.steps import STEPS, StepContext
+from readdod.steps.base import Source
 
 log = get_logger("readdod.actor")
 _enc = msgspec.json.Encoder()
@@ -50,10 +51,21 @@ async def run(
     (less once a stop's grace runs out: a database that went away must not hold it)."""
     lease = claimed.lease
     item = claimed.item
-    step = "extraction"
+    step = STEPS[0].name
     bound = log.bind(item_id=item.id, run_id=lease.run_id, worker_id=lease.owner)
     try:
-        ctx = RunContext(
+
+        async def on_retry(attempt: int, error: StepError, delay_s: float) -> None:
+            await book.note_retry(lease, step, attempt, error, delay_s)
+
+        async def note(event: str, detail: dict[str, Any]) -> None:
+            await book.note_step(lease, step, event, detail)
+
+        async def source() -> Source:
+            html, text, document = claimed.source or await book.source(item.id)
+            return html, text, document_of(document)
+
+        ctx = StepContext(
             item_id=item.id,
             url=item.url,
             intent=item.intent_text,
@@ -61,22 +73,18 @@ async def run(
             tags=tuple(msgspec.json.decode(item.tags, type=list[str])),
             done={k: decode_payload(k, a.payload) for k, a in claimed.done.items()},
             captured_at=item.created_at,
+            hooks=StepHooks(
+                on_retry=on_retry,
+                note=note,
+                chunks=book.chunks(lease, orphaned=item.orphan_count > 0),
+                stop_reason=stop_reason,
+                reported=functools.partial(book.reported, lease),
+            ),
+            source=source,
         )
-
-        async def on_retry(attempt: int, error: StepError, delay_s: float) -> None:
-            await book.note_retry(lease, step, attempt, error, delay_s)
-
-        ctx.on_retry = on_retry
-
-        async def note(event: str, detail: dict[str, Any]) -> None:
-            await book.note_step(lease, step, event, detail)
-
-        ctx.note = note
-        ctx.chunks = book.chunks(lease, orphaned=item.orphan_count > 0)
-        ctx.reported = functools.partial(book.reported, lease)
-        ctx.stop_reason = stop_reason
         finished = False
-        for step in STEPS:
+        for each in STEPS:
+            step = each.name
             if step in ctx.done:
                 continue
             reason = stop_reason()
@@ -84,20 +92,20 @@ async def run(
                 with anyio.move_on_after(cleanup_s(CLEANUP_TIMEOUT_S), shield=True):
                     await book.release(lease, reason)
                 return
-            if step == "extraction" and claimed.run_mode == "REGENERATE" and not claimed.refetch:
-                newest = await book.latest_extraction(item.id)
+            if (
+                each.reused_on_regenerate
+                and claimed.run_mode == "REGENERATE"
+                and not claimed.refetch
+            ):
+                newest = await book.latest(item.id, step)
                 if newest is not None:
-                    ctx.done["extraction"] = decode_payload("extraction", newest.payload)
+                    ctx.done[step] = decode_payload(step, newest.payload)
                     continue
             started = time.perf_counter()
             bound.info("step.started", step=step)
             events.publish("step.started", item.id, lease.run_id, step=step)
             faults.crash_point(f"step:{step}")
-            if step == "extraction":
-                html, text, document = claimed.source or await book.source(item.id)
-                result = await pipeline.extraction(ctx, html, text, document_of(document))
-            else:
-                result = await pipeline.ai_step(step, ctx)
+            result = await pipeline.run(each, ctx)
             version = await book.put_artifact(
                 lease,
                 step,
@@ -105,11 +113,11 @@ async def run(
                 result.meta,
                 item_fields=result.item_fields,
                 duration_ms=(time.perf_counter() - started) * 1000,
-                finish=step == STEPS[-1],
+                finish=each is STEPS[-1],
             )
             if version is None:
                 return
-            finished = step == STEPS[-1]
+            finished = each is STEPS[-1]
             ctx.done[step] = result.payload
             if "title" in result.item_fields:
                 ctx.title = result.item_fields["title"]

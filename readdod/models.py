@@ -26,36 +26,6 @@ ArchiveReason = Literal["USER_ARCHIVE", "SYSTEM_SKIP", "FAILURE_ARCHIVE"]
 WireStep = Literal["extract", "summarize", "score", "todos", "card", "export"]
 
 PRIORITIES: Final[tuple[Priority, ...]] = ("P0", "P1", "P2", "P3")
-STEPS: Final[tuple[ArtifactType, ...]] = ("extraction", "summary", "score", "todos", "card")
-AI_STEPS: Final[tuple[ArtifactType, ...]] = ("summary", "score", "todos", "card")
-
-#: Each step by its wire name, from the names readdod uses inside (the runs'
-#: ``current_step``, events, logs). The READY gate is no step of the contract:
-#: a failure there is put on the step that made the rejected artifact when
-#: that is known (:func:`readdod.rubric.gate_fault`), else on ``card``, the
-#: step that completes the set the gate judges.
-WIRE_STEPS: Final[dict[str, WireStep]] = {
-    "extraction": "extract",
-    "summary": "summarize",
-    "score": "score",
-    "todos": "todos",
-    "card": "card",
-    "gate": "card",
-    "export": "export",
-}
-
-
-def wire_step(step: str) -> WireStep:
-    """The wire name of ``step``, given by its internal name or already by its wire name.
-
-    Raises KeyError for a name that is neither.
-    """
-    if step in WIRE_STEPS:
-        return WIRE_STEPS[step]
-    for wire in WIRE_STEPS.values():
-        if wire == step:
-            return wire
-    raise KeyError(step)
 
 
 TL_DR_MAX: Final = 280
@@ -271,22 +241,6 @@ class UserCard(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 UserPayload = Extraction | UserSummary | UserScore | UserTodos | UserCard
 
-USER_PAYLOAD_TYPES: Final[dict[str, type[UserPayload]]] = {
-    "extraction": Extraction,
-    "summary": UserSummary,
-    "score": UserScore,
-    "todos": UserTodos,
-    "card": UserCard,
-}
-
-PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
-    "extraction": Extraction,
-    "summary": Summary,
-    "score": Score,
-    "todos": Todos,
-    "card": Card,
-}
-
 
 class ArtifactMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Provenance of one artifact version."""
@@ -322,17 +276,6 @@ class Failure(msgspec.Struct, kw_only=True, omit_defaults=True):
     next_attempt_at: str | None = None
     #: Automatic retries made so far since the last success or user action.
     auto_retries: int = 0
-
-
-def decode_failure(raw: str | bytes) -> Failure:
-    """A stored ``items.failure``; one written with an internal step name gets the wire name."""
-    try:
-        return msgspec.json.decode(raw, type=Failure)
-    except msgspec.ValidationError:
-        stored = msgspec.json.decode(raw)
-        if not isinstance(stored, dict) or stored.get("failed_step") not in WIRE_STEPS:
-            raise
-        return msgspec.convert({**stored, "failed_step": wire_step(stored["failed_step"])}, Failure)
 
 
 class Item(msgspec.Struct, kw_only=True):
@@ -435,7 +378,7 @@ class Attempt(msgspec.Struct, kw_only=True):
     mode: AttemptMode
     status: RunStatus
     #: The step the attempt started at, and the one it had reached when it ended, as
-    #: the contract names steps (``extract``, ``summarize``, ...; see WIRE_STEPS).
+    #: the contract names steps (``extract``, ``summarize``, ...; see readdod.steps.WIRE_STEPS).
     first_step: str | None
     last_step: str | None
     worker_id: str | None

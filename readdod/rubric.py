@@ -2,10 +2,11 @@
 
 Pure: no I/O. Struct constraints in :mod:`readdod.models` already bound
 lengths, counts and ranges (tl_dr <= 280 chars, key points 3-7, reasons >= 3,
-todos 3-7, a render_spec with sections); this module adds what a type cannot
-say (nothing blank, nothing repeated, a todo of kind ``output``). The READY
+todos 3-7, a render_spec with sections); each step declares what a type cannot
+say (nothing blank, nothing repeated, a todo of kind ``output``) as its
+``check`` (:mod:`readdod.steps`), and this module applies them: the READY
 gate, the engines' repair step and ``readdod eval`` all judge output with
-:func:`validate`, and nothing else re-implements these rules.
+:func:`validate`. It also mends a small model's near misses in todos.
 """
 
 from __future__ import annotations
@@ -17,53 +18,12 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
+from readdod import steps
 from readdod.models import (
-    AI_STEPS,
-    PAYLOAD_TYPES,
-    USER_PAYLOAD_TYPES,
-    Card,
-    Payload,
-    Score,
-    Summary,
     Todo,
     TodoKind,
     Todos,
-    UserCard,
-    UserPayload,
-    UserScore,
-    UserSummary,
-    UserTodos,
 )
-
-
-def _summary(p: Summary) -> list[str]:
-    problems = []
-    if not p.tl_dr.strip():
-        problems.append("summary.tl_dr is blank")
-    if any(not k.strip() for k in p.key_points):
-        problems.append("summary.key_points has a blank point")
-    if len({k.strip().lower() for k in p.key_points}) != len(p.key_points):
-        problems.append("summary.key_points repeats a point")
-    return problems
-
-
-def _score(p: Score) -> list[str]:
-    problems = []
-    distinct = {r.strip().lower() for r in p.reasons if r.strip()}
-    if len(distinct) < 3:
-        problems.append("score needs at least 3 distinct, non-blank reasons")
-    return problems
-
-
-def _todos(p: Todos) -> list[str]:
-    problems = []
-    if not any(t.kind == "output" for t in p.items):
-        problems.append("todos need at least one todo of kind 'output'")
-    if any(not t.title.strip() for t in p.items):
-        problems.append("todos has a blank title")
-    if len({t.title.strip().lower() for t in p.items}) != len(p.items):
-        problems.append("todos repeats a title")
-    return problems
 
 
 def _words(*lists: str) -> frozenset[str]:
@@ -172,24 +132,13 @@ def _relabel(title: str) -> TodoKind:
     return kind_of_title(title) or "action"
 
 
-def _card(p: Card) -> list[str]:
-    problems = []
-    if not p.one_liner.strip() or not p.summary.strip():
-        problems.append("card.one_liner and card.summary must not be blank")
-    if not any(t.kind == "output" for t in p.todos):
-        problems.append("card.todos need at least one todo of kind 'output'")
-    return problems
-
-
-_CHECKS: dict[type[Any], Callable[[Any], list[str]]] = {
-    Summary: _summary,
-    Score: _score,
-    Todos: _todos,
-    Card: _card,
+#: Each step's check by the Struct it judges (every step declares its own, :mod:`readdod.steps`).
+_CHECKS: Final[dict[type[Any], Callable[[Any], list[str]]]] = {
+    s.payload: s.check for s in steps.STEPS
 }
 
 
-def check(payload: Payload) -> list[str]:
+def check(payload: msgspec.Struct) -> list[str]:
     """Problems with a decoded payload; empty when it passes."""
     fn = _CHECKS.get(type(payload))
     return fn(payload) if fn else []
@@ -213,32 +162,26 @@ def _decode(types: Mapping[str, type[P]], artifact_type: str, raw: Any) -> P | s
         return f"{artifact_type}: not valid JSON ({exc})"
 
 
-def validate(artifact_type: str, raw: Any) -> tuple[Payload | None, list[str]]:
+def validate(artifact_type: str, raw: Any) -> tuple[msgspec.Struct | None, list[str]]:
     """Decode ``raw`` (builtins or JSON bytes) as ``artifact_type`` and judge it."""
-    payload = _decode(PAYLOAD_TYPES, artifact_type, raw)
+    payload = _decode(steps.PAYLOAD_TYPES, artifact_type, raw)
     if isinstance(payload, str):
         return None, [payload]
     return payload, check(payload)
 
 
-def validate_user(artifact_type: str, raw: Any) -> tuple[UserPayload | None, list[str]]:
+_USER_TYPES: Final[dict[str, type[Any]]] = {s.name: s.user_payload for s in steps.STEPS}
+
+
+def validate_user(artifact_type: str, raw: Any) -> tuple[msgspec.Struct | None, list[str]]:
     """Decode a person's version of ``artifact_type``: structure only, no rubric.
 
     Blank text is still refused: a point or a todo with no words says nothing.
     """
-    payload = _decode(USER_PAYLOAD_TYPES, artifact_type, raw)
+    payload = _decode(_USER_TYPES, artifact_type, raw)
     if isinstance(payload, str):
         return None, [payload]
-    texts: list[str] = []
-    if isinstance(payload, UserSummary | UserCard):
-        texts += payload.key_points
-    if isinstance(payload, UserTodos | UserCard):
-        todos = payload.items if isinstance(payload, UserTodos) else payload.todos
-        texts += [t.title for t in todos]
-    if isinstance(payload, UserScore):
-        texts += payload.reasons
-    problems = [f"{artifact_type} has a blank entry"] if any(not t.strip() for t in texts) else []
-    return payload, problems
+    return payload, steps.step(artifact_type).user_check(payload)
 
 
 def _gate_problems(
@@ -246,7 +189,7 @@ def _gate_problems(
 ) -> list[tuple[str, str, bool]]:
     """Every problem the gate finds, as (step at fault, problem, whether it is inconsistency)."""
     problems: list[tuple[str, str, bool]] = []
-    for step in AI_STEPS:
+    for step in steps.GATED:
         entry = artifacts.get(step)
         if entry is None:
             problems.append((step, f"{step} is missing for run {run_id}", True))

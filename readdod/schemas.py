@@ -16,7 +16,8 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod.models import PAYLOAD_TYPES, Item
+from readdod.models import Item
+from readdod.steps import PAYLOAD_TYPES
 
 DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 ARTIFACT_TYPES: Final[tuple[str, ...]] = tuple(PAYLOAD_TYPES)

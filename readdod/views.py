@@ -15,7 +15,6 @@ from readdod import cards
 from readdod.clock import iso
 from readdod.models import (
     CHUNK_ACTIVE,
-    STEPS,
     Artifact,
     ArtifactMeta,
     Attempt,
@@ -26,10 +25,9 @@ from readdod.models import (
     Feed,
     Item,
     Run,
-    decode_failure,
-    wire_step,
 )
 from readdod.states import Status
+from readdod.steps import NAMES, decode_failure, wire_step
 from readdod.store import ArtifactRow, AttemptRow, ChunkRow, EventRow, ItemRow, RunRow
 from readdod.store.rows import FeedRow
 
@@ -200,7 +198,7 @@ def ledger(
     for r in runs:
         made = sorted(
             by_run.get(r.run_id, []),
-            key=lambda a: STEPS.index(a.artifact_type) if a.artifact_type in STEPS else 99,
+            key=lambda a: NAMES.index(a.artifact_type) if a.artifact_type in NAMES else 99,
         )
         metas = [msgspec.json.decode(a.meta, type=ArtifactMeta) for a in made]
         failed = failures.get(r.run_id, [])

@@ -54,8 +54,8 @@ from typing import Any
 
 from readdod import rubric, states
 from readdod.export import jsonfmt, markdown
-from readdod.models import AI_STEPS
 from readdod.states import Status, Trigger
+from readdod.steps import GATED as AI_STEPS
 
 #: The events that move an item's status (``export`` events record a failed re-export
 #: of a SHIPPED item, which stays SHIPPED; ``step``/``edit`` events move nothing).

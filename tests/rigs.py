@@ -7,7 +7,7 @@ from anyio.abc import TaskStatus
 
 from readdod.config import FetchConfig
 from readdod.core import Core
-from readdod.engines.base import EngineInput, EngineOutput
+from readdod.engines.base import NO_HOOKS, EngineInput, EngineOutput, StepHooks
 from readdod.engines.fixed import FixedEngine
 from readdod.extraction.fetch import FetchClient
 from readdod.loops.heartbeat import Heartbeat
@@ -24,10 +24,12 @@ class GateEngine(FixedEngine):
         self.entered = anyio.Event()
         self.gate = anyio.Event()
 
-    async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
+    async def summarize(
+        self, inp: EngineInput, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Summary]:
         self.entered.set()
         await self.gate.wait()
-        return await super().summarize(inp)
+        return await super().summarize(inp, hooks=hooks)
 
 
 def supervisor(

@@ -19,6 +19,7 @@ PURE = (
     "readdod.states",
     "readdod.models",
     "readdod.rubric",
+    "readdod.steps",
     "readdod.errors",
     "readdod.cards",
     "readdod.todos",
@@ -246,7 +247,8 @@ def test_only_the_tui_and_its_verb_import_textual() -> None:
 
 
 def test_steps_engines_and_exporters_never_write_a_status() -> None:
-    workers = ["readdod.actor", "readdod.pipeline", "readdod.engines", "readdod.export"]
+    workers = ["readdod.actor", "readdod.pipeline", "readdod.steps", "readdod.engines"]
+    workers += ["readdod.export"]
     workers += ["readdod.extraction"]
     for module in (m for m in MODULES if _under(m, workers)):
         assert not [d for d in GRAPH[module] if _under(d, ["readdod.core.unit"])], module

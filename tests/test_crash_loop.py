@@ -26,7 +26,7 @@ from readdod import faults
 from readdod.control.client import Client, RpcError
 from readdod.errors import DaemonUnavailable
 from readdod.export import markdown, naming
-from readdod.models import STEPS
+from readdod.steps import NAMES as STEPS
 from tests import invariants
 from tests.daemon_proc import DaemonProc
 from tests.payloads import CARD, SCORE, SUMMARY, TODOS

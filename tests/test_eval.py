@@ -130,6 +130,28 @@ def test_openai_engine_passes_the_golden_set_against_a_fake_server(
     assert report["figures"]["ranked"] == report["figures"]["pages"]
 
 
+def test_steps_score_asks_only_summary_and_score(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A slow model server's score figures without its todos and cards."""
+    with FakeOpenAI() as fake:
+        path = tmp_path / "openai.toml"
+        path.write_text(
+            f'[ai]\nengine = "openai"\nbase_url = "{fake.base_url}"\nmodel = "fake"\n',
+            encoding="utf-8",
+        )
+        code, report = run_eval(capsys, path, "--steps", "score")
+        asked = [r["body"]["response_format"]["json_schema"]["name"] for r in fake.steps()]
+    assert report["steps"] == "score"
+    assert set(asked) == {"summary", "score"}
+    # Both intents of every page and pair: a summary and a score each.
+    texts = report["figures"]["pages"] + report["quality"]["pairs"]
+    assert asked.count("score") == asked.count("summary") == 2 * texts
+    assert code == cli.EXIT_OK, [p["problems"] for p in report["pages"] if p["problems"]]
+    assert report["figures"]["ranked"] == report["figures"]["pages"]
+    assert all(p["todos"] == [] and p["instructions"] == 0 for p in report["pairs"])
+
+
 def test_unknown_engine_is_a_config_error(capsys: pytest.CaptureFixture[str], cfg: Path) -> None:
     assert cli.main(["eval", "--config", str(cfg), "--engine", "nope"]) == cli.EXIT_CONFIG
     assert "--engine nope" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -119,6 +120,29 @@ def test_quality_is_reported_only_when_asked(capsys: pytest.CaptureFixture[str],
     assert any("instruction recall" in p for p in gated["quality_problems"])
     code, none = run_eval(capsys, cfg, "--no-pairs")
     assert code == cli.EXIT_OK and none["quality"] is None and none["pairs"] == []
+
+
+def test_steps_score_holds_the_score_figures_alone(
+    capsys: pytest.CaptureFixture[str], cfg: Path
+) -> None:
+    # The fixed engine misses every instruction and scores every intent alike.
+    path = cfg.parent / "fixed.toml"
+    path.write_text('[ai]\nengine = "fixed"\n', encoding="utf-8")
+    _, gated = run_eval(capsys, path, "--quality", "gate", "--steps", "score")
+    assert not any("instruction recall" in p for p in gated["quality_problems"])
+    assert any("ranking" in p for p in gated["quality_problems"])
+    code, local = run_eval(capsys, cfg, "--steps", "score")
+    assert code == cli.EXIT_OK and local["quality_problems"] == []
+    assert local["quality"]["instructions"] == 0 and local["quality"]["ranking_rate"] >= 0.8
+    assert cli.main(["eval", "--config", str(cfg), "--steps", "score", "--progress"]) == 0
+    out, err = capsys.readouterr()
+    assert "summary and score only" in out and "not measured (--steps score)" in out
+    assert "instruction recall:" not in out
+    # A line per page and pair as each ends, on stderr: a slow server's run is long.
+    lines = err.splitlines()
+    total = local["figures"]["pages"] + local["quality"]["pairs"]
+    assert len(lines) == total and lines[-1].startswith(f"readdod eval: {total}/{total} ")
+    assert all(re.search(r": match \d+, unrelated \d+, (ok|\d+ problem)", x) for x in lines)
 
 
 def test_the_table_shows_the_quality_figures(capsys: pytest.CaptureFixture[str], cfg: Path) -> None:

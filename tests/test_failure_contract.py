@@ -26,7 +26,8 @@ from readdod.control.client import RpcError
 from readdod.core import Core
 from readdod.errors import RETRYABLE, ErrorCode, ExportFailed, is_retryable
 from readdod.export.writer import Exporter
-from readdod.models import WIRE_STEPS, CaptureRequest, decode_failure, wire_step
+from readdod.models import CaptureRequest
+from readdod.steps import WIRE_STEPS, decode_failure, wire_step
 from readdod.store import SqliteStore
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config

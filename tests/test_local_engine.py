@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -598,13 +597,11 @@ def big_text(size: int) -> str:
     return "\n\n".join(paras)
 
 
-async def test_two_megabytes_in_a_few_seconds() -> None:
+async def test_two_megabytes_make_a_card() -> None:
+    # How long it takes, and that time grows linearly with size, is bench.local_engine's.
     text = big_text(2_000_000)
     local.analyze.cache_clear()
-    start = time.perf_counter()
     r = await run_all(text, intent="async rust runtime")
-    elapsed = time.perf_counter() - start
-    assert elapsed < 10, f"took {elapsed:.1f}s"
     assert r.summary.reading_time_min > 1000
     assert all(1 <= t.estimate_min <= 600 for t in r.todos.items)
 

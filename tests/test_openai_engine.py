@@ -11,7 +11,7 @@ import pytest
 
 from readdod.config import AIConfig
 from readdod.engines import openai as oa
-from readdod.engines.base import EngineInput, StepHooks, step_hooks
+from readdod.engines.base import EngineInput, StepHooks
 from readdod.errors import AIError, ConfigError, ErrorCode, Spent, StepError
 from tests.fake_openai import FakeOpenAI
 
@@ -150,6 +150,13 @@ def test_long_text_splits_on_paragraph_boundaries_within_the_budget() -> None:
     assert "".join("".join(pieces).split()) == "".join(giant.split())
 
 
+@pytest.mark.parametrize("budget", [0, -5])
+def test_a_budget_gone_to_nothing_cuts_small_and_ends(budget: int) -> None:
+    text = "Short one. Another short sentence here.\n\nA second paragraph."
+    pieces = oa.split_paragraphs(text, budget)
+    assert pieces and "".join("".join(pieces).split()) == "".join(text.split())
+
+
 class _Ledger:
     """An in-memory ledger, standing in for the core's lease book (which the e2e test uses)."""
 
@@ -184,15 +191,15 @@ async def test_summary_maps_chunks_and_reuses_the_done_ones(fake: FakeOpenAI) ->
     eng = oa.OpenAIEngine(_cfg(fake.base_url, context_tokens=1024), environ={})
     ledger = _Ledger()
     try:
-        with step_hooks(StepHooks(chunks=ledger)):
-            first = await eng.summarize(EngineInput(text=text, intent="tune WAL"))
-            total = len(ledger.rows)
-            assert total > 2 and all(st == "done" for st, _ in ledger.rows.values())
-            sent = len(fake.steps())
-            assert sent == total + 1  # map + reduce
-            # The same run again: every chunk is done, only the reduce is asked.
-            await eng.summarize(EngineInput(text=text, intent="tune WAL"))
-            assert len(fake.steps()) == sent + 1
+        hooks = StepHooks(chunks=ledger)
+        first = await eng.summarize(EngineInput(text=text, intent="tune WAL"), hooks=hooks)
+        total = len(ledger.rows)
+        assert total > 2 and all(st == "done" for st, _ in ledger.rows.values())
+        sent = len(fake.steps())
+        assert sent == total + 1  # map + reduce
+        # The same run again: every chunk is done, only the reduce is asked.
+        await eng.summarize(EngineInput(text=text, intent="tune WAL"), hooks=hooks)
+        assert len(fake.steps()) == sent + 1
     finally:
         await eng.aclose()
     assert first.template_version == "summary_chunk.v2+summary_reduce.v2"

@@ -18,7 +18,8 @@ from readdod import urls
 from readdod.clock import ManualClock, iso
 from readdod.core import Core
 from readdod.core.leases import ORPHAN_LINES, WORKER_LOST_MESSAGE
-from readdod.models import CaptureRequest, Failure, wire_step
+from readdod.models import CaptureRequest, Failure
+from readdod.steps import wire_step
 from readdod.store import SqliteStore
 from tests.payloads import META
 

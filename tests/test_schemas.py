@@ -9,7 +9,8 @@ import msgspec
 import pytest
 
 from readdod import cli, schemas
-from readdod.models import PAYLOAD_TYPES, TL_DR_MAX
+from readdod.models import TL_DR_MAX
+from readdod.steps import PAYLOAD_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "schemas"

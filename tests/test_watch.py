@@ -14,7 +14,7 @@ import pytest
 
 from readdod.control.client import Client, RpcError
 from readdod.events import DROPPED, EventBus
-from readdod.models import STEPS
+from readdod.steps import NAMES as STEPS
 from tests.daemon_proc import DaemonProc
 
 ARTICLE = "A short text about spaced repetition and how to schedule reviews of notes.\n" * 5

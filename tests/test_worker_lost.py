@@ -21,7 +21,8 @@ from readdod.clock import ManualClock, iso
 from readdod.config import RetryConfig, RetryRule
 from readdod.core import Core
 from readdod.engines import openai as oa
-from readdod.models import CaptureRequest, decode_failure
+from readdod.models import CaptureRequest
+from readdod.steps import decode_failure
 from readdod.store import SqliteStore
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.fake_openai import FakeOpenAI, ai_config

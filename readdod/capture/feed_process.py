@@ -1,40 +1,28 @@
-"""A feed read in a child process, bounded in CPU time and memory, so it cannot hold the daemon.
+"""A feed read in a child process bounded in CPU time and memory (:mod:`readdod.extraction.child`).
 
 feedparser is pure Python: a document of a hundred thousand entries, or one
 entry of millions of tiny elements, keeps a thread busy for a minute with the
 interpreter lock held. So each poll's document is read by
 ``python -m readdod.capture.feed_process`` with ``RLIMIT_CPU`` at
-``feeds.parse_cpu_s`` and ``RLIMIT_AS`` at ``feeds.parse_memory_mb``; the
-parent kills it at a wall-clock deadline too, or at once when the poll is
-cancelled, and only waits on pipes meanwhile. What the child reads is already
-bounded (``feeds.max_bytes``, and only the first ``feeds.max_entries_read``
-entries: :func:`readdod.capture.feeds.first_entries`); the budget is for what
-those bounds cannot see.
+``feeds.parse_cpu_s`` and ``RLIMIT_AS`` at ``feeds.parse_memory_mb``. What
+the child reads is already bounded (``feeds.max_bytes``, and only the first
+``feeds.max_entries_read`` entries: :func:`readdod.capture.feeds.first_entries`);
+the budget is for what those bounds cannot see.
 
 The child answers one msgpack message: the :class:`ParsedFeed`, or why the
-bytes are no feed. A child that dies without answering is judged by how it
-died: over its budget it is ``EXTRACTION_TOO_LARGE``, else
-``EXTRACTION_PARSE_FAILED``; never an internal error.
+bytes are no feed.
 """
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
-from typing import Final
 
-import anyio
 import msgspec
 
 from readdod.capture.feeds import NotAFeed, ParsedFeed, parse
-from readdod.errors import ErrorCode, ExtractionError
+from readdod.extraction import child
 
-#: The wall-clock deadline: this many times the CPU budget, plus a start-up allowance
-#: (a loaded machine gives the child less than one core).
-_WALL_FACTOR: Final = 4.0
-_WALL_EXTRA_S: Final = 20.0
-_STDERR_TAIL: Final = 4096
+MODULE = "readdod.capture.feed_process"
 
 
 class FeedLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,8 +33,17 @@ class FeedLimits(msgspec.Struct, frozen=True, kw_only=True):
     memory_mb: int
 
     @property
+    def bounds(self) -> child.Bounds:
+        return child.Bounds(
+            cpu_s=self.cpu_s,
+            memory_mb=self.memory_mb,
+            cpu_setting="feeds.parse_cpu_s",
+            memory_setting="feeds.parse_memory_mb",
+        )
+
+    @property
     def wall_s(self) -> float:
-        return self.cpu_s * _WALL_FACTOR + _WALL_EXTRA_S
+        return self.bounds.wall_s
 
 
 class _Job(msgspec.Struct, frozen=True, kw_only=True):
@@ -62,23 +59,11 @@ class _Answer(msgspec.Struct, frozen=True, kw_only=True):
     found: str | None = None
 
 
-def _command(limits: FeedLimits) -> list[str]:
-    return [
-        sys.executable,
-        "-P",  # not the working directory on the import path: only readdod's own modules
-        "-m",
-        "readdod.capture.feed_process",
-        str(limits.cpu_s),
-        str(limits.memory_mb),
-    ]
-
-
-def _judge(
-    url: str, limits: FeedLimits, returncode: int | None, out: bytes, err: bytes
-) -> ParsedFeed:
-    if returncode == 0:
+def _judge(url: str, limits: FeedLimits, ended: child.Ended) -> ParsedFeed:
+    how = f"ended with status {ended.returncode}"
+    if ended.returncode == 0:
         try:
-            answer = msgspec.msgpack.decode(out, type=_Answer)
+            answer = msgspec.msgpack.decode(ended.out, type=_Answer)
         except msgspec.DecodeError:
             answer = _Answer()
         if answer.feed is not None:
@@ -86,30 +71,7 @@ def _judge(
         if answer.not_a_feed is not None:
             raise NotAFeed(answer.not_a_feed, answer.found)
         how = "answered nothing readdod can read"
-    elif returncode in (-signal.SIGXCPU, -signal.SIGKILL, None):
-        raise ExtractionError(
-            f"the feed {url} took more than {limits.cpu_s:g} s of CPU to read and was stopped;"
-            " readdod gives one poll at most that (feeds.parse_cpu_s).",
-            code=ErrorCode.EXTRACTION_TOO_LARGE,
-            retryable=False,
-            debug=f"returncode={returncode}",
-        )
-    elif b"MemoryError" in err:
-        raise ExtractionError(
-            f"the feed {url} needs more than {limits.memory_mb} MiB of memory to read;"
-            " readdod gives one poll at most that (feeds.parse_memory_mb).",
-            code=ErrorCode.EXTRACTION_TOO_LARGE,
-            retryable=False,
-            debug=err[-_STDERR_TAIL:].decode("utf-8", "replace"),
-        )
-    else:
-        how = f"ended with status {returncode}"
-    raise ExtractionError(
-        f"the feed {url} could not be read: the process reading it {how}.",
-        code=ErrorCode.EXTRACTION_PARSE_FAILED,
-        retryable=True,
-        debug=err[-_STDERR_TAIL:].decode("utf-8", "replace"),
-    )
+    raise ended.refusal(f"the feed {url}", "one poll", limits.bounds, how, retryable=True)
 
 
 async def parse_isolated(
@@ -119,70 +81,12 @@ async def parse_isolated(
     job = msgspec.msgpack.encode(
         _Job(data=data, url=url, content_type=content_type, max_entries=limits.max_entries)
     )
-    out = bytearray()
-    err = bytearray()
-    try:
-        process = await anyio.open_process(
-            _command(limits), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-    except OSError as exc:
-        raise ExtractionError(
-            f"the feed {url} could not be read: no process could be started to read it ({exc}).",
-            code=ErrorCode.EXTRACTION_PARSE_FAILED,
-            retryable=True,
-            debug=repr(exc),
-        ) from exc
-    returncode: int | None = None
-    try:
-        with anyio.move_on_after(limits.wall_s):
-            assert process.stdin is not None
-            assert process.stdout is not None
-            assert process.stderr is not None
-            stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
-
-            async def feed() -> None:
-                try:
-                    await stdin.send(job)
-                    await stdin.aclose()
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    pass  # the child ended early; how it ended says why
-
-            async def drain_out() -> None:
-                async for chunk in stdout:
-                    out.extend(chunk)
-
-            async def drain_err() -> None:
-                async for chunk in stderr:
-                    err.extend(chunk)
-                    del err[:-_STDERR_TAIL]
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(feed)
-                tg.start_soon(drain_out)
-                tg.start_soon(drain_err)
-            returncode = await process.wait()
-    finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                process.kill()
-            await process.wait()
-            await process.aclose()
-    return _judge(url, limits, returncode, bytes(out), bytes(err))
+    ended = await child.run(MODULE, job, limits.bounds, f"the feed {url}")
+    return _judge(url, limits, ended)
 
 
-def _limit_self(cpu_s: float, memory_mb: int) -> None:
-    import resource
-
-    soft = max(1, int(cpu_s + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 2))
-    size = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (size, size))
-
-
-def _main(argv: list[str]) -> int:
-    """The child: limits first, then one job from stdin, one answer to stdout."""
-    _limit_self(float(argv[0]), int(argv[1]))
-    job = msgspec.msgpack.decode(sys.stdin.buffer.read(), type=_Job)
+def _answer(raw: bytes) -> bytes:
+    job = msgspec.msgpack.decode(raw, type=_Job)
     try:
         answer = _Answer(
             feed=parse(
@@ -191,10 +95,8 @@ def _main(argv: list[str]) -> int:
         )
     except NotAFeed as exc:
         answer = _Answer(not_a_feed=str(exc), found=exc.found)
-    sys.stdout.buffer.write(msgspec.msgpack.encode(answer))
-    sys.stdout.buffer.flush()
-    return 0
+    return msgspec.msgpack.encode(answer)
 
 
 if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
+    raise SystemExit(child.serve(sys.argv[1:], _answer))

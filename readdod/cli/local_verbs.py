@@ -74,6 +74,10 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 T = TypeVar("T")
 
 
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 async def _within(deadline_s: float, fn: Callable[[], Awaitable[T]]) -> T | None:
     """``fn()``'s result, or None once ``deadline_s`` seconds have passed without it."""
     with anyio.move_on_after(deadline_s):
@@ -113,6 +117,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 pairs,
                 skip_below=skip_below,
                 gate=QualityGate() if gated else None,
+                steps=args.steps,
+                progress=_stderr_line if args.progress or sys.stderr.isatty() else None,
             )
         finally:
             await runner.close_engine(engine)

@@ -14,6 +14,7 @@ from readdod import __version__
 from readdod.cli.browser_verbs import add_parsers as add_browser_parsers
 from readdod.cli.exits import EXIT_USAGE
 from readdod.cli.server_verbs import add_parsers as add_server_parsers
+from readdod.steps import NAMES, STEPS
 
 #: The formats ``import --format`` takes (the readers' names, kept here so the parser
 #: imports no reader).
@@ -92,6 +93,18 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: gate for the local engine, report for others)",
     )
     p.add_argument("--no-pairs", action="store_true", help="skip the held-in pairs")
+    p.add_argument(
+        "--steps",
+        choices=("all", "score"),
+        default="all",
+        help="score: ask only summary and score, for the score's figures from a slow model "
+        "server in a third of the requests (default: all)",
+    )
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="a line on stderr as each page and pair ends (the default when stderr is a terminal)",
+    )
 
     p = sub.add_parser(
         "extract", parents=[common], help="print a page's article (no daemon, nothing stored)"
@@ -161,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         "edit", parents=[common], help="edit an artifact in $EDITOR (your version wins)"
     )
     p.add_argument("id")
-    p.add_argument("type", choices=["extraction", "summary", "score", "todos", "card"])
+    p.add_argument("type", choices=NAMES)
     p.add_argument("--file", metavar="FILE|-", help="take the payload JSON from FILE or stdin")
     p.add_argument(
         "--discard", action="store_true", help="drop your versions; show the system's again"
@@ -170,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("retry-failed", parents=[common], help="queue failed items again")
     p.add_argument(
         "--step",
-        choices=["extract", "summarize", "score", "todos", "card", "extraction", "summary", "gate"],
+        choices=list(dict.fromkeys([*(s.wire for s in STEPS), *NAMES, "gate"])),
         help="only items that failed at this step (as failure.failed_step names it; the older"
         " names extraction, summary and gate still work)",
     )

@@ -22,8 +22,9 @@ from readdod.core.runs import RunPolicy, fail, next_step, requeue
 from readdod.core.unit import Units, Work, dumps
 from readdod.core.workers import Lease
 from readdod.errors import Spent, StepError
-from readdod.models import AI_STEPS, CHUNK_ACTIVE, ArtifactMeta, Item
+from readdod.models import CHUNK_ACTIVE, ArtifactMeta, Item
 from readdod.states import Trigger
+from readdod.steps import GATED
 from readdod.store import ArtifactRow, ItemRow
 from readdod.store.api import StepSlot, UnitOfWork
 from readdod.views import item_view
@@ -143,9 +144,9 @@ class LeaseBook:
 
         return await self.units.read(read)
 
-    async def latest_extraction(self, item_id: str) -> ArtifactRow | None:
-        """The newest extraction (a regenerate that does not refetch reuses it)."""
-        return await self.units.read(lambda tx: tx.latest_artifact(item_id, "extraction"))
+    async def latest(self, item_id: str, step: str) -> ArtifactRow | None:
+        """The newest artifact of ``step`` (a regenerate that does not refetch reuses it)."""
+        return await self.units.read(lambda tx: tx.latest_artifact(item_id, step))
 
     async def put_artifact(
         self,
@@ -201,7 +202,7 @@ class LeaseBook:
             return version
 
         slot = StepSlot(
-            lease.item_id, step, lease.owner, lease.run_id, lease.token, AI_STEPS if finish else ()
+            lease.item_id, step, lease.owner, lease.run_id, lease.token, GATED if finish else ()
         )
         return await self.units.commit(unit, slot=slot)
 

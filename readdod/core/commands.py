@@ -26,18 +26,9 @@ from readdod.errors import (
     NotFound,
     ValidationFailed,
 )
-from readdod.models import (
-    PAYLOAD_TYPES,
-    STEPS,
-    WIRE_STEPS,
-    Artifact,
-    ArtifactMeta,
-    CaptureRequest,
-    Item,
-    decode_failure,
-    wire_step,
-)
+from readdod.models import Artifact, ArtifactMeta, CaptureRequest, Item
 from readdod.states import Status, Trigger
+from readdod.steps import NAMES, PAYLOAD_TYPES, WIRE_STEPS, decode_failure, wire_step
 from readdod.store import ItemRow
 from readdod.text import controls
 from readdod.views import item_view, shown_view
@@ -392,11 +383,11 @@ class Commands:
         ``step`` is a wire name (``extract``, ``summarize``, ...) or the
         internal one (``extraction``, ``summary``, ..., ``gate`` for ``card``).
         """
-        steps = [wire_step(s) for s in STEPS]
+        steps = [wire_step(s) for s in NAMES]
         wanted = WIRE_STEPS.get(step, step) if step is not None else None
         if wanted is not None and wanted not in steps:
             raise ValidationFailed(
-                f"step must be one of {', '.join(steps)} (or {', '.join((*STEPS, 'gate'))});"
+                f"step must be one of {', '.join(steps)} (or {', '.join((*NAMES, 'gate'))});"
                 f" got {step!r}"
             )
 

@@ -29,8 +29,9 @@ from readdod.errors import (
 from readdod.export import planner
 from readdod.export.planner import ExportPlan
 from readdod.export.writer import Exporter
-from readdod.models import ExportResult, decode_failure
+from readdod.models import ExportResult
 from readdod.states import Status, Trigger
+from readdod.steps import decode_failure
 from readdod.store import AttemptRow, ExportRow, ItemRow, RunRow
 from readdod.views import item_view, shown_view
 

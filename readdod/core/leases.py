@@ -20,8 +20,8 @@ from readdod.core.runs import RunPolicy, fail, requeue
 from readdod.core.unit import Note, Units, Work, dumps, transition_note
 from readdod.core.workers import CLAIM_SOURCE_MAX_CHARS, Claimed, Lease, Workers
 from readdod.errors import ErrorCode
-from readdod.models import wire_step
 from readdod.states import Status, Trigger
+from readdod.steps import wire_step
 from readdod.store import ArtifactRow, ItemRow
 
 S = Status

@@ -12,12 +12,12 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod import ids, retry_policy, rubric, urls
+from readdod import ids, retry_policy, rubric, steps, urls
 from readdod.clock import iso
 from readdod.config import RetryConfig
 from readdod.core.unit import Work, dumps
 from readdod.errors import ErrorCode, Spent, is_retryable
-from readdod.models import AI_STEPS, STEPS, Failure, UserScore, WireStep, wire_step
+from readdod.models import Failure, UserScore, WireStep
 from readdod.states import Status, Trigger
 from readdod.store import AttemptRow, ItemRow, RunRow
 
@@ -56,13 +56,11 @@ def shown_score(work: Work, item_id: str, run_score: str | None) -> tuple[str, i
 
 
 def failed_state(step: str) -> Status:
-    """Where a run that failed at ``step`` leaves its item."""
-    return S.FAILED_EXTRACTION if step == "extraction" else S.FAILED_AI
+    """Where a run that failed at ``step`` leaves its item (the gate: FAILED_AI)."""
+    return steps.step(step).fails_as if step in steps.NAMES else S.FAILED_AI
 
 
-def next_step(step: str) -> str:
-    i = STEPS.index(step)
-    return STEPS[i + 1] if i + 1 < len(STEPS) else "gate"
+next_step = steps.next_step
 
 
 def failure(
@@ -123,7 +121,7 @@ def new_attempt(
             item_id=item_id,
             mode=mode,
             status="queued" if running_by is None else "running",
-            first_step="extraction" if running_by is not None else None,
+            first_step=steps.NAMES[0] if running_by is not None else None,
             last_step=None,
             worker_id=running_by,
             error_code=None,
@@ -155,7 +153,7 @@ def new_run(
             mode=mode,
             status="queued" if running_by is None else "running",
             refetch=int(refetch),
-            current_step="extraction",
+            current_step=steps.NAMES[0],
             attempts=0 if running_by is None else 1,
             worker_id=running_by,
             error_code=None,
@@ -238,7 +236,7 @@ def requeue(work: Work, row: ItemRow, reason: str, now: int) -> None:
 
 
 def passes_gate(work: Work, item_id: str, run_id: str) -> bool:
-    code, _ = rubric.gate(run_id, work.tx.run_payloads(item_id, run_id, AI_STEPS))
+    code, _ = rubric.gate(run_id, work.tx.run_payloads(item_id, run_id, steps.GATED))
     return code is None
 
 
@@ -288,7 +286,7 @@ def fail(
     delay = retry_policy.next_delay_s(policy.retry, code, retryable, row.auto_retries, retry_after)
     due = now + max(int(delay * 1000), 1) if delay is not None else 0
     made = failure(
-        wire_step(at_fault or step),
+        steps.wire_step(at_fault or step),
         code,
         message,
         retryable,
@@ -347,7 +345,7 @@ def fail(
 def finish(work: Work, policy: RunPolicy, row: ItemRow, run_id: str, now: int) -> ItemRow:
     """Gate a run whose steps are all done: READY (maybe auto-archived) or FAILED_AI."""
     tx = work.tx
-    payloads, my_score = tx.gate_inputs(row.id, run_id, AI_STEPS)
+    payloads, my_score = tx.gate_inputs(row.id, run_id, steps.GATED)
     code, problems = rubric.gate(run_id, payloads)
     if code is not None:
         return fail(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import anyio
 
-from readdod.engines.base import EngineInput, EngineOutput, ModelUsage
+from readdod.engines.base import NO_HOOKS, EngineInput, EngineOutput, ModelUsage, StepHooks
 from readdod.models import Card, CardSource, RenderSpec, Score, Summary, Todo, Todos
 from readdod.text import reading_minutes
 
@@ -40,7 +40,9 @@ class FixedEngine:
         if self.delay_s:
             await anyio.sleep(self.delay_s)
 
-    async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
+    async def summarize(
+        self, inp: EngineInput, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Summary]:
         await self._pause()
         first = inp.text.strip().split("\n", 1)[0][:200] or "(untitled)"
         return EngineOutput(
@@ -53,7 +55,9 @@ class FixedEngine:
             template_version="summary.fixed.v1",
         )
 
-    async def score(self, inp: EngineInput, summary: Summary) -> EngineOutput[Score]:
+    async def score(
+        self, inp: EngineInput, summary: Summary, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Score]:
         await self._pause()
         return EngineOutput(
             payload=Score(
@@ -65,12 +69,20 @@ class FixedEngine:
             template_version="score.fixed.v1",
         )
 
-    async def todos(self, inp: EngineInput, summary: Summary, score: Score) -> EngineOutput[Todos]:
+    async def todos(
+        self, inp: EngineInput, summary: Summary, score: Score, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Todos]:
         await self._pause()
         return EngineOutput(payload=Todos(items=list(_TODOS)), template_version="todos.fixed.v1")
 
     async def card(
-        self, inp: EngineInput, summary: Summary, score: Score, todos: Todos
+        self,
+        inp: EngineInput,
+        summary: Summary,
+        score: Score,
+        todos: Todos,
+        *,
+        hooks: StepHooks = NO_HOOKS,
     ) -> EngineOutput[Card]:
         await self._pause()
         return EngineOutput(

@@ -18,7 +18,7 @@ from typing import Any, Final
 import msgspec
 
 from readdod import rubric
-from readdod.models import AI_STEPS
+from readdod.steps import GATED
 from readdod.text.scripts import HANGUL, UNSPACED
 
 #: Minimum share of a tl;dr's (or the key points' mean) tokens that occur in the article.
@@ -82,6 +82,7 @@ def check_page(
     unrelated: Mapping[str, Any],
     *,
     min_overlap: float = MIN_OVERLAP,
+    todos: bool = True,
 ) -> PageCheck:
     """Judge one page.
 
@@ -89,11 +90,12 @@ def check_page(
     the page's own intent; ``unrelated`` holds at least ``summary`` and
     ``score`` for an intent the page does not serve. A missing step is a
     problem, not an exception: the engine failing is what eval is there to see.
+    Without ``todos`` the matching intent needs only summary and score too.
     """
     problems: list[str] = []
     decoded: dict[str, Any] = {}
     for label, outputs, steps in (
-        ("", matching, AI_STEPS),
+        ("", matching, GATED if todos else ("summary", "score")),
         ("unrelated intent: ", unrelated, ("summary", "score")),
     ):
         for step in steps:

@@ -154,7 +154,9 @@ class QualityGate(msgspec.Struct, kw_only=True, frozen=True):
     max_cut_titles: int = 0
 
 
-def gate_problems(f: QualityFigures, gate: QualityGate) -> list[str]:
+def gate_problems(f: QualityFigures, gate: QualityGate, *, todos: bool = True) -> list[str]:
+    """What falls short of ``gate``; without ``todos`` (none were asked) the score's
+    figures alone."""
     problems = []
     if f.ranking_rate < gate.min_ranking:
         problems.append(
@@ -166,6 +168,8 @@ def gate_problems(f: QualityFigures, gate: QualityGate) -> list[str]:
             f"false skips {f.false_skip_rate:.0%} exceed {gate.max_false_skip:.0%}: items the "
             f"reader wanted would be archived (score below {f.skip_below})"
         )
+    if not todos:
+        return problems
     if f.instruction_recall < gate.min_instruction_recall:
         problems.append(
             f"instruction recall {f.instruction_recall:.0%} is below "

@@ -5,12 +5,16 @@ capture with ``html`` would), then the engine's four AI steps for its
 matching intent, then summary and score again for an unrelated intent.
 Nothing here knows which engine it drives: it gets one from
 :func:`readdod.engines.make_engine` and the ``[ai]`` config.
+
+``steps="score"`` asks only summary and score, for both intents: the score's
+figures (ranking, false skips, unrelated intents skipped) in a third of the
+requests, which is what a slow model server can answer in an hour.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
@@ -33,6 +37,7 @@ from readdod.evaluation.quality import (
 from readdod.extraction import extract
 
 Kind = Literal["tutorial", "news", "research", "opinion", "reference"]
+Steps = Literal["all", "score"]
 KINDS: Final[tuple[Kind, ...]] = ("tutorial", "news", "research", "opinion", "reference")
 MANIFEST: Final = "pages.json"
 PAIRS: Final = "pairs.json"
@@ -117,6 +122,8 @@ class Figures(msgspec.Struct, kw_only=True):
 class Report(msgspec.Struct, kw_only=True):
     engine: str
     engine_version: str
+    steps: Steps
+    """``score``: summary and score only; the todos and card were not asked."""
     figures: Figures
     pages: list[PageReport]
     quality: QualityFigures | None = None
@@ -185,7 +192,7 @@ async def _steps(engine: Engine, inp: EngineInput, *, all_steps: bool) -> dict[s
     return out
 
 
-async def run_page(engine: Engine, page: GoldenPage, html: str) -> PageReport:
+async def run_page(engine: Engine, page: GoldenPage, html: str, steps: Steps = "all") -> PageReport:
     """One page through extraction and the engine, then judged."""
     started = time.perf_counter()
     report = PageReport(id=page.id, kind=page.kind, lang=page.lang, passed=False, problems=[])
@@ -206,7 +213,7 @@ async def run_page(engine: Engine, page: GoldenPage, html: str) -> PageReport:
     matching: dict[str, Any] = {}
     unrelated: dict[str, Any] = {}
     for label, target, inp, all_steps in (
-        ("", matching, base, True),
+        ("", matching, base, steps == "all"),
         (
             "unrelated intent: ",
             unrelated,
@@ -220,7 +227,7 @@ async def run_page(engine: Engine, page: GoldenPage, html: str) -> PageReport:
             report.problems.append(f"{label}engine failed: {exc.error_code}: {exc.message}")
         except Exception as exc:  # a crash is a finding, not a reason to stop the whole run
             report.problems.append(f"{label}engine crashed: {type(exc).__name__}: {exc}")
-    check = check_page(ext.text, matching, unrelated)
+    check = check_page(ext.text, matching, unrelated, todos=steps == "all")
     report.problems.extend(p for p in check.problems if p not in report.problems)
     report.tl_dr_overlap = check.tl_dr_overlap
     report.key_point_overlap = check.key_point_overlap
@@ -237,15 +244,16 @@ async def run_page(engine: Engine, page: GoldenPage, html: str) -> PageReport:
     return report
 
 
-async def run_pair(engine: Engine, pair: Pair) -> PairReport:
-    """One text through every AI step for its intent, and summary and score for the other."""
+async def run_pair(engine: Engine, pair: Pair, steps: Steps = "all") -> PairReport:
+    """One text through every AI step for its intent (summary and score only with
+    ``steps="score"``), and summary and score for the other."""
     c = pair.case
     report = PairReport(id=c.id, lang=c.lang, kind=c.kind, paraphrase=c.paraphrase)
     title = pair.text.strip().split("\n", 1)[0].strip() or None
     base = EngineInput(text=pair.text, intent=c.intent, title=title, lang=c.lang)
     titles: list[str] = []
     for label, inp, all_steps in (
-        ("", base, True),
+        ("", base, steps == "all"),
         ("unrelated intent: ", msgspec.structs.replace(base, intent=c.unrelated_intent), False),
     ):
         try:
@@ -263,7 +271,10 @@ async def run_pair(engine: Engine, pair: Pair) -> PairReport:
         else:
             report.match_score = score["match_score"]
             report.match_recommendation = score["recommendation"]
-            titles = [str(t["title"]) for t in out["todos"]["items"]]
+            if "todos" in out:
+                titles = [str(t["title"]) for t in out["todos"]["items"]]
+    if steps != "all":
+        return report
     return judge_pair(report, pair.text, pair.instructions, titles)
 
 
@@ -314,24 +325,66 @@ async def evaluate(
     *,
     skip_below: int = 40,
     gate: QualityGate | None = None,
+    steps: Steps = "all",
+    progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Every page, then every pair, one after another (a model server sees one request at a
     time). ``gate`` makes the quality figures part of the verdict; without it they are
-    reported only."""
-    reports = [await run_page(engine, page, html) for page, html in pages]
+    reported only. With ``steps="score"`` the gate holds the score's figures alone.
+    ``progress`` gets a line per page and pair as each ends: a slow server's run is long."""
+    total = len(pages) + len(pairs)
+    reports: list[PageReport] = []
+    for page, html in pages:
+        started = time.perf_counter()
+        r = await run_page(engine, page, html, steps)
+        reports.append(r)
+        if progress is not None:
+            progress(
+                _progress_line(
+                    len(reports), total, r.id, r.match_score, r.unrelated_score, r.problems, started
+                )
+            )
     report = Report(
         engine=engine.name,
         engine_version=engine.version,
+        steps=steps,
         figures=figures(reports),
         pages=reports,
         quality_gate=gate,
     )
     if pairs:
-        report.pairs = [await run_pair(engine, pair) for pair in pairs]
+        for pair in pairs:
+            started = time.perf_counter()
+            pr = await run_pair(engine, pair, steps)
+            report.pairs.append(pr)
+            if progress is not None:
+                done = len(reports) + len(report.pairs)
+                progress(
+                    _progress_line(
+                        done, total, pr.id, pr.match_score, pr.unrelated_score, pr.problems, started
+                    )
+                )
         report.quality = quality_figures(report.pairs, skip_below)
         if gate is not None:
-            report.quality_problems = gate_problems(report.quality, gate)
+            report.quality_problems = gate_problems(report.quality, gate, todos=steps == "all")
     return report
+
+
+def _progress_line(
+    done: int,
+    total: int,
+    name: str,
+    match: int | None,
+    unrelated: int | None,
+    problems: Sequence[str],
+    started: float,
+) -> str:
+    took = time.perf_counter() - started
+    verdict = f"{len(problems)} problem(s)" if problems else "ok"
+    return (
+        f"readdod eval: {done}/{total} {name}: match {_num(match, 'd')},"
+        f" unrelated {_num(unrelated, 'd')}, {verdict} ({took:.0f} s)"
+    )
 
 
 async def close_engine(engine: Engine) -> None:
@@ -354,7 +407,10 @@ def format_report(report: Report) -> str:
         f"{'page':<{w}} {'kind':<10} {'lang':<4} {'tl;dr':>5} {'points':>6} "
         f"{'match':>5} {'unrel':>5} {'rec':<5} result"
     )
-    lines = [f"readdod eval: engine {report.engine} {report.engine_version}", "", head]
+    lines = [f"readdod eval: engine {report.engine} {report.engine_version}"]
+    if report.steps == "score":
+        lines.append("steps: summary and score only (--steps score); todos and card not asked")
+    lines += ["", head]
     for r in report.pages:
         lines.append(
             f"{r.id:<{w}} {r.kind:<10} {r.lang:<4} {_num(r.tl_dr_overlap):>5} "
@@ -404,11 +460,17 @@ def format_quality(report: Report) -> list[str]:
         f"false skips (matching below {q.skip_below}): {q.false_skips}/{q.pairs}"
         f" ({q.false_skip_rate:.0%}); unrelated skipped: {q.unrelated_skipped}/{q.pairs}"
         f" ({q.unrelated_skip_rate:.0%})",
-        f"instruction recall: {q.recalled}/{q.instructions} ({q.instruction_recall:.0%});"
-        f" how-to texts with a todo from their instructions: {q.howto_with_text_todo}/{q.howto}",
-        f"todos in the text's words: {q.todos_from_text}/{q.todos};"
-        f" todo titles cut short: {q.cut_titles}",
     ]
+    if report.steps == "all":
+        lines += [
+            f"instruction recall: {q.recalled}/{q.instructions} ({q.instruction_recall:.0%});"
+            " how-to texts with a todo from their instructions:"
+            f" {q.howto_with_text_todo}/{q.howto}",
+            f"todos in the text's words: {q.todos_from_text}/{q.todos};"
+            f" todo titles cut short: {q.cut_titles}",
+        ]
+    else:
+        lines.append("instruction recall and todo titles: not measured (--steps score)")
     if report.quality_gate is None:
         lines.append("quality: reported only (no thresholds for this engine)")
     else:

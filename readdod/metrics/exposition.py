@@ -34,8 +34,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from readdod import __version__
 from readdod.engines.base import ModelUsage
 from readdod.metrics.meter import Meter
-from readdod.models import wire_step
 from readdod.states import Status
+from readdod.steps import wire_step
 
 Format = Literal["openmetrics", "prometheus"]
 #: The circuit states an engine reports (``Engine.circuit_state``).

@@ -65,9 +65,11 @@ def chunk(
 ) -> list[str]:
     """Cut ``text`` into chunks of about ``target`` and at most ``limit`` (default: ``target``).
 
-    A text within ``limit`` is one chunk.
+    A text within ``limit`` is one chunk. A ``target`` below 1 counts as 1, so a
+    budget gone to zero or below cuts small instead of looping.
     """
-    most = target if limit is None else limit
+    target = max(1, target)
+    most = target if limit is None else max(1, limit)
 
     def cut(piece: str) -> list[str]:
         out: list[str] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from readdod.models import STEPS
+from readdod.steps import STEPS
 
 TOTAL_STEPS: Final = len(STEPS)
 

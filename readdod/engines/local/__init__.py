@@ -25,7 +25,7 @@ from typing import Final, TypeVar
 
 import anyio.to_thread
 
-from readdod.engines.base import EngineInput, EngineOutput, ModelUsage
+from readdod.engines.base import NO_HOOKS, EngineInput, EngineOutput, ModelUsage, StepHooks
 from readdod.engines.local.analysis import MIN_WORDS, TextAnalysis, analyze, require_text
 from readdod.engines.local.card import build_card
 from readdod.engines.local.score import NEUTRAL_SCORE, score_text
@@ -75,20 +75,32 @@ class LocalEngine:
     async def aclose(self) -> None:
         pass
 
-    async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
+    async def summarize(
+        self, inp: EngineInput, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Summary]:
         payload = await _run(inp.text, functools.partial(summarize_text, inp))
         return EngineOutput(payload=payload, template_version="summary.local.v1")
 
-    async def score(self, inp: EngineInput, summary: Summary) -> EngineOutput[Score]:
+    async def score(
+        self, inp: EngineInput, summary: Summary, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Score]:
         payload = await _run(inp.text, functools.partial(score_text, inp, summary))
         return EngineOutput(payload=payload, template_version="score.local.v1")
 
-    async def todos(self, inp: EngineInput, summary: Summary, score: Score) -> EngineOutput[Todos]:
+    async def todos(
+        self, inp: EngineInput, summary: Summary, score: Score, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Todos]:
         payload = await _run(inp.text, functools.partial(plan_todos, inp, summary, score))
         return EngineOutput(payload=payload, template_version="todos.local.v1")
 
     async def card(
-        self, inp: EngineInput, summary: Summary, score: Score, todos: Todos
+        self,
+        inp: EngineInput,
+        summary: Summary,
+        score: Score,
+        todos: Todos,
+        *,
+        hooks: StepHooks = NO_HOOKS,
     ) -> EngineOutput[Card]:
         payload = await _run(inp.text, functools.partial(build_card, inp, summary, score, todos))
         return EngineOutput(payload=payload, template_version="card.local.v1")

@@ -63,7 +63,7 @@ import anyio
 from readdod import rubric, schemas
 from readdod.clock import Clock
 from readdod.config import AIConfig
-from readdod.engines.base import EngineInput, EngineOutput, ModelUsage, current_hooks
+from readdod.engines.base import NO_HOOKS, EngineInput, EngineOutput, ModelUsage, StepHooks
 from readdod.engines.openai.answers import CardText, ChunkNotes, struct_schema
 from readdod.engines.openai.asking import Asker
 from readdod.engines.openai.budget import (
@@ -242,9 +242,10 @@ class OpenAIEngine:
             tally.charge(exc)
             raise
 
-    async def summarize(self, inp: EngineInput) -> EngineOutput[Summary]:
+    async def summarize(
+        self, inp: EngineInput, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Summary]:
         require_text(inp.text)
-        hooks = current_hooks()
         model = self.model_for("summary")
         tally = Tally(model)
         schema = schemas.json_schema("summary")
@@ -289,12 +290,12 @@ class OpenAIEngine:
         schema: dict[str, Any],
         values: dict[str, str],
         inp: EngineInput,
+        hooks: StepHooks,
         mend: Callable[[Any], Any] | None = None,
     ) -> EngineOutput[T]:
         """One answer about the article (clipped to the budget), the run's shared prefix."""
         model = self.model_for(step)
         tally = Tally(model)
-        hooks = current_hooks()
 
         async def run(budget: int) -> T:
             return await self.asker.ask(
@@ -311,7 +312,9 @@ class OpenAIEngine:
 
         return tally.output(await self._charged(tally, self._fitted(model, run)))
 
-    async def score(self, inp: EngineInput, summary: Summary) -> EngineOutput[Score]:
+    async def score(
+        self, inp: EngineInput, summary: Summary, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Score]:
         """The model judges (does the text address the intent, which parts it covers, the
         sentence that shows it), then answers one short question without the article (is
         the text about the intent's subject?); readdod turns the answers into the score
@@ -319,7 +322,6 @@ class OpenAIEngine:
         require_text(inp.text)
         model = self.model_for("score")
         tally = Tally(model)
-        hooks = current_hooks()
 
         async def run(budget: int) -> ScoreJudgement:
             return await self.asker.ask(
@@ -339,7 +341,9 @@ class OpenAIEngine:
         rel = await self._charged(tally, self.asker.relevance(inp, tally, hooks))
         return tally.output(combine(judged, inp.text, reading_minutes(inp.text), rel))
 
-    async def todos(self, inp: EngineInput, summary: Summary, score: Score) -> EngineOutput[Todos]:
+    async def todos(
+        self, inp: EngineInput, summary: Summary, score: Score, *, hooks: StepHooks = NO_HOOKS
+    ) -> EngineOutput[Todos]:
         values = {
             **digest_values(inp, summary),
             "match_score": str(score.match_score),
@@ -354,11 +358,18 @@ class OpenAIEngine:
             schemas.json_schema("todos"),
             values,
             inp,
+            hooks,
             lambda todos: rubric.mend_todos(todos, own),
         )
 
     async def card(
-        self, inp: EngineInput, summary: Summary, score: Score, todos: Todos
+        self,
+        inp: EngineInput,
+        summary: Summary,
+        score: Score,
+        todos: Todos,
+        *,
+        hooks: StepHooks = NO_HOOKS,
     ) -> EngineOutput[Card]:
         values = {
             **digest_values(inp, summary),
@@ -366,7 +377,7 @@ class OpenAIEngine:
             "match_score": str(score.match_score),
         }
         out = await self._about_text(
-            "card", "card_text", CardText, struct_schema(CardText), values, inp
+            "card", "card_text", CardText, struct_schema(CardText), values, inp, hooks
         )
         card = assemble_card(out.payload, inp, summary, score, todos)
         return EngineOutput(

@@ -24,7 +24,8 @@ import msgspec
 
 from readdod import rubric, schemas
 from readdod.errors import AIError, ErrorCode
-from readdod.models import PAYLOAD_TYPES, TL_DR_MAX
+from readdod.models import TL_DR_MAX
+from readdod.steps import PAYLOAD_TYPES
 
 T = TypeVar("T")
 
