@@ -64,7 +64,7 @@ async def _one(n: int, bounded: bool) -> dict[str, Any]:
     from readdod.core import Core
     from readdod.extraction.fetch import make_client
     from readdod.loops.feeds import FeedPoller
-    from readdod.store import Store
+    from readdod.store import SqliteStore
     from tests.pageserver import serve
 
     data = feed_document(n)
@@ -76,7 +76,7 @@ async def _one(n: int, bounded: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, serve() as srv:
         srv.page("/feed.xml", data, content_type="application/rss+xml")
         clock = SystemClock()
-        async with Store.open(Path(tmp) / "readdod.db") as store:
+        async with SqliteStore.open(Path(tmp) / "readdod.db") as store:
             core = Core(store, clock, auto_process=False)
             await core.feeds.add(srv.url("/feed.xml"), "bench")
             fetch = FetchConfig(allow_private=True, max_bytes=64 * 1024 * 1024, timeout_s=600)

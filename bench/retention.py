@@ -44,7 +44,7 @@ from readdod.core.maintenance import DAY_MS
 from readdod.errors import StepError
 from readdod.export.writer import Exporter
 from readdod.models import CaptureRequest
-from readdod.store import Store
+from readdod.store import SqliteStore
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
 
 HOUR_MS = 3_600_000
@@ -149,7 +149,7 @@ async def run(items: int, days: int, prune: bool, folder: Path) -> dict[str, Any
     db = folder / "readdod.db"
     clock = ManualClock()
     months: list[dict[str, Any]] = []
-    async with Store.open(db) as store:
+    async with SqliteStore.open(db) as store:
         core = Core(
             store,
             clock,

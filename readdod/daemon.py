@@ -49,7 +49,7 @@ from readdod.metrics import http as metrics_http
 from readdod.metrics.exposition import DaemonCollector, Metrics
 from readdod.metrics.meter import Meter
 from readdod.pipeline import Pipeline
-from readdod.store import Store
+from readdod.store import SqliteStore
 from readdod.store import api as store_api
 from readdod.supervisor import Supervisor, worker_id
 
@@ -172,7 +172,7 @@ async def open_store(cfg: Config, db: Path) -> AsyncIterator[store_api.Store]:
             log.info("store.opened", backend="postgresql", dsn=pg.dsn)
             yield pg
         return
-    async with Store.open(db, synchronous=cfg.daemon.synchronous) as sqlite:
+    async with SqliteStore.open(db, synchronous=cfg.daemon.synchronous) as sqlite:
         yield sqlite
 
 

@@ -28,7 +28,7 @@ from readdod.errors import RETRYABLE, ErrorCode, ExportFailed, is_retryable
 from readdod.export.writer import Exporter
 from readdod.models import CaptureRequest
 from readdod.steps import WIRE_STEPS, decode_failure, wire_step
-from readdod.store import Store
+from readdod.store import SqliteStore
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
@@ -153,7 +153,7 @@ def test_wire_step_names() -> None:
 
 @pytest.fixture
 async def orch(tmp_path: Path) -> AsyncIterator[Core]:
-    async with Store.open(tmp_path / "t.db") as store:
+    async with SqliteStore.open(tmp_path / "t.db") as store:
         yield Core(store, ManualClock(), max_orphanings=3, exporter=Exporter(None))
 
 

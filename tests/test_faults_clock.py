@@ -21,7 +21,7 @@ from readdod.core import Core, Lease
 from readdod.errors import AIError
 from readdod.extraction.fetch import make_client
 from readdod.models import CaptureRequest, Extraction
-from readdod.store import Store
+from readdod.store import SqliteStore
 from tests.invariants import check
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
 from tests.rigs import GateEngine, run_supervisor, supervisor
@@ -61,7 +61,7 @@ async def _refused_everything(orch: Core, stale: Lease) -> None:
 async def test_a_jump_past_the_ttl_requeues_and_fences_the_stalled_worker(tmp_path: Path) -> None:
     db = tmp_path / "clock.db"
     clock = ManualClock()
-    async with Store.open(db) as store:
+    async with SqliteStore.open(db) as store:
         orch = Core(store, clock)
         item, _ = await orch.commands.capture(CaptureRequest(intent="x", text="Some text."))
         [old] = await orch.leases.claim("worker-a", 1, TTL_MS)
@@ -95,7 +95,7 @@ async def test_a_jump_past_the_ttl_requeues_and_fences_the_stalled_worker(tmp_pa
 async def test_a_jump_backwards_expires_nothing_early(tmp_path: Path) -> None:
     db = tmp_path / "clock.db"
     clock = ManualClock()
-    async with Store.open(db) as store:
+    async with SqliteStore.open(db) as store:
         orch = Core(store, clock)
         item, _ = await orch.commands.capture(CaptureRequest(intent="x", text="Some text."))
         [mine] = await orch.leases.claim("worker-a", 1, TTL_MS)
@@ -134,7 +134,7 @@ async def test_a_running_supervisor_keeps_its_leases_through_jumps(tmp_path: Pat
     clock = ManualClock()
     engine = GateEngine()
     ttl_ms = 300
-    async with Store.open(db) as store, make_client() as http:
+    async with SqliteStore.open(db) as store, make_client() as http:
         orch = Core(store, clock)
         sup = supervisor(orch, engine, http, concurrency=2, lease_ttl_s=ttl_ms / 1000)
         async with anyio.create_task_group() as tg:

@@ -18,7 +18,7 @@ from readdod.core import Core
 from readdod.errors import SourceRefused, UnsupportedContent
 from readdod.extraction.fetch import clean_validator, make_client
 from readdod.loops.feeds import FeedPoller
-from readdod.store import Store
+from readdod.store import SqliteStore
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.pageserver import Exchange, fast_fetch, serve
 from tests.test_feeds import RSS, FeedSite, Rig, rss
@@ -150,7 +150,7 @@ def cfg(**overrides: object) -> FeedsConfig:
 @pytest.fixture
 async def make_rig(tmp_path: Path) -> AsyncIterator[object]:
     clock = ManualClock()
-    async with Store.open(tmp_path / "readdod.db") as store:
+    async with SqliteStore.open(tmp_path / "readdod.db") as store:
         core = Core(store, clock, auto_process=False)
         async with make_client(FetchConfig(allow_private=True, timeout_s=30)) as http:
 

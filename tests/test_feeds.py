@@ -18,7 +18,7 @@ from readdod.core.feeds import next_poll
 from readdod.errors import IdempotencyConflict, NotFound, ValidationFailed
 from readdod.extraction.fetch import make_client
 from readdod.loops.feeds import FeedPoller
-from readdod.store import Store
+from readdod.store import SqliteStore
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.pageserver import Exchange, PageServer, fast_fetch, serve
 
@@ -171,7 +171,7 @@ class Rig:
 @pytest.fixture
 async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     clock = ManualClock()
-    async with Store.open(tmp_path / "readdod.db") as store:
+    async with SqliteStore.open(tmp_path / "readdod.db") as store:
         core = Core(store, clock, auto_process=False)
         async with make_client(FetchConfig(allow_private=True, timeout_s=5)) as http:
             yield Rig(core, FeedPoller(core.feeds, core.commands, http, CFG, clock), clock)

@@ -22,7 +22,7 @@ from readdod.core import Core
 from readdod.errors import StepError
 from readdod.health import Thresholds, percentile, thresholds_from
 from readdod.models import ArtifactMeta, CaptureRequest
-from readdod.store import Store
+from readdod.store import SqliteStore
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
 
@@ -34,7 +34,7 @@ HOUR = 3600 * 1000
 
 @pytest.fixture
 async def orch(tmp_path: Path) -> AsyncIterator[Core]:
-    async with Store.open(tmp_path / "t.db") as store:
+    async with SqliteStore.open(tmp_path / "t.db") as store:
         yield Core(store, ManualClock())
 
 

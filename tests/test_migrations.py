@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from readdod.errors import InternalError
-from readdod.store import Store, Tx
+from readdod.store import SqliteStore, SqliteUnitOfWork
 from readdod.store.sqlite import SCHEMA_VERSION
 from tests import invariants
 from tests.daemon_proc import DaemonProc
@@ -60,7 +60,7 @@ def _old_database(path: Path, version: int) -> None:
     conn.close()
 
 
-def _search(tx: Tx, words: str) -> list[str]:
+def _search(tx: SqliteUnitOfWork, words: str) -> list[str]:
     return [
         r[0]
         for r in tx.execute(
@@ -76,7 +76,7 @@ async def test_artifacts_and_sources_survive_the_move_to_rowid_tables_and_stay_i
 ) -> None:
     path = tmp_path / "old.db"
     _old_database(path, 9)
-    async with Store.open(path) as store:
+    async with SqliteStore.open(path) as store:
         rows = await store.read(
             lambda tx: tx.execute(
                 "SELECT item_id, artifact_type, version, created_by, run_id, payload, meta,"
@@ -102,7 +102,7 @@ async def test_artifacts_and_sources_survive_the_move_to_rowid_tables_and_stay_i
         assert await store.read(lambda tx: _search(tx, "otters")) == ["b"]
 
         # The trigger came along: a new system extraction reindexes an unedited item only.
-        def extract(tx: Tx) -> None:
+        def extract(tx: SqliteUnitOfWork) -> None:
             for item, words in (("a", "sparrows"), ("b", "beavers")):
                 tx.execute(
                     "INSERT INTO artifacts (item_id, artifact_type, version, created_by,"

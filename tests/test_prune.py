@@ -17,7 +17,7 @@ from readdod.core import Core
 from readdod.core.maintenance import DAY_MS
 from readdod.errors import StepError
 from readdod.models import CaptureRequest
-from readdod.store import Store
+from readdod.store import SqliteStore
 from tests.daemon_proc import DaemonProc
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
 
@@ -29,7 +29,7 @@ HOUR = 3600 * 1000
 
 @pytest.fixture
 async def orch(tmp_path: Path) -> AsyncIterator[Core]:
-    async with Store.open(tmp_path / "t.db") as store:
+    async with SqliteStore.open(tmp_path / "t.db") as store:
         yield Core(store, ManualClock(), max_orphanings=3)
 
 
@@ -176,7 +176,7 @@ async def test_a_users_edit_is_never_pruned(orch: Core) -> None:
 async def test_the_file_shrinks_after_a_big_prune(tmp_path: Path) -> None:
     db = tmp_path / "big.db"
     big = enc({"text": "lorem ipsum dolor sit amet " * 4000})
-    async with Store.open(db) as store:
+    async with SqliteStore.open(db) as store:
         o = Core(store, ManualClock())
         ids = [await _ready_item(o, runs=4, extraction=big) for _ in range(12)]
         for item_id in ids:
@@ -244,7 +244,7 @@ async def test_an_older_database_is_switched_to_incremental_vacuum_at_open(
         conn.execute("CREATE TABLE leftover (x)")
         assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0
     conn.close()
-    async with Store.open(db):
+    async with SqliteStore.open(db):
         pass
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2

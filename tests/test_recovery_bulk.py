@@ -20,7 +20,7 @@ from readdod.core import Core
 from readdod.core.leases import ORPHAN_LINES, WORKER_LOST_MESSAGE
 from readdod.models import CaptureRequest, Failure
 from readdod.steps import wire_step
-from readdod.store import Store
+from readdod.store import SqliteStore
 from tests.payloads import META
 
 pytestmark = pytest.mark.anyio
@@ -31,12 +31,12 @@ EXTRACTION = msgspec.json.encode({"text": "body", "source": "provided_text", "ex
 
 @pytest.fixture
 async def orch(tmp_path: Path) -> AsyncIterator[Core]:
-    async with Store.open(tmp_path / "t.db") as store:
+    async with SqliteStore.open(tmp_path / "t.db") as store:
         yield Core(store, ManualClock(), max_orphanings=MAX)
 
 
 async def _sql(o: Core, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
-    assert isinstance(o.store, Store)
+    assert isinstance(o.store, SqliteStore)
     return await o.store.write(lambda tx: tx.conn.execute(sql, args).fetchall())
 
 
@@ -273,7 +273,7 @@ async def test_recovery_costs_one_transaction_and_the_same_statements_for_any_co
     """Set-based: the statements recovery runs do not grow with the number of orphans."""
     costs = []
     for n in (3, ORPHAN_LINES + 20):
-        async with Store.open(tmp_path / f"{n}.db") as store:
+        async with SqliteStore.open(tmp_path / f"{n}.db") as store:
             o = Core(store, ManualClock(), max_orphanings=MAX)
             await _in_flight(o, n)
             before = store.counters()

@@ -18,7 +18,7 @@ from readdod.core import Core
 from readdod.errors import AIError, ErrorCode, ExtractionError, StepError
 from readdod.loops.retry import RetryScheduler
 from readdod.models import ArtifactMeta, CaptureRequest, Extraction
-from readdod.store import Store
+from readdod.store import SqliteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +36,7 @@ NETWORK = ExtractionError(
 
 @pytest.fixture
 async def orch(tmp_path: Path) -> AsyncIterator[Core]:
-    async with Store.open(tmp_path / "t.db") as store:
+    async with SqliteStore.open(tmp_path / "t.db") as store:
         yield Core(store, ManualClock(), max_orphanings=3)
 
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import anyio
 import pytest
 
-from readdod.store import Store, StoreClosed, Tx
+from readdod.store import SqliteStore, SqliteUnitOfWork, StoreClosed
 from readdod.store.sqlite import CHECKPOINT_EVERY, WAL_PAGES_MAX
-from readdod.store.sqlite.buffer import HELD_ROWS_PER_STATEMENT
+from readdod.store.sqlite.executor import HELD_ROWS_PER_STATEMENT
 
 pytestmark = pytest.mark.anyio
 
 
 def _set(key: str) -> object:
-    def unit(tx: Tx) -> None:
+    def unit(tx: SqliteUnitOfWork) -> None:
         tx.execute("INSERT INTO settings (key, value) VALUES (?, '1')", (key,))
 
     return unit
@@ -28,7 +28,7 @@ async def test_closing_with_writes_queued_finishes_them_and_refuses_later_ones(
     done: list[str] = []
     refused: list[str] = []
 
-    async def write(store: Store, key: str) -> None:
+    async def write(store: SqliteStore, key: str) -> None:
         try:
             await store.write(_set(key))  # type: ignore[arg-type]
         except StoreClosed:
@@ -37,14 +37,14 @@ async def test_closing_with_writes_queued_finishes_them_and_refuses_later_ones(
             done.append(key)
 
     with anyio.fail_after(20):
-        async with anyio.create_task_group() as outer, Store.open(tmp_path / "s.db") as store:
+        async with anyio.create_task_group() as outer, SqliteStore.open(tmp_path / "s.db") as store:
             for i in range(2000):
                 outer.start_soon(write, store, f"k{i}")
             # Let the writes queue up, then close while the writer is still busy.
             for _ in range(50):
                 await anyio.lowlevel.checkpoint()
     assert len(done) + len(refused) == 2000
-    async with Store.open(tmp_path / "s.db") as store:
+    async with SqliteStore.open(tmp_path / "s.db") as store:
         stored = await store.read(
             lambda tx: {r[0] for r in tx.execute("SELECT key FROM settings").fetchall()}
         )
@@ -52,7 +52,7 @@ async def test_closing_with_writes_queued_finishes_them_and_refuses_later_ones(
 
 
 async def test_counters_count_commits_units_and_statements(tmp_path: Path) -> None:
-    async with Store.open(tmp_path / "c.db") as store:
+    async with SqliteStore.open(tmp_path / "c.db") as store:
         async with anyio.create_task_group() as tg:
             for i in range(300):
                 tg.start_soon(store.write, _set(f"k{i}"))  # type: ignore[arg-type]
@@ -63,7 +63,7 @@ async def test_counters_count_commits_units_and_statements(tmp_path: Path) -> No
     assert counters.statements == 300 + 2 * counters.transactions
 
 
-async def _rows(store: Store, sql: str) -> list[tuple[object, ...]]:
+async def _rows(store: SqliteStore, sql: str) -> list[tuple[object, ...]]:
     return await store.read(lambda tx: tx.conn.execute(sql).fetchall())
 
 
@@ -81,7 +81,7 @@ async def test_held_back_rows_are_seen_by_the_unit_and_written_byte_for_byte(
     payload = '{"text":"quote \\" and \\\\ back, tab\\t, ünïcödé 日本語, emoji 🙂\\nline"}'
     seen: dict[str, object] = {}
 
-    def unit(tx: Tx) -> None:
+    def unit(tx: SqliteUnitOfWork) -> None:
         tx.execute(*_item_sql("i1"))
         tx.execute(*_item_sql("i2"))
         tx.execute(
@@ -103,7 +103,7 @@ async def test_held_back_rows_are_seen_by_the_unit_and_written_byte_for_byte(
         tx.insert_event(9, "i2", None, "edit", None, None, "user")
         seen["events"] = [e.at for e in tx.events_for("i1")]
 
-    async with Store.open(tmp_path / "h.db") as store:
+    async with SqliteStore.open(tmp_path / "h.db") as store:
         await store.write(unit)
         rows = await _rows(
             store,
@@ -143,12 +143,12 @@ async def test_rows_held_to_the_end_of_the_batch_are_written_byte_for_byte(
     payload = '{"text":"quote \\" and \\\\ back, nul \\u0000, \u2028, ünïcödé 日本語 🙂\\nline"}'
     big = 2**62 + 7
 
-    def unit(tx: Tx) -> None:
+    def unit(tx: SqliteUnitOfWork) -> None:
         tx.add_artifact("i1", "extraction", 1, "r1", payload, '{"m":1}', big)
         tx.set_current_step("r1", "card")
         tx.insert_event(big, "i1", None, "step", None, "READY", "system", payload)
 
-    async with Store.open(tmp_path / "t.db") as store:
+    async with SqliteStore.open(tmp_path / "t.db") as store:
         await store.write(
             lambda tx: [
                 tx.execute(*_item_sql("i1")),
@@ -181,12 +181,12 @@ async def test_more_held_rows_than_one_statement_takes_are_all_written_in_order(
     padded to a power of two rows; every row arrives once, in the order it was held."""
     count = 2 * HELD_ROWS_PER_STATEMENT + 3
 
-    def unit(tx: Tx) -> None:
+    def unit(tx: SqliteUnitOfWork) -> None:
         for n in range(count):
             tx.add_artifact("i1", "summary", n + 1, f"r{n}", f'{{"n":{n}}}', "{}", n)
             tx.insert_event(n, "i1", None, "step", None, None, "system", f'{{"n":{n}}}')
 
-    async with Store.open(tmp_path / "many.db") as store:
+    async with SqliteStore.open(tmp_path / "many.db") as store:
         await store.write(lambda tx: tx.execute(*_item_sql("i1")))
         await store.write(unit)
         arts = await _rows(store, "SELECT version, payload FROM artifacts ORDER BY rowid")
@@ -196,7 +196,7 @@ async def test_more_held_rows_than_one_statement_takes_are_all_written_in_order(
 
 
 async def test_a_held_row_sqlite_cannot_take_fails_only_its_own_unit(tmp_path: Path) -> None:
-    async with Store.open(tmp_path / "u.db") as store:
+    async with SqliteStore.open(tmp_path / "u.db") as store:
         await store.write(lambda tx: [tx.execute(*_item_sql(i)) for i in ("a", "b")])
         outcome: dict[str, object] = {}
 
@@ -221,12 +221,12 @@ async def test_a_held_row_sqlite_cannot_take_fails_only_its_own_unit(tmp_path: P
 
 
 async def test_a_failing_unit_loses_only_its_own_held_back_rows(tmp_path: Path) -> None:
-    async with Store.open(tmp_path / "f.db") as store:
+    async with SqliteStore.open(tmp_path / "f.db") as store:
         await store.write(lambda tx: [tx.execute(*_item_sql(i)) for i in ("a", "b", "c")])
         before = store.counters()
 
         def unit(item_id: str, fail: bool) -> object:
-            def fn(tx: Tx) -> None:
+            def fn(tx: SqliteUnitOfWork) -> None:
                 tx.add_artifact(item_id, "summary", 1, "r", "{}", "{}", 1)
                 tx.insert_event(1, item_id, "r", "step", None, None, "system")
                 if fail:
@@ -263,7 +263,7 @@ async def test_a_failing_unit_loses_only_its_own_held_back_rows(tmp_path: Path) 
 async def test_a_lock_held_elsewhere_is_waited_for_off_the_event_loop(tmp_path: Path) -> None:
     import sqlite3
 
-    async with Store.open(tmp_path / "l.db") as store:
+    async with SqliteStore.open(tmp_path / "l.db") as store:
         locker = sqlite3.connect(tmp_path / "l.db", isolation_level=None)
         locker.execute("BEGIN IMMEDIATE")
         ticks = 0
@@ -296,18 +296,18 @@ async def test_a_unit_run_alone_runs_off_the_event_loop_in_its_own_transaction(
 
     go = threading.Event()
 
-    def long_unit(tx: Tx) -> str:
+    def long_unit(tx: SqliteUnitOfWork) -> str:
         # Waits for the event loop: had it run on the loop, this would never be set.
         assert go.wait(10), "the unit ran on the event loop"
         tx.execute(*_item_sql("a"))
         tx.insert_event(1, "a", None, "edit", None, None, "user")
         return "pruned"
 
-    def failing_unit(tx: Tx) -> None:
+    def failing_unit(tx: SqliteUnitOfWork) -> None:
         tx.execute(*_item_sql("b"))
         raise ValueError("this unit fails")
 
-    async with Store.open(tmp_path / "a.db") as store:
+    async with SqliteStore.open(tmp_path / "a.db") as store:
         results: list[object] = []
 
         async def run() -> None:
@@ -337,7 +337,7 @@ async def test_queries_by_status_use_an_index_and_busy_states_leave_the_status_i
     (status, id) index leaves out; every query by status must still find an index."""
     import sqlite3
 
-    async with Store.open(tmp_path / "q.db"):
+    async with SqliteStore.open(tmp_path / "q.db"):
         pass
 
     seen: list[tuple[str, object]] = []
@@ -348,7 +348,7 @@ async def test_queries_by_status_use_an_index_and_busy_states_leave_the_status_i
             return super().execute(sql, params)  # type: ignore[arg-type]
 
     conn = sqlite3.connect(tmp_path / "q.db", factory=Recording)
-    tx = Tx(conn)
+    tx = SqliteUnitOfWork(conn)
     calls = {
         "count READY": lambda: tx.count_status("READY"),
         "count QUEUED": lambda: tx.count_status("QUEUED"),
@@ -382,14 +382,14 @@ async def test_a_held_back_row_that_fails_when_written_fails_only_its_own_unit(
     still be traced back to the one unit that added the row."""
     from readdod.errors import InternalError
 
-    async with Store.open(tmp_path / "w.db") as store:
+    async with SqliteStore.open(tmp_path / "w.db") as store:
         await store.write(lambda tx: [tx.execute(*_item_sql(i)) for i in ("a", "b", "c")])
         await store.write(lambda tx: tx.add_artifact("a", "summary", 1, "r0", "{}", "{}", 1))
         before = store.counters()
         errors: dict[str, BaseException] = {}
 
         async def add(item_id: str) -> None:
-            def fn(tx: Tx) -> None:
+            def fn(tx: SqliteUnitOfWork) -> None:
                 tx.add_artifact(item_id, "summary", 1, "r1", "{}", "{}", 2)
                 tx.insert_event(2, item_id, "r1", "step", None, None, "system")
 
@@ -420,7 +420,7 @@ async def test_the_log_is_checkpointed_beside_the_writer(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "k.db"
-    async with Store.open(db) as store:
+    async with SqliteStore.open(db) as store:
         for i in range(CHECKPOINT_EVERY):
             await store.write(_set(f"k{i}"))  # type: ignore[arg-type]
         with anyio.fail_after(10):

@@ -12,20 +12,28 @@ import pytest
 
 import readdod
 from readdod.errors import InternalError, ValidationFailed
-from readdod.store import BackupResult, Store, StoreClosed, Tx
+from readdod.store import BackupResult, SqliteStore, SqliteUnitOfWork, StoreClosed
+from readdod.store.sqlite.executor import SEARCH_WORDS_MAX, search_query
 from readdod.store.sqlite.queries import QUERIES, parse
-from readdod.store.sqlite.unit import SEARCH_WORDS_MAX, search_query
 
 pytestmark = pytest.mark.anyio
 
 #: Entries that are conditions other statements are built from, not statements.
-_FRAGMENTS = {"settled", "open_attempt", "search_items", "item_has_tag", "lost", "lost_below"}
+_FRAGMENTS = {
+    "settled",
+    "open_attempt",
+    "search_items",
+    "item_has_tag",
+    "lost",
+    "lost_below",
+    "status_in",
+}
 
 
 async def test_every_named_statement_compiles_against_the_current_schema(
     tmp_path: Path,
 ) -> None:
-    async with Store.open(tmp_path / "s.db"):
+    async with SqliteStore.open(tmp_path / "s.db"):
         pass
     conn = sqlite3.connect(tmp_path / "s.db")
     try:
@@ -73,7 +81,7 @@ def test_a_persons_words_become_quoted_prefix_terms() -> None:
         search_query(" ,;! ")
 
 
-def _items(tx: Tx) -> None:
+def _items(tx: SqliteUnitOfWork) -> None:
     for item_id, title in (("a", "Herons of the marsh"), ("b", "Otters at dusk")):
         tx.execute(
             "INSERT INTO items (id, source_type, title, intent_text, status, created_at,"
@@ -83,7 +91,7 @@ def _items(tx: Tx) -> None:
 
 
 async def test_list_items_searches_a_persons_text(tmp_path: Path) -> None:
-    async with Store.open(tmp_path / "f.db") as store:
+    async with SqliteStore.open(tmp_path / "f.db") as store:
         await store.write(_items)
 
         async def found(query: str) -> list[str]:
@@ -101,7 +109,7 @@ async def test_list_items_searches_a_persons_text(tmp_path: Path) -> None:
 async def test_reads_run_in_the_readers_thread_and_errors_become_store_errors(
     tmp_path: Path,
 ) -> None:
-    async with Store.open(tmp_path / "r.db") as store:
+    async with SqliteStore.open(tmp_path / "r.db") as store:
         await store.write(_items)
         before = store.counters().reads
         results: list[int] = []
@@ -117,7 +125,7 @@ async def test_reads_run_in_the_readers_thread_and_errors_become_store_errors(
         with pytest.raises(InternalError, match="no such table"):
             await store.read(lambda tx: tx.execute("SELECT * FROM nothing_here"))
 
-        def fails(tx: Tx) -> None:
+        def fails(tx: SqliteUnitOfWork) -> None:
             raise LookupError("not a database error")
 
         with pytest.raises(LookupError):
@@ -131,7 +139,7 @@ async def test_reads_run_in_the_readers_thread_and_errors_become_store_errors(
 
 
 async def test_backup_copies_the_live_database(tmp_path: Path) -> None:
-    async with Store.open(tmp_path / "live.db") as store:
+    async with SqliteStore.open(tmp_path / "live.db") as store:
         await store.write(_items)
         result = await store.backup(tmp_path / "copy.db")
     assert isinstance(result, BackupResult)

@@ -13,7 +13,7 @@ from readdod.clock import SystemClock
 from readdod.core import Core
 from readdod.extraction.fetch import make_client
 from readdod.models import CaptureRequest
-from readdod.store import Store
+from readdod.store import SqliteStore
 from readdod.supervisor import Supervisor
 from tests.rigs import GateEngine, run_supervisor, supervisor
 
@@ -29,7 +29,7 @@ class Rig:
 async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     path = tmp_path / "s.db"
     engine = GateEngine()
-    async with Store.open(path) as store, make_client() as http:
+    async with SqliteStore.open(path) as store, make_client() as http:
         orch = Core(store, SystemClock())
         sup = supervisor(orch, engine, http)
         async with anyio.create_task_group() as tg:
@@ -156,7 +156,7 @@ async def test_a_capture_claims_through_the_supervisors_one_claim(rig: Rig) -> N
 async def test_a_clean_stop_gives_back_every_lease_it_still_holds(tmp_path: Path) -> None:
     path = tmp_path / "stop.db"
     engine = GateEngine()
-    async with Store.open(path) as store, make_client() as http:
+    async with SqliteStore.open(path) as store, make_client() as http:
         orch = Core(store, SystemClock())
         sup = supervisor(orch, engine, http, concurrency=1, lease_ttl_s=30)
         async with anyio.create_task_group() as tg:

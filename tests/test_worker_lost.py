@@ -23,7 +23,7 @@ from readdod.core import Core
 from readdod.engines import openai as oa
 from readdod.models import CaptureRequest
 from readdod.steps import decode_failure
-from readdod.store import Store
+from readdod.store import SqliteStore
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.fake_openai import FakeOpenAI, ai_config
 
@@ -163,7 +163,7 @@ async def test_worker_lost_waits_for_a_clean_run_counted_from_the_daemons_start(
 ) -> None:
     clock = ManualClock()
     retry = RetryConfig(worker_lost=RetryRule(attempts=1, delays_s=(600.0,)))
-    async with Store.open(tmp_path / "readdod.db") as store:
+    async with SqliteStore.open(tmp_path / "readdod.db") as store:
         core = Core(store, clock, max_orphanings=1, retry=retry)
         item, _ = await core.commands.capture(CaptureRequest(text="Body.", intent="x"))
         await core.leases.claim("w1", 10, 30_000)

@@ -1,12 +1,14 @@
 """The store: the only package that speaks SQL (``sqlite/``, and ``postgresql/`` for a fleet).
 
 It imports nothing above it (no core, supervisor, control or CLI). Callers are typed to
-the Protocols of :mod:`readdod.store.api`; ``Store`` here is the SQLite store daemons open.
+the Protocols of :mod:`readdod.store.api` (``Store`` here is that Protocol); the stores
+are :class:`SqliteStore` and ``postgresql.PostgresStore``, both running the one unit of
+work of :mod:`readdod.store.unit`.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from readdod.store.api import UnitOfWork
+from readdod.store.api import Store, UnitOfWork
 from readdod.store.rows import (
     ArtifactRow,
     AttemptRow,
@@ -25,22 +27,18 @@ if TYPE_CHECKING:
         SqliteStore,
         SqliteUnitOfWork,
         StoreClosed,
-        Tx,
     )
-    from readdod.store.sqlite import SqliteStore as Store
 
 #: What ``readdod.store`` hands out of the SQLite implementation, loaded on first use,
-#: so that the row Structs and the Protocols import no database driver. ``Store`` is
-#: the store daemons open today; the seam callers are typed to is
-#: :class:`readdod.store.api.Store`.
-_SQLITE = frozenset({"SCHEMA_VERSION", "SqliteStore", "SqliteUnitOfWork", "StoreClosed", "Tx"})
+#: so that the row Structs and the Protocols import no database driver.
+_SQLITE = frozenset({"SCHEMA_VERSION", "SqliteStore", "SqliteUnitOfWork", "StoreClosed"})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SQLITE or name == "Store":
+    if name in _SQLITE:
         from readdod.store import sqlite
 
-        return getattr(sqlite, "SqliteStore" if name == "Store" else name)
+        return getattr(sqlite, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -59,6 +57,5 @@ __all__ = [
     "Store",
     "StoreClosed",
     "StoreCounters",
-    "Tx",
     "UnitOfWork",
 ]

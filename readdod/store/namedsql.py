@@ -99,7 +99,8 @@ def load(package: str, files: Sequence[str], param: str) -> Mapping[str, str]:
     unread = {f.name for f in folder.iterdir() if f.name.endswith(".sql")} - set(files)
     if unread:
         raise ValueError(f"sql/: {sorted(unread)} not in SQL_FILES, so never read")
-    known = columns(param)
+    # {sets}: the columns a caller sets, filled in per call.
+    known = {**columns(param), "sets": "{sets}"}
     found: dict[str, str] = {}
     for name in files:
         found.update(parse((folder / name).read_text("utf-8"), known, found, source=name))

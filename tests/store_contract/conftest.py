@@ -13,19 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from readdod.store import Store as SqliteStore
-from readdod.store import Tx
-from readdod.store.api import Store, UnitOfWork
-from readdod.store.postgresql import PostgresStore, PostgresUnitOfWork
+from readdod.store import SqliteStore, Store
+from readdod.store.postgresql import PostgresStore
 from tests import pg
 from tests.store_contract import memory
 
 #: Opens the one database of a test, as often as the test asks.
 Opener = Callable[[], AbstractAsyncContextManager[Store]]
 
-# mypy checks here that the SQLite classes satisfy the Protocols structurally.
-_SQLITE_UNIT: type[UnitOfWork] = Tx
-_POSTGRES_UNIT: type[UnitOfWork] = PostgresUnitOfWork
+# mypy checks here that the stores satisfy the Protocol structurally.
+_SQLITE: type[Store] = SqliteStore
+_POSTGRES: type[Store] = PostgresStore
 
 
 def _sqlite(tmp_path: Path) -> Opener:

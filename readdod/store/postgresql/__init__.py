@@ -6,8 +6,8 @@ with the ``postgresql`` extra, and nothing imports this package unless the
 config asks for it.
 """
 
+from readdod.store.postgresql.executor import PostgresUnitOfWork
 from readdod.store.postgresql.schema import SCHEMA_VERSION
 from readdod.store.postgresql.store import PostgresStore, StoreClosed
-from readdod.store.postgresql.unit import PostgresUnitOfWork
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "PostgresUnitOfWork", "StoreClosed"]

@@ -74,8 +74,8 @@ from readdod.logging import get_logger
 from readdod.store.api import NOTICE_MAX_BYTES, StepSlot
 from readdod.store.postgresql import notifications
 from readdod.store.postgresql.backup import dump_database
+from readdod.store.postgresql.executor import PostgresUnitOfWork
 from readdod.store.postgresql.schema import migrate
-from readdod.store.postgresql.unit import PostgresUnitOfWork
 from readdod.store.rows import BackupResult, StoreCounters
 
 T = TypeVar("T")

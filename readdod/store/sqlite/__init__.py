@@ -3,9 +3,12 @@
 The only package that imports ``sqlite3`` or writes SQL.
 """
 
+from readdod.store.sqlite.executor import SqliteUnitOfWork
 from readdod.store.sqlite.schema import SCHEMA_VERSION
 from readdod.store.sqlite.store import CHECKPOINT_EVERY, WAL_PAGES_MAX, SqliteStore, StoreClosed
-from readdod.store.sqlite.unit import SqliteUnitOfWork, Tx
+
+#: The name callers have used for the unit of work.
+Tx = SqliteUnitOfWork
 
 __all__ = [
     "CHECKPOINT_EVERY",
@@ -14,5 +17,4 @@ __all__ = [
     "SqliteStore",
     "SqliteUnitOfWork",
     "StoreClosed",
-    "Tx",
 ]

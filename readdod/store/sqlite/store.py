@@ -2,7 +2,7 @@
 
 Two connections: a writer and a reader (WAL lets them overlap). Writes are
 *units of work*, synchronous functions of a
-:class:`~readdod.store.sqlite.unit.SqliteUnitOfWork`, queued for one writer
+:class:`~readdod.store.sqlite.executor.SqliteUnitOfWork`, queued for one writer
 task: whatever is waiting when it wakes runs as one transaction, ``BEGIN
 IMMEDIATE``, the units, one ``COMMIT`` (one fsync) for the lot. A caller's
 ``await store.write(...)`` returns only after its commit, so an
@@ -10,7 +10,7 @@ acknowledged request is durable.
 
 The units run on the event loop itself. What they only append (step
 artifacts, events, a run's current step) is held back (see
-:mod:`readdod.store.sqlite.buffer`) and written, with ``COMMIT``, by a
+:mod:`readdod.store.sqlite.executor`) and written, with ``COMMIT``, by a
 commit thread of the store's own: one multi-row ``INSERT`` per table, the
 values bound, so the full-text indexing of extracted text, the heaviest
 part, runs there without the GIL, beside the loop. A thread writing row by
@@ -60,9 +60,9 @@ from readdod.store import channel as channels
 from readdod.store.api import NOTICE_MAX_BYTES, StepSlot
 from readdod.store.rows import BackupResult, StoreCounters
 from readdod.store.sqlite.backup import backup_database
+from readdod.store.sqlite.executor import SqliteUnitOfWork
 from readdod.store.sqlite.reader import Reader
 from readdod.store.sqlite.schema import check_sqlite, ensure_incremental_vacuum, migrate
-from readdod.store.sqlite.unit import SqliteUnitOfWork
 
 T = TypeVar("T")
 log = get_logger("readdod.store")
@@ -119,7 +119,7 @@ def _is_busy(exc: BaseException) -> bool:
     )
 
 
-def _store_error(exc: BaseException) -> BaseException:
+def store_error(exc: BaseException) -> BaseException:
     """What a caller is told of ``exc``: a SQLite error as a store error, anything else as is."""
     if not isinstance(exc, sqlite3.Error):
         return exc
@@ -246,11 +246,11 @@ def _run_units(
                 for other in batch:
                     other.result = None
                 raise _Retry from exc
-            job.error = _store_error(exc)
+            job.error = store_error(exc)
             if not conn.in_transaction:
                 # SQLite rolled the whole batch back (disk full, I/O error): nothing committed.
                 for other in batch:
-                    other.error = _store_error(exc)
+                    other.error = store_error(exc)
                 return None
             conn.execute("ROLLBACK TO unit")
         if savepoints:
@@ -263,7 +263,7 @@ def _run_alone(conn: sqlite3.Connection, job: _Job[Any]) -> tuple[int, bool]:
     """In a worker thread: one long unit in a transaction of its own; (statements, committed)."""
     error = _begin(conn, wait=True)
     if error is not None:
-        job.error = _store_error(error)
+        job.error = store_error(error)
         return 1, False
     tx = _run_units(conn, [job], savepoints=True)
     if tx is None or job.error is not None:
@@ -273,7 +273,7 @@ def _run_alone(conn: sqlite3.Connection, job: _Job[Any]) -> tuple[int, bool]:
     error = _commit(conn)
     if error is not None:
         job.result = None
-        job.error = _store_error(error)
+        job.error = store_error(error)
         return tx.statements, False
     return tx.statements, True
 
@@ -430,7 +430,7 @@ class SqliteStore:
                     try:
                         job.result = await anyio.to_thread.run_sync(job.fn, conn, limiter=limiter)
                     except Exception as exc:
-                        job.error = _store_error(exc)
+                        job.error = store_error(exc)
                     _wake(job)
                     continue
                 if job.alone:
@@ -517,7 +517,7 @@ class SqliteStore:
             if error is not None:
                 for job in batch:
                     # One error object each: raised in many tasks, a shared one chains tracebacks.
-                    job.error = _store_error(error)
+                    job.error = store_error(error)
                 return 1, False
             try:
                 tx = _run_units(conn, batch, savepoints=savepoints)
@@ -533,7 +533,7 @@ class SqliteStore:
                 continue
             for job in batch:
                 job.result = None
-                job.error = _store_error(error)
+                job.error = store_error(error)
             return tx.statements, False
         return 0, False  # pragma: no cover - the savepoint attempt always returns
 
@@ -574,7 +574,7 @@ class SqliteStore:
             result: T
             result, statements = await self._reader.run(_read, fn)
         except sqlite3.Error as exc:
-            raise _store_error(exc) from exc
+            raise store_error(exc) from exc
         self.reads += 1
         self.read_statements += statements
         return result

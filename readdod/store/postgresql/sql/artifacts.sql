@@ -121,7 +121,8 @@ DELETE FROM chunks WHERE run_id = %s AND step = %s;
 -- name: insert_pending_chunks
 -- A step's chunks afresh: indexes 0 to total - 1, pending.
 INSERT INTO chunks (run_id, step, idx, status, model, updated_at)
- SELECT %s, %s, g, 'pending', %s, %s FROM generate_series(0, %s - 1) AS g;
+ SELECT %(run)s, %(step)s, g, 'pending', %(model)s, %(now)s
+ FROM generate_series(0, %(total)s - 1) AS g;
 
 -- name: retry_chunks
 -- A run queued again: its failed chunks wait to be taken up.

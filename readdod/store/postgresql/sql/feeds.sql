@@ -18,8 +18,10 @@ SELECT {feed_columns} FROM feeds WHERE next_poll_at <= %s ORDER BY next_poll_at,
 -- name: next_feed_poll
 SELECT min(next_poll_at) FROM feeds;
 
+-- name: delete_feed_entries
+DELETE FROM feed_entries WHERE feed_id = %s;
+
 -- name: delete_feed
--- Its seen entries go with it (ON DELETE CASCADE).
 DELETE FROM feeds WHERE id = %s;
 
 -- name: feed_entries_seen

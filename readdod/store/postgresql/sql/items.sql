@@ -30,8 +30,15 @@ tags::jsonb @> jsonb_build_array(%s::text);
 -- name: items_by_canonical_url
 SELECT {item_columns} FROM items WHERE canonical_url = %s ORDER BY id;
 
--- name: failed_items
-SELECT {item_columns} FROM items WHERE status = ANY(%s) ORDER BY id;
+-- name: status_in
+-- A condition of list_items: the status is one of an array.
+status = ANY(%s);
+
+-- name: items_in
+SELECT {item_columns} FROM items WHERE {status_in} ORDER BY id;
+
+-- name: settled_items_in
+SELECT {item_columns} FROM items WHERE {status_in} AND {settled} ORDER BY id;
 
 -- name: retries_due
 -- Failed items whose automatic retry is due, soonest first.

@@ -67,10 +67,12 @@ SELECT {item_columns} FROM items i WHERE {lost} AND i.orphan_count >= %(at_least
 -- Lost leases of items lost fewer than %(below)s times in a row (counting this one).
 {lost} AND i.orphan_count + 1 < %(below)s;
 
--- name: lock_lost_below
--- The lost leases this recovery requeues, locked; another daemon recovering at
--- the same moment skips them rather than requeue them twice.
-SELECT i.id FROM items i WHERE {lost_below} ORDER BY i.id FOR UPDATE SKIP LOCKED;
+-- name: take_lost_below
+-- The lost leases this recovery requeues, locked (how many, their ids); another
+-- daemon recovering at the same moment skips them rather than requeue them twice.
+WITH taken AS (SELECT i.id FROM items i WHERE {lost_below} ORDER BY i.id
+               FOR UPDATE SKIP LOCKED)
+SELECT count(*), array_agg(id) FROM taken;
 
 -- name: sample_lost
 SELECT i.id, i.current_run_id, i.orphan_count + 1 FROM items i

@@ -38,9 +38,10 @@ UPDATE attempts SET status = %s, finished_at = %s, error_code = %s, error_messag
  WHERE run_id = %s AND {open_attempt};
 
 -- name: end_attempt_after_update
--- end_attempt sent with its run's update, as the statement that follows
--- `WITH r AS (UPDATE runs ... RETURNING current_step)`: the step the attempt reached
--- is the run's current step as that update left it.
+-- end_attempt sent with its run's update held back ({sets}: the columns it sets),
+-- in one statement: the step the attempt reached is the run's current step as that
+-- update left it.
+WITH r AS (UPDATE runs SET {sets} WHERE run_id = %s RETURNING current_step)
 UPDATE attempts SET status = %s, finished_at = %s, error_code = %s, error_message = %s,
  last_step = (SELECT current_step FROM r) WHERE run_id = %s AND {open_attempt};
 

@@ -11,6 +11,19 @@ INSERT INTO artifacts (item_id, artifact_type, version, created_by, run_id,
 SELECT {artifact_columns} FROM artifacts
  WHERE item_id = ? AND run_id = ? AND created_by = 'system';
 
+-- name: run_payloads
+-- What the READY gate reads of a run's system artifacts of some types (a JSON array).
+SELECT artifact_type, run_id, payload FROM artifacts WHERE item_id = ?
+ AND run_id = ? AND created_by = 'system'
+ AND artifact_type IN (SELECT value FROM json_each(?));
+
+-- name: gate_inputs
+-- run_payloads, and a person's scores not set aside.
+SELECT artifact_type, run_id, payload, created_by, version FROM artifacts
+ WHERE item_id = ? AND artifact_type IN (SELECT value FROM json_each(?))
+ AND (created_by = 'system' AND run_id = ?
+  OR created_by = 'user' AND discarded = 0 AND artifact_type = 'score');
+
 -- name: step_slot
 -- All a step's commit needs to know, in one statement (see the unit's step_slot).
 SELECT (SELECT orphan_count FROM items WHERE id = ? AND status = 'PROCESSING'
@@ -18,6 +31,10 @@ SELECT (SELECT orphan_count FROM items WHERE id = ? AND status = 'PROCESSING'
  coalesce(max(version), 0), coalesce(max(created_by = 'user' AND discarded = 0), 0),
  max(CASE WHEN run_id = ? AND created_by = 'system' THEN version END)
  FROM artifacts WHERE item_id = ? AND artifact_type = ?;
+
+-- name: step_slot_locked
+-- step_slot in a writing unit: SQLite's one writer holds the whole database.
+{step_slot};
 
 -- name: latest_artifact
 -- The newest version, a person's edit winning over any system version.
@@ -51,9 +68,9 @@ UPDATE items_fts SET body = coalesce((SELECT json_extract(a.payload, '$.text')
 -- Per type, a person's version first, then the system's of the run shown
 -- (an extraction that run reused is the newest one before it).
 SELECT {artifact_columns} FROM artifacts
- WHERE item_id = ? AND (created_by = 'user' AND discarded = 0
-  OR created_by = 'system' AND (run_id IS ? OR artifact_type = 'extraction'))
- ORDER BY artifact_type, created_by = 'user' DESC, run_id IS ? DESC, version DESC;
+ WHERE item_id = :item AND (created_by = 'user' AND discarded = 0
+  OR created_by = 'system' AND (run_id IS :run OR artifact_type = 'extraction'))
+ ORDER BY artifact_type, created_by = 'user' DESC, run_id IS :run DESC, version DESC;
 
 -- name: all_artifacts
 SELECT {artifact_columns} FROM artifacts WHERE item_id = ? ORDER BY artifact_type, version;
@@ -69,9 +86,11 @@ SELECT {chunk_columns} FROM chunks WHERE run_id = ? AND step = ? ORDER BY step, 
 -- name: delete_chunks
 DELETE FROM chunks WHERE run_id = ? AND step = ?;
 
--- name: insert_pending_chunk
+-- name: insert_pending_chunks
+-- A step's chunks afresh: indexes 0 to total - 1, pending.
+WITH RECURSIVE g(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM g WHERE i + 1 < :total)
 INSERT INTO chunks (run_id, step, idx, status, model, updated_at)
- VALUES (?, ?, ?, 'pending', ?, ?);
+ SELECT :run, :step, i, 'pending', :model, :now FROM g;
 
 -- name: reopen_chunks
 -- Chunks left unfinished by a failure go back to pending, for a model.

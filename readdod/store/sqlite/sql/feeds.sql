@@ -24,6 +24,9 @@ DELETE FROM feed_entries WHERE feed_id = ?;
 -- name: delete_feed
 DELETE FROM feeds WHERE id = ?;
 
+-- name: feed_entries_seen
+SELECT key FROM feed_entries WHERE feed_id = ? AND key IN (SELECT value FROM json_each(?));
+
 -- name: add_feed_entry
 INSERT INTO feed_entries (feed_id, key, item_id, seen_at) VALUES (?, ?, ?, ?)
  ON CONFLICT (feed_id, key) DO NOTHING;

@@ -19,6 +19,16 @@ SELECT count(*) FROM items WHERE status = 'PROCESSING';
 -- name: count_settled
 SELECT count(*) FROM items WHERE status = ? AND {settled};
 
+-- name: status_in
+-- A condition of list_items: the status is one of a JSON array.
+status IN (SELECT value FROM json_each(?));
+
+-- name: items_in
+SELECT {item_columns} FROM items WHERE {status_in} ORDER BY id;
+
+-- name: settled_items_in
+SELECT {item_columns} FROM items WHERE {status_in} AND {settled} ORDER BY id;
+
 -- name: search_items
 -- A condition of list_items: the item's title, url, intent or extracted text
 -- matches an FTS5 query.
@@ -50,3 +60,8 @@ SELECT html, text FROM item_sources WHERE item_id = ?;
 
 -- name: source_document
 SELECT document FROM item_sources WHERE item_id = ?;
+
+-- name: small_sources
+SELECT item_id, html, text, document FROM item_sources
+ WHERE item_id IN (SELECT value FROM json_each(?))
+ AND length(coalesce(html, '')) + length(coalesce(text, '')) <= ?;

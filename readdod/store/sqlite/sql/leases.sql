@@ -5,18 +5,27 @@
 SELECT 1 FROM items WHERE id = ? AND status = 'PROCESSING'
  AND lease_owner = ? AND current_run_id = ? AND lease_token = coalesce(?, lease_token);
 
+-- name: holds_lease_locked
+-- holds_lease in a writing unit: SQLite's one writer holds the whole database.
+{holds_lease};
+
 -- name: queue_due
 SELECT 1 FROM items WHERE status = 'QUEUED' AND next_attempt_at <= ? LIMIT 1;
 
 -- name: claim_items
 -- Up to LIMIT due QUEUED items, P0 first then oldest, leased to an owner;
 -- every claim gives the item a new fencing token.
-UPDATE items SET status = 'PROCESSING', lease_owner = ?, lease_expires_at = ?,
- updated_at = ?, lease_token = lease_token + 1
- WHERE id IN (SELECT id FROM items WHERE status = 'QUEUED' AND next_attempt_at <= ?
-              ORDER BY priority, created_at LIMIT ?)
+UPDATE items SET status = 'PROCESSING', lease_owner = :owner, lease_expires_at = :until,
+ updated_at = :now, lease_token = lease_token + 1
+ WHERE id IN (SELECT id FROM items WHERE status = 'QUEUED' AND next_attempt_at <= :now
+              ORDER BY priority, created_at LIMIT :limit)
  AND status = 'QUEUED'
  RETURNING {item_columns};
+
+-- name: renew_leases
+-- Every lease an owner still holds among the ids (a JSON array).
+UPDATE items SET lease_expires_at = :until WHERE lease_owner = :owner
+ AND status = 'PROCESSING' AND id IN (SELECT value FROM json_each(:ids)) RETURNING id;
 
 -- name: held_by
 SELECT {item_columns} FROM items WHERE status = 'PROCESSING' AND lease_owner = ?;
@@ -38,10 +47,12 @@ SELECT {item_columns} FROM items i WHERE {lost} AND i.orphan_count >= :at_least 
 -- Lost leases of items lost fewer than :below times in a row (counting this one).
 {lost} AND i.orphan_count + 1 < :below;
 
--- name: count_lost_below
-SELECT count(*) FROM items i WHERE {lost_below};
+-- name: take_lost_below
+-- How many lost leases this recovery requeues (one writer: none is taken by
+-- another); no ids, as the statements below find the items by the condition.
+SELECT count(*), NULL FROM items i WHERE {lost_below};
 
--- name: sample_lost_below
+-- name: sample_lost
 SELECT i.id, i.current_run_id, i.orphan_count + 1 FROM items i WHERE {lost_below}
  ORDER BY i.id LIMIT :sample;
 

@@ -96,9 +96,6 @@ SELECT count(*) FROM ({prunable_artifacts});
 -- name: count_prunable_chunks
 SELECT count(*) FROM ({prunable_chunks});
 
--- name: has_chunks_table
-SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks';
-
 -- name: prune_events
 -- First, while the runs they go with are still there to be found.
 DELETE FROM events WHERE seq IN ({prunable_events});

@@ -21,7 +21,22 @@ SELECT {run_columns} FROM runs WHERE item_id = ? ORDER BY created_at, run_id;
 UPDATE runs SET current_step = json_extract(j.value, '$[1]') FROM json_each(?) j
  WHERE runs.run_id = json_extract(j.value, '$[0]');
 
+-- name: start_runs
+-- Claimed runs (a JSON array) start running for an owner, one more attempt each.
+UPDATE runs SET status = 'running', attempts = attempts + 1, worker_id = ?,
+ started_at = coalesce(started_at, ?) WHERE run_id IN (SELECT value FROM json_each(?))
+ RETURNING {run_columns};
+
 -- ---------------------------------------------------------------- attempts
+
+-- name: insert_attempt
+INSERT INTO attempts ({attempt_columns}) VALUES ({attempt_params});
+
+-- name: start_attempts
+-- The claimed runs' queued attempts start running for an owner.
+UPDATE attempts SET status = 'running', worker_id = ?, started_at = ?,
+ first_step = (SELECT r.current_step FROM runs r WHERE r.run_id = attempts.run_id)
+ WHERE status = 'queued' AND run_id IN (SELECT value FROM json_each(?)) RETURNING run_id;
 
 -- name: end_attempt
 -- The run's open attempt gets its terminal status; the step it reached is the
