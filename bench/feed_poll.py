@@ -59,11 +59,11 @@ def _cpu() -> float:
 
 
 async def _one(n: int, bounded: bool) -> dict[str, Any]:
-    from readdod.clock import SystemClock
-    from readdod.config import FeedsConfig, FetchConfig
     from readdod.core import Core
     from readdod.extraction.fetch import make_client
     from readdod.loops.feeds import FeedPoller
+    from readdod.runtime.clock import SystemClock
+    from readdod.settings.config import FeedsConfig, FetchConfig
     from readdod.store import SqliteStore
     from tests.pageserver import serve
 

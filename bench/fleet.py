@@ -367,9 +367,9 @@ def recovery(args: argparse.Namespace) -> None:
     """Requeue N expired leases in one unit, on a daemon's own core, in-process."""
     import anyio
 
-    from readdod import logging as rlog
-    from readdod.clock import SystemClock
     from readdod.core import Core
+    from readdod.runtime import logging as rlog
+    from readdod.runtime.clock import SystemClock
     from readdod.store.postgresql import PostgresStore
 
     n = args.items

@@ -182,10 +182,10 @@ def scores(model: str, pairs_file: Path) -> dict[str, Any]:
     import anyio
     import msgspec
 
-    from readdod.config import AIConfig
     from readdod.engines.base import EngineInput
     from readdod.engines.openai import OpenAIEngine
-    from readdod.models import Summary
+    from readdod.items.models import Summary
+    from readdod.settings.config import AIConfig
 
     pairs = json.loads(pairs_file.read_text("utf-8"))
     none = Summary(tl_dr="-", key_points=["-"] * 3, intent_relevance="-", reading_time_min=1)

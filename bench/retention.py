@@ -3,7 +3,7 @@
 ``python -m bench.retention`` (~1-2 min; ``--small``: a few seconds, what CI runs).
 
 The core runs on a real SQLite file with a clock moved by hand (an injected
-:class:`readdod.clock.ManualClock`), one simulated day at a time. An inbox of
+:class:`readdod.runtime.clock.ManualClock`), one simulated day at a time. An inbox of
 ``--items`` items is captured over the first ten days (a tenth each day) and
 processed to READY; every day brings the same work besides: a tenth of the
 items regenerated with a fresh fetch (a new run, new versions of every
@@ -36,14 +36,14 @@ import anyio
 import msgspec
 
 from bench._common import article, report
-from readdod import logging as rlog
-from readdod.clock import ManualClock
-from readdod.config import RetentionConfig
 from readdod.core import Core
 from readdod.core.maintenance import DAY_MS
 from readdod.errors import StepError
 from readdod.export.writer import Exporter
-from readdod.models import CaptureRequest
+from readdod.items.models import CaptureRequest
+from readdod.runtime import logging as rlog
+from readdod.runtime.clock import ManualClock
+from readdod.settings.config import RetentionConfig
 from readdod.store import SqliteStore
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
 

@@ -5,7 +5,7 @@
 Captures N articles into a real daemon (fixed engine, so every extracted
 text is indexed), then times `list` calls over its socket: newest first, a
 tag filter, one- and two-word full-text queries, and paging through all
-items. Also times :func:`readdod.urls.canonical`, which every URL capture
+items. Also times :func:`readdod.items.urls.canonical`, which every URL capture
 pays.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from bench._common import WORDS, article, report
 from readdod.control.client import Client
-from readdod.urls import canonical
+from readdod.items.urls import canonical
 from tests.daemon_proc import DaemonProc
 
 REPEAT = 30

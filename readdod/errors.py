@@ -98,7 +98,7 @@ class ErrorCode(enum.StrEnum):
 #: the API key, a rate limit or an account out of quota.
 #:
 #: It says what a person or a client may do; it queues nothing. Retries across
-#: runs (:mod:`readdod.retry_policy`) follow the error's own flag and need a
+#: runs (:mod:`readdod.core.retry_policy`) follow the error's own flag and need a
 #: failure class with a rule, which WORKER_LOST and EXPORT_* do not have: a
 #: worker lost again and again is a crash loop, and an export is retried by
 #: the next export.
@@ -268,7 +268,7 @@ class InternalError(RequestError):
 
 
 class IllegalTransition(InternalError):
-    """readdod itself tried a move :data:`readdod.states.TRANSITIONS` forbids: a bug.
+    """readdod itself tried a move :data:`readdod.items.states.TRANSITIONS` forbids: a bug.
 
     A real exception, not an ``assert``: the table is enforced under ``python -O`` too.
     """

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from readdod import logging as rlog
+from readdod.runtime import logging as rlog
 from tests import pg
 from tests.daemon_proc import DaemonProc
 

@@ -33,7 +33,7 @@ The promises (DESIGN §2-§4):
   and an item has one file per format and folder (the writer's promise);
   hidden temp files (``.NAME.xxxx.tmp``) are invisible by design;
 - the event log explains every item's status: replaying its status events
-  from the capture, each allowed by :mod:`readdod.states`, ends in the
+  from the capture, each allowed by :mod:`readdod.items.states`, ends in the
   status the item has; an export it says shipped an item is recorded;
 - the full-text index holds, for every item and nothing else, its title,
   url and intent and the text of the extraction a person sees (their edit
@@ -52,10 +52,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from readdod import rubric, states
 from readdod.export import jsonfmt, markdown
-from readdod.states import Status, Trigger
+from readdod.items import states
+from readdod.items.states import Status, Trigger
 from readdod.steps import GATED as AI_STEPS
+from readdod.steps import rubric
 
 #: The events that move an item's status (``export`` events record a failed re-export
 #: of a SHIPPED item, which stays SHIPPED; ``step``/``edit`` events move nothing).

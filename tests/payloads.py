@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from readdod.models import ArtifactMeta, Card, CardSource, RenderSpec, Score, Summary, Todo, Todos
+from readdod.items.models import (
+    ArtifactMeta,
+    Card,
+    CardSource,
+    RenderSpec,
+    Score,
+    Summary,
+    Todo,
+    Todos,
+)
 
 SUMMARY = Summary(tl_dr="t", key_points=["a", "b", "c"], intent_relevance="r", reading_time_min=1)
 SCORE = Score(match_score=50, priority="P2", reasons=["a", "b", "c"], recommendation="skim")

@@ -5,15 +5,15 @@ from __future__ import annotations
 import anyio
 from anyio.abc import TaskStatus
 
-from readdod.config import FetchConfig
 from readdod.core import Core
 from readdod.engines.base import NO_HOOKS, EngineInput, EngineOutput, StepHooks
 from readdod.engines.fixed import FixedEngine
 from readdod.extraction.fetch import FetchClient
+from readdod.items.models import Summary
 from readdod.loops.heartbeat import Heartbeat
-from readdod.models import Summary
-from readdod.pipeline import Pipeline
-from readdod.supervisor import Supervisor
+from readdod.processing.pipeline import Pipeline
+from readdod.processing.supervisor import Supervisor
+from readdod.settings.config import FetchConfig
 
 
 class GateEngine(FixedEngine):

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from readdod import rubric
 from readdod.engines.base import EngineInput
 from readdod.engines.local import build_card, plan_todos, score_text, summarize_text
 from readdod.engines.local.phrases import PHRASES
 from readdod.extraction import extract_text
-from readdod.models import Card
+from readdod.items.models import Card
+from readdod.steps import rubric
 
 HELDOUT: Final = Path(__file__).parent / "data" / "short_notes_heldout.json"
 _ENDS: Final = ".。!！ "

@@ -16,14 +16,14 @@ PACKAGE = ROOT / "readdod"
 
 #: Modules that must do no I/O: no database, no network, no event loop, no store.
 PURE = (
-    "readdod.states",
-    "readdod.models",
-    "readdod.rubric",
+    "readdod.items.states",
+    "readdod.items.models",
+    "readdod.steps.rubric",
     "readdod.steps",
     "readdod.errors",
-    "readdod.cards",
-    "readdod.views",
-    "readdod.todos",
+    "readdod.items.cards",
+    "readdod.wire.views",
+    "readdod.items.todos",
     "readdod.tasks",
     "readdod.text",
     "readdod.export.planner",
@@ -52,8 +52,8 @@ PURE = (
     "readdod.tui.rows",
     "readdod.tui.filters",
     "readdod.tui.keys",
-    "readdod.listen",
-    "readdod.roster",
+    "readdod.settings.listen",
+    "readdod.status.roster",
     "readdod.fleet.notices",
     "readdod.metrics.meter",
 )
@@ -205,8 +205,13 @@ def test_importing_the_pure_parts_loads_no_io_library() -> None:
 
 
 def test_the_store_imports_nothing_above_it() -> None:
-    above = ["readdod.core", "readdod.supervisor", "readdod.control", "readdod.cli"]
-    above += ["readdod.daemon", "readdod.actor", "readdod.pipeline", "readdod.loops"]
+    above = ["readdod.core", "readdod.processing.supervisor", "readdod.control", "readdod.cli"]
+    above += [
+        "readdod.service.daemon",
+        "readdod.processing.actor",
+        "readdod.processing.pipeline",
+        "readdod.loops",
+    ]
     for module in (m for m in MODULES if _under(m, ["readdod.store"])):
         assert not [d for d in GRAPH[module] if _under(d, above)], module
 
@@ -227,7 +232,12 @@ def test_the_control_server_and_the_cli_go_through_the_core() -> None:
 def test_the_tui_is_a_client_of_the_socket_only() -> None:
     """It asks the daemon through control.client, like the CLI: no core, no store."""
     for module in (m for m in MODULES if _under(m, ["readdod.tui"])):
-        inside = ["readdod.core", "readdod.store", "readdod.supervisor", "readdod.daemon"]
+        inside = [
+            "readdod.core",
+            "readdod.store",
+            "readdod.processing.supervisor",
+            "readdod.service.daemon",
+        ]
         assert not [d for d in GRAPH[module] if _under(d, inside)], module
     assert "readdod.control.client" in GRAPH["readdod.tui.link"]
 
@@ -240,7 +250,7 @@ def test_only_the_tui_and_its_verb_import_textual() -> None:
         assert not [i for i in _imports(module) if _under(i, ["textual"])], module
     # The CLI reaches the TUI only lazily, inside the verb that runs it.
     assert "readdod.tui.app" in GRAPH["readdod.cli.local_verbs"]
-    probe = "import sys, readdod.cli, readdod.daemon; print('textual' in sys.modules)"
+    probe = "import sys, readdod.cli, readdod.service.daemon; print('textual' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
@@ -248,7 +258,12 @@ def test_only_the_tui_and_its_verb_import_textual() -> None:
 
 
 def test_steps_engines_and_exporters_never_write_a_status() -> None:
-    workers = ["readdod.actor", "readdod.pipeline", "readdod.steps", "readdod.engines"]
+    workers = [
+        "readdod.processing.actor",
+        "readdod.processing.pipeline",
+        "readdod.steps",
+        "readdod.engines",
+    ]
     workers += ["readdod.export"]
     workers += ["readdod.extraction"]
     for module in (m for m in MODULES if _under(m, workers)):
@@ -258,7 +273,12 @@ def test_steps_engines_and_exporters_never_write_a_status() -> None:
 
 def test_engines_and_the_extractor_know_nothing_of_items_or_leases() -> None:
     for module in (m for m in MODULES if _under(m, ["readdod.engines", "readdod.extraction"])):
-        forbidden = ["readdod.core", "readdod.store", "readdod.supervisor", "readdod.actor"]
+        forbidden = [
+            "readdod.core",
+            "readdod.store",
+            "readdod.processing.supervisor",
+            "readdod.processing.actor",
+        ]
         assert not [d for d in GRAPH[module] if _under(d, forbidden)], module
 
 

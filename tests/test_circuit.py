@@ -5,8 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from readdod.clock import ManualClock
 from readdod.engines.circuit import CircuitBreaker, Entry, State
+from readdod.runtime.clock import ManualClock
 
 pytestmark = pytest.mark.anyio
 

@@ -20,9 +20,9 @@ PACKAGE = Path(readdod.__file__).parent
 NEVER_FROM_CLI = (
     "readdod.store",
     "readdod.core",
-    "readdod.supervisor",
-    "readdod.actor",
-    "readdod.pipeline",
+    "readdod.processing.supervisor",
+    "readdod.processing.actor",
+    "readdod.processing.pipeline",
     "readdod.control.server",
     "sqlite3",
     "aiosqlite",
@@ -37,7 +37,7 @@ PURE_ALLOWED = (
     "pathlib",
     "time",
     "typing",
-    "readdod.states",
+    "readdod.items.states",
     "readdod.cli.actions",
 )
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from readdod import cli
-from readdod.states import TRANSITIONS, Status, Trigger
+from readdod.items.states import TRANSITIONS, Status, Trigger
 from tests.daemon_proc import DaemonProc, run_cli, toml
 from tests.test_lifecycle_e2e import ARTICLE, EMPTY_PAGE, FETCH, PageServer
 

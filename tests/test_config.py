@@ -8,8 +8,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from readdod import config
 from readdod.errors import ConfigError
+from readdod.settings import config
 
 EXAMPLE = Path(__file__).parent.parent / "config" / "readdod.example.toml"
 

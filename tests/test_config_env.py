@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from readdod import config
 from readdod.errors import ConfigError
+from readdod.settings import config
 
 
 def _env(**values: str) -> dict[str, str]:

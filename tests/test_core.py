@@ -10,10 +10,10 @@ import anyio
 import msgspec
 import pytest
 
-from readdod.clock import ManualClock
 from readdod.core import Core
 from readdod.errors import IdempotencyConflict, InvalidTransition, StepError
-from readdod.models import CaptureRequest, Todo
+from readdod.items.models import CaptureRequest, Todo
+from readdod.runtime.clock import ManualClock
 from readdod.store import SqliteStore
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
 

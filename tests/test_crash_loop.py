@@ -22,10 +22,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from readdod import faults
 from readdod.control.client import Client, RpcError
 from readdod.errors import DaemonUnavailable
 from readdod.export import markdown, naming
+from readdod.runtime import faults
 from readdod.steps import NAMES as STEPS
 from tests import invariants
 from tests.daemon_proc import DaemonProc

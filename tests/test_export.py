@@ -22,7 +22,7 @@ from readdod.errors import ErrorCode, ExportError
 from readdod.export import atomic, jsonfmt, markdown, naming
 from readdod.export.document import ExportDoc
 from readdod.export.writer import Exporter, write_failure
-from readdod.models import Card, CardSource, RenderSpec, Score, Todo
+from readdod.items.models import Card, CardSource, RenderSpec, Score, Todo
 
 ITEM = "01JEXPORTTESTITEM000000000"
 TRICKY = 'yes: no # not a comment\n"quoted" \\ back\ttab \x85nel \u2028ls \x7f del 🦆 - {x} @a %b'
@@ -416,8 +416,8 @@ def test_folder_must_be_absolute() -> None:
 
 
 def test_config_refuses_a_bad_filename_naming_the_key() -> None:
-    from readdod import config
     from readdod.errors import ConfigError
+    from readdod.settings import config
 
     with pytest.raises(ConfigError, match=r"export: filename unknown placeholder \{title\}"):
         config.parse(b'[export]\nfilename = "{title}.{ext}"\n', "cfg.toml")

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from readdod.config import FetchConfig
 from readdod.demo import SamplePage, sample_pages
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction import extract, extract_text
 from readdod.extraction.extract import EXTRACTOR, word_count
 from readdod.extraction.fetch import FetchClient, decode_body, extract_url, fetch
 from readdod.extraction.fetch import make_client as _make_client
+from readdod.settings.config import FetchConfig
 
 pytestmark = pytest.mark.anyio
 

@@ -19,14 +19,13 @@ import jsonschema
 import msgspec
 import pytest
 
-from readdod import retry_policy
-from readdod.clock import ManualClock, iso
-from readdod.config import RetryConfig, RetryRule
 from readdod.control.client import RpcError
-from readdod.core import Core
+from readdod.core import Core, retry_policy
 from readdod.errors import RETRYABLE, ErrorCode, ExportFailed, is_retryable
 from readdod.export.writer import Exporter
-from readdod.models import CaptureRequest
+from readdod.items.models import CaptureRequest
+from readdod.runtime.clock import ManualClock, iso
+from readdod.settings.config import RetryConfig, RetryRule
 from readdod.steps import WIRE_STEPS, decode_failure, wire_step
 from readdod.store import SqliteStore
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli

@@ -16,11 +16,11 @@ import anyio
 import msgspec
 import pytest
 
-from readdod.clock import ManualClock
 from readdod.core import Core, Lease
 from readdod.errors import AIError
 from readdod.extraction.fetch import make_client
-from readdod.models import CaptureRequest, Extraction
+from readdod.items.models import CaptureRequest, Extraction
+from readdod.runtime.clock import ManualClock
 from readdod.store import SqliteStore
 from tests.invariants import check
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from readdod.capture.feeds import first_entries, parse
-from readdod.clock import ManualClock
-from readdod.config import FeedsConfig, FetchConfig
 from readdod.core import Core
 from readdod.errors import SourceRefused, UnsupportedContent
 from readdod.extraction.fetch import clean_validator, make_client
 from readdod.loops.feeds import FeedPoller
+from readdod.runtime.clock import ManualClock
+from readdod.settings.config import FeedsConfig, FetchConfig
 from readdod.store import SqliteStore
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.pageserver import Exchange, fast_fetch, serve

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from readdod.capture.feeds import NotAFeed, parse
-from readdod.clock import ManualClock, iso
-from readdod.config import FeedsConfig, FetchConfig
 from readdod.core import Core
 from readdod.core.feeds import next_poll
 from readdod.errors import IdempotencyConflict, NotFound, ValidationFailed
 from readdod.extraction.fetch import make_client
 from readdod.loops.feeds import FeedPoller
+from readdod.runtime.clock import ManualClock, iso
+from readdod.settings.config import FeedsConfig, FetchConfig
 from readdod.store import SqliteStore
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.pageserver import Exchange, PageServer, fast_fetch, serve

@@ -19,12 +19,12 @@ import anyio
 import brotli
 import pytest
 
-from readdod.config import FetchConfig
 from readdod.errors import ErrorCode, ExtractionError, StepError
 from readdod.extraction.charsets import decode_body
 from readdod.extraction.fetch import FetchClient, extract_url, fetch, make_client
 from readdod.extraction.guard import AddressGuard, blocked_kind
-from readdod.retrying import RetryPolicy
+from readdod.runtime.retrying import RetryPolicy
+from readdod.settings.config import FetchConfig
 from tests.pageserver import (
     ARTICLE,
     ARTICLE_TEXT,

@@ -1,5 +1,5 @@
 """What a fetched body is read as: the declared type against the bytes, judged binary by
-the same test captured content passes (readdod.sniff)."""
+the same test captured content passes (readdod.items.sniff)."""
 
 from __future__ import annotations
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from readdod.clock import SystemClock
 from readdod.core import Core
 from readdod.core.fleet import Fleet
-from readdod.events import BusEvent, Subscription
 from readdod.extraction.fetch import make_client
 from readdod.fleet.relay import Relay
-from readdod.models import CaptureRequest
-from readdod.supervisor import Supervisor
+from readdod.items.models import CaptureRequest
+from readdod.processing.supervisor import Supervisor
+from readdod.runtime.clock import SystemClock
+from readdod.runtime.events import BusEvent, Subscription
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.rigs import GateEngine, run_supervisor, supervisor
 from tests.store_contract.conftest import IMPLEMENTATIONS

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from readdod.fleet.notices import FIELD_MAX_CHARS, pack, unpack
-from readdod.roster import members
+from readdod.status.roster import members
 from readdod.store.rows import DaemonRow
 
 LIMIT = 7900

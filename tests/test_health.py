@@ -15,13 +15,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from readdod import collector
-from readdod.clock import ManualClock
-from readdod.config import DaemonConfig
 from readdod.core import Core
 from readdod.errors import StepError
-from readdod.health import Thresholds, percentile, thresholds_from
-from readdod.models import ArtifactMeta, CaptureRequest
+from readdod.items.models import ArtifactMeta, CaptureRequest
+from readdod.runtime import collector
+from readdod.runtime.clock import ManualClock
+from readdod.settings.config import DaemonConfig
+from readdod.status.health import Thresholds, percentile, thresholds_from
 from readdod.store import SqliteStore
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS
@@ -249,7 +249,8 @@ def test_health_exit_codes_and_stats_from_the_cli(tmp_path: Path, page_server: s
         assert 0 < store["transactions"] <= store["units"] < store["statements"]
         again = json.loads(_cli(d, "stats", "--json").stdout)["store"]
         assert again["reads"] > store["reads"]  # the first `stats` read the store
-        # The daemon's own collector settings (readdod/collector.py), not CPython's defaults.
+        # The daemon's own collector settings (readdod/runtime/collector.py), not CPython's
+        # defaults.
         gc = got["collector"]
         assert gc["thresholds"] == list(collector.THRESHOLDS) != [700, 10, 10]
         assert len(gc["collections"]) == 3 and gc["frozen"] > 1000

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from readdod.capture.formats import READERS, Entry, Problem, Skipped, jsonscan
 from readdod.capture.plan import Options, Planned, census, plan
-from readdod.models import CaptureRequest
+from readdod.items.models import CaptureRequest
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

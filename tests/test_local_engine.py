@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readdod import rubric
 from readdod.engines import local
 from readdod.engines.base import Engine, EngineInput
 from readdod.engines.local import LocalEngine
@@ -24,7 +23,8 @@ from readdod.engines.local.phrases import phrases_for
 from readdod.errors import AIError, ErrorCode
 from readdod.evaluation.runner import load_golden
 from readdod.extraction import extract
-from readdod.models import Card, Score, Summary, Todos
+from readdod.items.models import Card, Score, Summary, Todos
+from readdod.steps import rubric
 from tests.phrasing import fits
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ from readdod.engines.local.analysis import analyze
 from readdod.engines.local.intent import match_intent, parse_intent
 from readdod.engines.local.phrases import PHRASES
 from readdod.evaluation.runner import load_pairs
-from readdod.models import Card, Score
+from readdod.items.models import Card, Score
 
 
 def _run(text: str, intent: str, title: str | None = None) -> tuple[Score, Card]:

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readdod import rubric
 from readdod.engines.base import EngineInput
 from readdod.engines.local import LocalEngine
 from readdod.engines.local.instructions import TITLE_MAX, clean, find_instructions
 from readdod.errors import AIError, ErrorCode
 from readdod.evaluation.runner import load_golden, load_pairs
 from readdod.extraction import extract
-from readdod.models import Score, Summary, Todos
+from readdod.items.models import Score, Summary, Todos
+from readdod.steps import rubric
 
 
 @pytest.mark.parametrize(

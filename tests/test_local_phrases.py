@@ -14,7 +14,7 @@ import pytest
 from readdod.engines.base import EngineInput
 from readdod.engines.local import LocalEngine, analyze
 from readdod.engines.local.phrases import ENGLISH, PHRASES, TODO_FIELDS, Phrases, phrases_for
-from readdod.models import Card, Score, Summary, Todos
+from readdod.items.models import Card, Score, Summary, Todos
 from readdod.text.wordlists import STEMMED
 from tests.phrasing import fits, template_re, todo_field
 

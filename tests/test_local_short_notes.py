@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from readdod import rubric
 from readdod.engines.base import EngineInput
 from readdod.engines.local import build_card, detect_genre, plan_todos, score_text, summarize_text
 from readdod.engines.local.instructions import find_instructions
 from readdod.extraction import extract_text
+from readdod.steps import rubric
 from readdod.text import split_sentences, word_count
 from tests.short_notes import Note, genre_todos, measure, own_steps, quotes_whole_text, run
 

@@ -30,7 +30,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from readdod import logging as rlog
+from readdod.runtime import logging as rlog
 from tests.daemon_proc import DaemonProc
 
 ROOT = Path(__file__).parent.parent

@@ -9,12 +9,12 @@ from io import StringIO
 
 from structlog.testing import capture_logs
 
-from readdod import logging as rlog
+from readdod.runtime import logging as rlog
 
 
 def test_importing_readdod_configures_no_logging() -> None:
     code = (
-        "import structlog, readdod.daemon, readdod.cli, readdod.logging\n"
+        "import structlog, readdod.service.daemon, readdod.cli, readdod.runtime.logging\n"
         "print(structlog.is_configured())\n"
     )
     out = subprocess.run(

@@ -21,10 +21,10 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from readdod import config
-from readdod import listen as address
 from readdod.errors import ConfigError
 from readdod.metrics.meter import Histogram, Meter
+from readdod.settings import config
+from readdod.settings import listen as address
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config
 

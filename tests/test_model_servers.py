@@ -19,12 +19,12 @@ import msgspec
 import pytest
 
 from readdod import cli
-from readdod.config import AIConfig
 from readdod.engines import openai as oa
 from readdod.engines.base import EngineInput
 from readdod.engines.openai import formats
 from readdod.errors import AIError, ErrorCode
-from readdod.models import Score, Summary
+from readdod.items.models import Score, Summary
+from readdod.settings.config import AIConfig
 from tests.fake_openai import LLAMA_CPP_PYTHON_REFUSAL, FakeOpenAI
 
 pytestmark = pytest.mark.anyio
@@ -391,8 +391,8 @@ async def test_a_refused_parameter_is_replaced_from_then_on() -> None:
 
 
 def test_clamping_follows_the_schema() -> None:
-    from readdod import schemas
     from readdod.engines.openai.answers import clamp
+    from readdod.wire import schemas
 
     schema = schemas.json_schema("score")
     raw = {

@@ -9,10 +9,10 @@ from typing import Any
 import anyio
 import pytest
 
-from readdod.config import AIConfig
 from readdod.engines import openai as oa
 from readdod.engines.base import EngineInput, StepHooks
 from readdod.errors import AIError, ConfigError, ErrorCode, Spent, StepError
+from readdod.settings.config import AIConfig
 from tests.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.anyio

@@ -14,12 +14,12 @@ from reportlab.lib.pagesizes import A4
 from reportlab.lib.pdfencrypt import StandardEncryption
 from reportlab.pdfgen import canvas
 
-from readdod.config import FetchConfig
 from readdod.control.client import RpcError
 from readdod.core.intake import document_of
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.fetch import extract_url, make_client
 from readdod.extraction.pdf import MAX_PAGES, extract_pdf
+from readdod.settings.config import FetchConfig
 from tests import pdfs
 from tests.daemon_proc import DaemonProc, run_cli
 from tests.pageserver import fast_fetch, serve

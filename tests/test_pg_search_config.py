@@ -7,9 +7,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from readdod import config
 from readdod.errors import ConfigError, ValidationFailed
-from readdod.logging import scrub_text
+from readdod.runtime.logging import scrub_text
+from readdod.settings import config
 from readdod.store.postgresql import search
 from readdod.store.postgresql.backup import dump_command, shown_dsn
 from tests import pg

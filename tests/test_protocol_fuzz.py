@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from readdod.control import protocol as p
-from readdod.models import CaptureRequest
+from readdod.items.models import CaptureRequest
 from tests.daemon_proc import DaemonProc
 
 EXAMPLES = int(os.environ.get("READDOD_FUZZ_EXAMPLES", "60"))

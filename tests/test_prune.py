@@ -11,12 +11,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from readdod.clock import ManualClock
-from readdod.config import RetentionConfig
 from readdod.core import Core
 from readdod.core.maintenance import DAY_MS
 from readdod.errors import StepError
-from readdod.models import CaptureRequest
+from readdod.items.models import CaptureRequest
+from readdod.runtime.clock import ManualClock
+from readdod.settings.config import RetentionConfig
 from readdod.store import SqliteStore
 from tests.daemon_proc import DaemonProc
 from tests.payloads import CARD, META, SCORE, SUMMARY, TODOS

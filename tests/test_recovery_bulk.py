@@ -14,11 +14,11 @@ import msgspec
 import pytest
 from structlog.testing import capture_logs
 
-from readdod import urls
-from readdod.clock import ManualClock, iso
 from readdod.core import Core
 from readdod.core.leases import ORPHAN_LINES, WORKER_LOST_MESSAGE
-from readdod.models import CaptureRequest, Failure
+from readdod.items import urls
+from readdod.items.models import CaptureRequest, Failure
+from readdod.runtime.clock import ManualClock, iso
 from readdod.steps import wire_step
 from readdod.store import SqliteStore
 from tests.payloads import META

@@ -11,13 +11,12 @@ import anyio
 import msgspec
 import pytest
 
-from readdod import retry_policy
-from readdod.clock import ManualClock
-from readdod.config import RetryConfig, RetryRule
-from readdod.core import Core
+from readdod.core import Core, retry_policy
 from readdod.errors import AIError, ErrorCode, ExtractionError, StepError
+from readdod.items.models import ArtifactMeta, CaptureRequest, Extraction
 from readdod.loops.retry import RetryScheduler
-from readdod.models import ArtifactMeta, CaptureRequest, Extraction
+from readdod.runtime.clock import ManualClock
+from readdod.settings.config import RetryConfig, RetryRule
 from readdod.store import SqliteStore
 
 pytestmark = pytest.mark.anyio

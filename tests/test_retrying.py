@@ -8,7 +8,7 @@ import time
 import pytest
 
 from readdod.errors import AIError, ErrorCode, StepError
-from readdod.retrying import RetryPolicy, call, retry_after_s
+from readdod.runtime.retrying import RetryPolicy, call, retry_after_s
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from readdod.todos import without_ticks
+from readdod.items.todos import without_ticks
 from tests import invariants
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc, run_cli
 from tests.fake_openai import FakeOpenAI, ai_config

@@ -8,9 +8,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from readdod import cli, schemas
-from readdod.models import TL_DR_MAX
+from readdod import cli
+from readdod.items.models import TL_DR_MAX
 from readdod.steps import PAYLOAD_TYPES
+from readdod.wire import schemas
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "schemas"
@@ -77,7 +78,7 @@ def test_check_reports_a_drifted_and_a_missing_file(tmp_path: Path) -> None:
     (tmp_path / "card.schema.json").unlink()
     problems = schemas.check_dir(tmp_path)
     assert len(problems) == 2
-    assert any("score.schema.json differs from readdod.models.Score" in p for p in problems)
+    assert any("score.schema.json differs from readdod.items.models.Score" in p for p in problems)
     assert any("card.schema.json is missing" in p for p in problems)
 
 

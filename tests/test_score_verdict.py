@@ -7,7 +7,6 @@ import math
 
 import pytest
 
-from readdod import rubric
 from readdod.engines.openai.answers import judge, struct_schema
 from readdod.engines.openai.verdict import (
     LEAD_CHARS,
@@ -20,6 +19,7 @@ from readdod.engines.openai.verdict import (
     relevance,
     relevance_score,
 )
+from readdod.steps import rubric
 
 TEXT = (
     "SQLite in WAL mode lets readers and a writer work at the same time. To enable it, run"

@@ -17,8 +17,8 @@ import pytest
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
-from readdod import dsn
-from readdod.logging import scrub_text
+from readdod.runtime import dsn
+from readdod.runtime.logging import scrub_text
 from readdod.store.postgresql.backup import find_pg_dump
 from tests import pg
 from tests.daemon_proc import DaemonProc, run_cli

@@ -18,10 +18,10 @@ import anyio
 import msgspec
 import pytest
 
-from readdod.config import AIConfig
 from readdod.engines import openai as oa
 from readdod.engines.base import EngineInput
 from readdod.engines.openai.concurrency import MAX_BACKOFF, RAISE_AFTER, Aimd
+from readdod.settings.config import AIConfig
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.fake_openai import FakeOpenAI
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from readdod.sniff import BINARY_DATA, UNDECODABLE, binary_kind
+from readdod.items.sniff import BINARY_DATA, UNDECODABLE, binary_kind
 
 RANDOM = random.Random(11).randbytes(20_000)
 ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(64)

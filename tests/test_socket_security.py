@@ -433,7 +433,7 @@ def _as_victim(victim: pwd.struct_passwd, home: Path, *args: str) -> tuple[int, 
     """
     import anyio._backends._asyncio  # noqa: F401  (what serve needs, loaded while root)
 
-    import readdod.daemon  # noqa: F401
+    import readdod.service.daemon  # noqa: F401
     from readdod.cli.entry import main
 
     for name in ("ascii", "latin-1", "utf-8", "idna"):

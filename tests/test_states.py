@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from readdod import states
-from readdod.states import Status, Trigger
+from readdod.items import states
+from readdod.items.states import Status, Trigger
 
 # DESIGN §3, copied as text so a change to states.py must be made on purpose.
 DESIGN_TABLE = """

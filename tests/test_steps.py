@@ -16,18 +16,29 @@ from typing import Any, Final, Protocol, get_args
 import msgspec
 import pytest
 
-from readdod import rubric, schemas, steps
-from readdod.config import FetchConfig
+from readdod import steps
 from readdod.engines.base import NO_HOOKS, EngineInput, EngineOutput, StepHooks
 from readdod.engines.fixed import FixedEngine
 from readdod.engines.local import LocalEngine
 from readdod.extraction.fetch import make_client
-from readdod.models import ArtifactMeta, ArtifactType, Extraction, Summary, WireStep
-from readdod.pipeline import Pipeline
-from readdod.states import Status
-from readdod.steps import STEPS, Step, StepContext, StepResult, card, extraction, score, summary
+from readdod.items.models import ArtifactMeta, ArtifactType, Extraction, Summary, WireStep
+from readdod.items.states import Status
+from readdod.processing.pipeline import Pipeline
+from readdod.settings.config import FetchConfig
+from readdod.steps import (
+    STEPS,
+    Step,
+    StepContext,
+    StepResult,
+    card,
+    extraction,
+    rubric,
+    score,
+    summary,
+)
 from readdod.steps import todos as todos_step
 from readdod.steps.base import Source
+from readdod.wire import schemas
 
 pytestmark = pytest.mark.anyio
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from readdod.clock import SystemClock
 from readdod.core import Core
 from readdod.extraction.fetch import make_client
-from readdod.models import CaptureRequest
+from readdod.items.models import CaptureRequest
+from readdod.processing.supervisor import Supervisor
+from readdod.runtime.clock import SystemClock
 from readdod.store import SqliteStore
-from readdod.supervisor import Supervisor
 from tests.rigs import GateEngine, run_supervisor, supervisor
 
 pytestmark = pytest.mark.anyio

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from readdod import systemd
 from readdod.control.client import Client
+from readdod.service import systemd
 from tests.daemon_proc import DaemonProc
 
 ARTICLE = (
@@ -308,7 +308,7 @@ def _seconds(value: str) -> float:
 
 @pytest.mark.parametrize("unit", ["readdod.service", "user/readdod.service"])
 def test_the_service_units_carry_the_protocol_and_the_sandbox(unit: str) -> None:
-    from readdod.config import DaemonConfig
+    from readdod.settings.config import DaemonConfig
 
     d = _directives(UNITS / unit)
     for key, value in {

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from readdod import rubric
 from readdod.engines.openai.answers import judge
-from readdod.models import Todo, Todos
+from readdod.items.models import Todo, Todos
+from readdod.steps import rubric
 
 OWN = "Write a short note on what this text means for “switch the queue to WAL”"
 

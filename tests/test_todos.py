@@ -11,8 +11,8 @@ import icalendar
 from hypothesis import given
 from hypothesis import strategies as st
 
-from readdod import todos
-from readdod.models import Artifact, ArtifactMeta
+from readdod.items import todos
+from readdod.items.models import Artifact, ArtifactMeta
 from readdod.tasks import RENDERERS, TaskTodo, taskwarrior, todo_uid, todotxt
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from readdod.control.client import Client, RpcError
 from readdod.control.protocol import INVALID_PARAMS
-from readdod.todos import keys
+from readdod.items.todos import keys
 from tests.daemon_proc import DaemonProc, run_cli
 
 TEXT = "Write-ahead logging lets readers go on while a writer commits its pages. " * 12

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from readdod.cli.exits import EXIT_ERROR
-from readdod.states import FAILED, TRANSITIONS, Status, Trigger
+from readdod.items.states import FAILED, TRANSITIONS, Status, Trigger
 from readdod.tui import filters, keys, operations, rows
 from readdod.tui.capture import FormError, capture_params
 from readdod.tui.progress import TOTAL_STEPS, Progress, bar, from_get

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from readdod.urls import BadURL, canonical, normalise_intent, redact_credentials
+from readdod.items.urls import BadURL, canonical, normalise_intent, redact_credentials
 
 BASE = "https://example.org/blog/post?id=7&page=2"
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from readdod.control.client import Client, RpcError
-from readdod.events import DROPPED, EventBus
+from readdod.runtime.events import DROPPED, EventBus
 from readdod.steps import NAMES as STEPS
 from tests.daemon_proc import DaemonProc
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from readdod.clock import ManualClock, iso
-from readdod.config import RetryConfig, RetryRule
 from readdod.core import Core
 from readdod.engines import openai as oa
-from readdod.models import CaptureRequest
+from readdod.items.models import CaptureRequest
+from readdod.runtime.clock import ManualClock, iso
+from readdod.settings.config import RetryConfig, RetryRule
 from readdod.steps import decode_failure
 from readdod.store import SqliteStore
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc

@@ -20,7 +20,7 @@ import msgspec
 from readdod.capture import native_messaging as nm
 from readdod.control.client import Client, RpcError
 from readdod.errors import ConfigError, DaemonUnavailable, ErrorCode
-from readdod.logging import get_logger
+from readdod.runtime.logging import get_logger
 
 log = get_logger("readdod.browser_host")
 

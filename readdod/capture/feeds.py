@@ -34,7 +34,7 @@ from typing import Any, Final
 import feedparser
 import msgspec
 
-from readdod import urls
+from readdod.items import urls
 
 #: Marks the capture_ids of feed entries.
 CAPTURE_ID_PREFIX: Final = "feed:"

@@ -14,12 +14,12 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod import urls
 from readdod.capture.formats import Entry, Problem, Skipped
+from readdod.items import urls
 
 #: Marks the capture_ids an import makes.
 CAPTURE_ID_PREFIX: Final = "import:"
-#: The bounds a capture takes (see :class:`readdod.models.CaptureRequest`).
+#: The bounds a capture takes (see :class:`readdod.items.models.CaptureRequest`).
 INTENT_MAX: Final = 2_000
 TITLE_MAX: Final = 500
 TAG_MAX: Final = 100

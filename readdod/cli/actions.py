@@ -1,6 +1,6 @@
 """What a person can do with an item now, read off the transition table.
 
-Pure: a new user transition in :mod:`readdod.states` needs a command here,
+Pure: a new user transition in :mod:`readdod.items.states` needs a command here,
 and a test holds every one of them to that.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from readdod.states import TRANSITIONS, Status, Trigger, allowed
+from readdod.items.states import TRANSITIONS, Status, Trigger, allowed
 
 S = Status
 #: Non-transition actions and user transitions, as (order, command, what it does).

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from readdod import config
 from readdod.capture import browser_install
 from readdod.cli.exits import EXIT_OK
 from readdod.control import protocol
 from readdod.errors import ConfigError
-from readdod.logging import get_logger
+from readdod.runtime.logging import get_logger
+from readdod.settings import config
 
 log = get_logger("readdod.browser_host")
 
@@ -48,8 +48,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_browser_host(args: argparse.Namespace) -> int:
-    from readdod import logging as rlog
     from readdod.capture.browser_host import BrowserHost
+    from readdod.runtime import logging as rlog
 
     # stdout is the browser's channel: keep it for answers, and send anything else
     # that would print there (a stray print, a library's warning) to stderr.

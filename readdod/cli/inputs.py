@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from readdod import sniff
 from readdod.errors import (
     ErrorCode,
     ExtractionError,
@@ -19,10 +18,11 @@ from readdod.errors import (
     ReaddodError,
     UnsupportedContent,
 )
-from readdod.models import Extraction
+from readdod.items import sniff
+from readdod.items.models import Extraction
 
 if TYPE_CHECKING:
-    from readdod.config import FetchConfig
+    from readdod.settings.config import FetchConfig
 
 
 def shown(value: str) -> str:

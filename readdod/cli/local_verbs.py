@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 import anyio
 import msgspec
 
-from readdod import config
 from readdod.cli import render, source_verbs
 from readdod.cli.browser_verbs import BROWSER_VERBS
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
@@ -23,6 +22,7 @@ from readdod.cli.inputs import read_capture_source
 from readdod.cli.server_verbs import SERVER_VERBS
 from readdod.control.client import check as check_socket
 from readdod.errors import ConfigError, ExtractionError
+from readdod.settings import config
 
 #: A verb that needs no daemon to talk to: the command line in, an exit code out.
 LocalVerb = Callable[[argparse.Namespace], int]
@@ -40,7 +40,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from readdod import daemon
+    from readdod.service import daemon
 
     cfg, path, overrides = config.load_with_overrides(args.config)
     daemon.main(cfg, source=path, overrides=overrides)
@@ -54,7 +54,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_schemas(args: argparse.Namespace) -> int:
-    from readdod import schemas
+    from readdod.wire import schemas
 
     out = Path(args.out)
     if args.check:
@@ -86,10 +86,10 @@ async def _within(deadline_s: float, fn: Callable[[], Awaitable[T]]) -> T | None
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from readdod import logging as rlog
     from readdod.engines import make_engine
     from readdod.evaluation import runner
     from readdod.evaluation.quality import QualityGate
+    from readdod.runtime import logging as rlog
 
     cfg, _ = config.load(args.config)
     ai = cfg.ai

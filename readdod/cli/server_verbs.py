@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 import msgspec
 
-from readdod import config
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK
 from readdod.cli.render import json_text
 from readdod.errors import ConfigError
+from readdod.settings import config
 from readdod.text.controls import visible
 
 

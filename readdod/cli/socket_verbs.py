@@ -19,12 +19,13 @@ from typing import Any
 
 import msgspec
 
-from readdod import config, todos
 from readdod.cli import render, source_verbs, todo_verbs
 from readdod.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_UNAVAILABLE, HEALTH_EXIT
 from readdod.cli.inputs import read_capture_source, read_pdf_source, read_source, shown
 from readdod.control.client import Client, RpcError
 from readdod.errors import ConfigError, DaemonUnavailable, ErrorCode, ReaddodError
+from readdod.items import todos
+from readdod.settings import config
 
 #: A verb that asks the daemon: the command line and an open client in, an exit code out.
 SocketVerb = Callable[[argparse.Namespace, Client], int]

@@ -8,12 +8,12 @@ import functools
 import sys
 from pathlib import Path
 
-from readdod import config
 from readdod.capture import importing
 from readdod.capture.plan import Options
 from readdod.cli import render
 from readdod.cli.exits import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNAVAILABLE
 from readdod.control.client import Client
+from readdod.settings import config
 
 
 def cmd_import(args: argparse.Namespace) -> int:

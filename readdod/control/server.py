@@ -21,16 +21,16 @@ import msgspec
 from anyio.abc import ByteStream, SocketAttribute, SocketListener, TaskGroup, TaskStatus
 
 from readdod import __version__
-from readdod.config import Config
 from readdod.control import protocol as p
 from readdod.control.security import PeerPolicy, peer_credentials
 from readdod.core import Core
 from readdod.errors import ErrorCode, InternalError, RequestError, ValidationFailed
-from readdod.events import Subscription
-from readdod.health import feeds_check, fleet_check, thresholds_from
-from readdod.logging import get_logger
-from readdod.models import CaptureRequest, ExportResult
-from readdod.roster import FleetMember
+from readdod.items.models import CaptureRequest, ExportResult
+from readdod.runtime.events import Subscription
+from readdod.runtime.logging import get_logger
+from readdod.settings.config import Config
+from readdod.status.health import feeds_check, fleet_check, thresholds_from
+from readdod.status.roster import FleetMember
 
 log = get_logger("readdod.control")
 _enc = msgspec.json.Encoder()

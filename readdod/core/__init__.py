@@ -12,14 +12,12 @@ work on the store and tells what they did after each commit:
 - :mod:`~readdod.core.maintenance`: retention and backups;
 - :mod:`~readdod.core.feeds`: the feeds followed, and how their polls went.
 
-The composition root (:mod:`readdod.daemon`) builds a :class:`Core` and
+The composition root (:mod:`readdod.service.daemon`) builds a :class:`Core` and
 hands each caller the part it needs.
 """
 
 from __future__ import annotations
 
-from readdod.clock import Clock
-from readdod.config import FetchConfig, RetentionConfig, RetryConfig
 from readdod.core.book import LeaseBook, LeaseChunks
 from readdod.core.commands import Commands
 from readdod.core.exporting import Exports
@@ -31,8 +29,10 @@ from readdod.core.runs import RunPolicy
 from readdod.core.todos import TodoTicks
 from readdod.core.unit import Units
 from readdod.core.workers import Workers
-from readdod.events import EventBus
 from readdod.export.writer import Exporter
+from readdod.runtime.clock import Clock
+from readdod.runtime.events import EventBus
+from readdod.settings.config import FetchConfig, RetentionConfig, RetryConfig
 from readdod.store.api import Store
 
 __all__ = [

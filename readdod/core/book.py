@@ -15,19 +15,20 @@ from typing import Any
 
 import msgspec
 
-from readdod import faults, urls
-from readdod.clock import iso
 from readdod.core import runs
 from readdod.core.leases import Lease
 from readdod.core.runs import RunPolicy, fail, next_step, requeue
 from readdod.core.unit import Units, Work, dumps
 from readdod.errors import Spent, StepError
-from readdod.models import CHUNK_ACTIVE, ArtifactMeta, Item
-from readdod.states import Trigger
+from readdod.items import urls
+from readdod.items.models import CHUNK_ACTIVE, ArtifactMeta, Item
+from readdod.items.states import Trigger
+from readdod.runtime import faults
+from readdod.runtime.clock import iso
 from readdod.steps import GATED
 from readdod.store import ArtifactRow, ItemRow
 from readdod.store.api import StepSlot, UnitOfWork
-from readdod.views import item_view
+from readdod.wire.views import item_view
 
 
 def _holds(work: Work, lease: Lease, step: str) -> bool:

@@ -14,10 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod import retry_policy, rubric, states, todos
-from readdod.clock import iso
-from readdod.config import RetryConfig
-from readdod.core import intake
+from readdod.core import intake, retry_policy
 from readdod.core.runs import complete_run, enqueue, shown_run, shown_score
 from readdod.core.unit import Units, Work, dumps
 from readdod.core.workers import Workers
@@ -28,12 +25,15 @@ from readdod.errors import (
     NotFound,
     ValidationFailed,
 )
-from readdod.models import Artifact, ArtifactMeta, CaptureRequest, Item
-from readdod.states import Status, Trigger
-from readdod.steps import NAMES, PAYLOAD_TYPES, WIRE_STEPS, decode_failure, wire_step
+from readdod.items import states, todos
+from readdod.items.models import Artifact, ArtifactMeta, CaptureRequest, Item
+from readdod.items.states import Status, Trigger
+from readdod.runtime.clock import iso
+from readdod.settings.config import RetryConfig
+from readdod.steps import NAMES, PAYLOAD_TYPES, WIRE_STEPS, decode_failure, rubric, wire_step
 from readdod.store import ItemRow
 from readdod.text import controls
-from readdod.views import item_view, shown_view
+from readdod.wire.views import item_view, shown_view
 
 S = Status
 PAUSED_KEY: Final = "paused"
@@ -310,7 +310,7 @@ class Commands:
     ) -> Artifact:
         """Store a person's version of an artifact; it wins over every system version.
 
-        A person's version is checked for structure only (readdod.rubric.validate_user).
+        A person's version is checked for structure only (readdod.steps.rubric.validate_user).
         With ``discard``, their versions of the type are set aside (kept, not
         shown) and the answer is the version now shown.
         """

@@ -15,7 +15,6 @@ import anyio
 import msgspec
 
 from readdod import export as exporting
-from readdod import faults, ids, states
 from readdod.core.runs import failure, shown_run
 from readdod.core.unit import UnitOfWork, Units, Work, dumps, item_row
 from readdod.errors import (
@@ -29,11 +28,13 @@ from readdod.errors import (
 from readdod.export import planner
 from readdod.export.planner import ExportPlan
 from readdod.export.writer import Exporter
-from readdod.models import ExportResult
-from readdod.states import Status, Trigger
+from readdod.items import states
+from readdod.items.models import ExportResult
+from readdod.items.states import Status, Trigger
+from readdod.runtime import faults, ids
 from readdod.steps import decode_failure
 from readdod.store import AttemptRow, ExportRow, ItemRow, RunRow
-from readdod.views import item_view, shown_view
+from readdod.wire.views import item_view, shown_view
 
 S = Status
 

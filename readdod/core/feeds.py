@@ -13,14 +13,15 @@ from typing import Final, TypeVar
 
 import msgspec
 
-from readdod import ids, urls
-from readdod.clock import Clock
 from readdod.core.unit import Units, dumps
 from readdod.errors import IdempotencyConflict, NotFound, ValidationFailed
-from readdod.models import Feed
+from readdod.items import urls
+from readdod.items.models import Feed
+from readdod.runtime import ids
+from readdod.runtime.clock import Clock
 from readdod.store.api import UnitOfWork
 from readdod.store.rows import FeedRow
-from readdod.views import feed_view
+from readdod.wire.views import feed_view
 
 #: The bounds a capture's intent and tags take (a feed's entries are captured with them).
 INTENT_MAX: Final = 2_000

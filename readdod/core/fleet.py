@@ -14,7 +14,7 @@ from typing import Final
 
 from readdod import __version__
 from readdod.core.unit import Units
-from readdod.roster import FleetMember, members
+from readdod.status.roster import FleetMember, members
 from readdod.store.api import NOTICE_MAX_BYTES, UnitOfWork
 from readdod.store.rows import DaemonRow
 

@@ -16,7 +16,6 @@ from typing import Final
 
 import msgspec
 
-from readdod import faults, ids, sniff, urls
 from readdod.core.runs import new_run
 from readdod.core.unit import Work, dumps
 from readdod.errors import (
@@ -25,8 +24,10 @@ from readdod.errors import (
     UnsupportedContent,
     ValidationFailed,
 )
-from readdod.models import PRIORITIES, CaptureOrigin, CaptureRequest, ProvidedDocument
-from readdod.states import Status, Trigger
+from readdod.items import sniff, urls
+from readdod.items.models import PRIORITIES, CaptureOrigin, CaptureRequest, ProvidedDocument
+from readdod.items.states import Status, Trigger
+from readdod.runtime import faults, ids
 from readdod.store import ItemRow
 from readdod.text.controls import single_line
 

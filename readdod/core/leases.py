@@ -15,11 +15,11 @@ from typing import Final, Protocol, TypeVar
 
 import msgspec
 
-from readdod import ids
 from readdod.core.runs import RunPolicy, fail, requeue
 from readdod.core.unit import Note, Units, Work, dumps, transition_note
 from readdod.errors import ErrorCode
-from readdod.states import Status, Trigger
+from readdod.items.states import Status, Trigger
+from readdod.runtime import ids
 from readdod.steps import wire_step
 from readdod.store import ArtifactRow, ItemRow
 

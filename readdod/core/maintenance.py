@@ -16,10 +16,10 @@ from typing import Final
 
 import msgspec
 
-from readdod.clock import iso
-from readdod.config import RetentionConfig
 from readdod.core.unit import Units, Work
-from readdod.logging import get_logger
+from readdod.runtime.clock import iso
+from readdod.runtime.logging import get_logger
+from readdod.settings.config import RetentionConfig
 from readdod.store.rows import BackupResult
 
 log = get_logger("readdod.retention")

@@ -1,7 +1,7 @@
 """The read model: what people and reports see, each read on one snapshot.
 
 Reads never write and never change a status; they turn the store's rows
-into the wire's views (:mod:`readdod.views`).
+into the wire's views (:mod:`readdod.wire.views`).
 """
 
 from __future__ import annotations
@@ -11,18 +11,19 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod import collector, states
 from readdod import export as exporting
-from readdod import health as hc
-from readdod.clock import Clock, iso
 from readdod.core.commands import PAUSED_KEY
 from readdod.core.runs import shown_run
 from readdod.core.todos import ticked, ticked_counts
 from readdod.core.unit import UnitOfWork, Units, item_row
 from readdod.errors import NotFound, ValidationFailed
-from readdod.models import PRIORITIES, Artifact, ArtifactVersion, Item
-from readdod.states import Status
-from readdod.views import (
+from readdod.items import states
+from readdod.items.models import PRIORITIES, Artifact, ArtifactVersion, Item
+from readdod.items.states import Status
+from readdod.runtime import collector
+from readdod.runtime.clock import Clock, iso
+from readdod.status import health as hc
+from readdod.wire.views import (
     artifact_view,
     attempt_view,
     chunk_progress,

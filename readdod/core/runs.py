@@ -12,13 +12,17 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod import ids, retry_policy, rubric, steps, urls
-from readdod.clock import iso
-from readdod.config import RetryConfig
+from readdod import steps
+from readdod.core import retry_policy
 from readdod.core.unit import Work, dumps
 from readdod.errors import ErrorCode, Spent, is_retryable
-from readdod.models import Failure, UserScore, WireStep
-from readdod.states import Status, Trigger
+from readdod.items import urls
+from readdod.items.models import Failure, UserScore, WireStep
+from readdod.items.states import Status, Trigger
+from readdod.runtime import ids
+from readdod.runtime.clock import iso
+from readdod.settings.config import RetryConfig
+from readdod.steps import rubric
 from readdod.store import AttemptRow, ItemRow, RunRow
 
 S = Status

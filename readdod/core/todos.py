@@ -1,7 +1,7 @@
 """Ticking a todo done, or taking the tick back: one unit of work each.
 
 A tick changes no status: it is a person's note on what the item shows,
-kept by the todo's key (:mod:`readdod.todos`), logged as an event and told
+kept by the todo's key (:mod:`readdod.items.todos`), logged as an event and told
 to ``watch`` as ``todo.done`` or ``todo.undone``.
 """
 
@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from readdod import todos as ticks
-from readdod.clock import iso
 from readdod.core.runs import shown_run
 from readdod.core.unit import UnitOfWork, Units, Work, dumps
 from readdod.errors import ErrorCode, InvalidTransition, ValidationFailed
-from readdod.health import TodoCounts
-from readdod.models import Artifact
-from readdod.states import Status, Trigger, refusal_code
+from readdod.items import todos as ticks
+from readdod.items.models import Artifact
+from readdod.items.states import Status, Trigger, refusal_code
+from readdod.runtime.clock import iso
+from readdod.status.health import TodoCounts
 from readdod.store.rows import ArtifactRow
-from readdod.views import item_view, shown_view
+from readdod.wire.views import item_view, shown_view
 
 
 def marks_shown(marks: Mapping[str, int]) -> dict[str, str | None]:

@@ -4,7 +4,7 @@ A core operation is a synchronous function of a :class:`Work`, run by
 :meth:`Units.commit` as one transaction of the store. :class:`Work` wraps
 the store's unit with the moves the state machine allows: every status
 write (a move, a new item's first states, a claim, a lost lease's return)
-goes through a method here, checked against :mod:`readdod.states` with a
+goes through a method here, checked against :mod:`readdod.items.states` with a
 real exception, and leaves its event row and its log line. What a unit has
 to say (log lines, ``watch`` events, wake-ups) is collected as notes and
 told only after the commit, so nothing is announced that did not happen.
@@ -17,11 +17,11 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from readdod.clock import Clock
 from readdod.errors import ErrorCode, InvalidTransition, NotFound
-from readdod.events import EventBus
-from readdod.logging import get_logger
-from readdod.states import Status, Trigger, allowed, refusal_code, require
+from readdod.items.states import Status, Trigger, allowed, refusal_code, require
+from readdod.runtime.clock import Clock
+from readdod.runtime.events import EventBus
+from readdod.runtime.logging import get_logger
 from readdod.store.api import StepSlot, Store, UnitOfWork
 from readdod.store.rows import ItemRow
 

@@ -5,8 +5,8 @@ Engines know nothing of items, leases or runs (DESIGN §10).
 
 from pathlib import Path
 
-from readdod.config import AIConfig
 from readdod.engines.base import Engine
+from readdod.settings.config import AIConfig
 
 
 def make_engine(cfg: AIConfig, state_dir: Path | None = None) -> Engine:

@@ -24,8 +24,8 @@ from typing import Final
 
 import anyio
 
-from readdod.clock import Clock, SystemClock
-from readdod.logging import get_logger
+from readdod.runtime.clock import Clock, SystemClock
+from readdod.runtime.logging import get_logger
 
 log = get_logger("readdod.engines.circuit")
 

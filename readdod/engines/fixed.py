@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio
 
 from readdod.engines.base import NO_HOOKS, EngineInput, EngineOutput, ModelUsage, StepHooks
-from readdod.models import Card, CardSource, RenderSpec, Score, Summary, Todo, Todos
+from readdod.items.models import Card, CardSource, RenderSpec, Score, Summary, Todo, Todos
 from readdod.text import reading_minutes
 
 _TODOS = [

@@ -1,6 +1,6 @@
 """What `readdod eval` checks on one page's outputs. Pure: no I/O.
 
-Schema and rubric come from :func:`readdod.rubric.validate` (the same check the
+Schema and rubric come from :func:`readdod.steps.rubric.validate` (the same check the
 READY gate runs); the quality checks added here are engine-neutral:
 
 - grounding: the tl;dr and the key points are made of the article's words
@@ -17,8 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod import rubric
-from readdod.steps import GATED
+from readdod.steps import GATED, rubric
 from readdod.text.scripts import HANGUL, UNSPACED
 
 #: Minimum share of a tl;dr's (or the key points' mean) tokens that occur in the article.

@@ -12,7 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
-from readdod import faults
+from readdod.runtime import faults
 
 _NO_LINK = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK})
 

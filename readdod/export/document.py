@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from readdod.models import Card, Score, UserCard, UserScore
+from readdod.items.models import Card, Score, UserCard, UserScore
 
 
 class ExportDoc(msgspec.Struct, kw_only=True, frozen=True):

@@ -11,7 +11,7 @@ from typing import Final
 import msgspec
 
 from readdod.export.document import ExportDoc
-from readdod.models import UserCard
+from readdod.items.models import UserCard
 
 TEMPLATE_VERSION: Final = "json.v1"
 EXTENSION: Final = "json"

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 import msgspec
 
 from readdod import export as exporting
-from readdod import todos
-from readdod.clock import iso
 from readdod.export import naming
-from readdod.models import Artifact, UserCard, UserScore
+from readdod.items import todos
+from readdod.items.models import Artifact, UserCard, UserScore
+from readdod.runtime.clock import iso
 from readdod.store.rows import ExportRow, ItemRow
 
 
@@ -29,7 +29,7 @@ class ExportPlan(msgspec.Struct, frozen=True):
     key: str
     done: ExportRow | None
     previous: list[str]
-    #: The keys of the todos a person ticked (readdod.todos.keys).
+    #: The keys of the todos a person ticked (readdod.items.todos.keys).
     ticked: frozenset[str] = frozenset()
 
     @property

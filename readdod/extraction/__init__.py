@@ -1,4 +1,4 @@
-"""Turning a page (URL, HTML or text) into an :class:`~readdod.models.Extraction`.
+"""Turning a page (URL, HTML or text) into an :class:`~readdod.items.models.Extraction`.
 
 Only the pure extractor is exported here so that importing the package never
 pulls in httpx; the fetcher lives in :mod:`readdod.extraction.fetch`.

@@ -2,7 +2,7 @@
 
 Pure: no network, no files, no event loop. The fetcher (:mod:`.fetch`) and
 the ``html``/``text`` capture paths all end here, so one page gives one
-:class:`~readdod.models.Extraction` however it arrived.
+:class:`~readdod.items.models.Extraction` however it arrived.
 
 Every CSS query or Python walk over a whole page costs about a fifth of
 parsing it, so the stages share passes and judge only what they must:
@@ -45,7 +45,7 @@ from readdod.extraction.dom import INVISIBLE_RE, has_invisible, ws
 from readdod.extraction.markdown import join_markdown
 from readdod.extraction.metadata import read_meta
 from readdod.extraction.scan import scan_page
-from readdod.models import Extraction, ProvidedDocument
+from readdod.items.models import Extraction, ProvidedDocument
 from readdod.text.sentences import split_sentences
 from readdod.text.words import latin_length, word_count
 

@@ -2,7 +2,7 @@
 
 Everything that can go wrong on the network becomes an :class:`ExtractionError`
 with a stable code and an honest ``retryable`` flag, so the step can retry
-what is temporary (:func:`extract_url`, through :mod:`readdod.retrying`) and
+what is temporary (:func:`extract_url`, through :mod:`readdod.runtime.retrying`) and
 tell the user about the rest without anyone reading messages.
 
 The limits, and why they are enforced by readdod rather than left to httpx:
@@ -39,9 +39,6 @@ import anyio.to_thread
 import httpx
 import msgspec
 
-from readdod import retrying
-from readdod.clock import SystemClock, iso
-from readdod.config import FetchConfig
 from readdod.errors import ConfigError, ErrorCode, ExtractionError
 from readdod.extraction import mediatypes, refusals
 from readdod.extraction.charsets import decode_body
@@ -50,8 +47,11 @@ from readdod.extraction.extract import extract, extract_text
 from readdod.extraction.guard import AddressGuard, Resolver
 from readdod.extraction.pdf_process import PdfLimits, extract_pdf_isolated
 from readdod.extraction.transport import GuardedTransport, fetch_deadline, timeouts
-from readdod.models import Extraction
-from readdod.retrying import OnRetry, RetryPolicy
+from readdod.items.models import Extraction
+from readdod.runtime import retrying
+from readdod.runtime.clock import SystemClock, iso
+from readdod.runtime.retrying import OnRetry, RetryPolicy
+from readdod.settings.config import FetchConfig
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

@@ -4,7 +4,7 @@ Pure: no I/O. readdod reads HTML, XHTML, plain text and PDF (declared as
 one, or bytes that start like one under a type that says nothing). A declared type that
 says nothing (``application/octet-stream``, none at all) is replaced by what
 the bytes look like; a declared text type is believed unless the bytes are
-binary. Whether bytes are binary is :func:`readdod.sniff.binary_kind`, the
+binary. Whether bytes are binary is :func:`readdod.items.sniff.binary_kind`, the
 same test captured content passes, so a page is refused the same way whether
 readdod fetched it or was handed it.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from readdod import sniff
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.refusals import unsupported
+from readdod.items import sniff
 
 __all__ = ["PDF", "SUPPORTED_TYPES", "check_declared", "page_type", "parse_content_type"]
 

@@ -33,7 +33,7 @@ from pypdf.errors import DependencyError, FileNotDecryptedError
 
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.extract import extract_document
-from readdod.models import Extraction, ProvidedDocument
+from readdod.items.models import Extraction, ProvidedDocument
 
 __all__ = [
     "DEFAULT_MAX_CHARS",

@@ -19,7 +19,7 @@ import msgspec
 
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction import child
-from readdod.models import Extraction
+from readdod.items.models import Extraction
 
 __all__ = [
     "DEFAULT_CPU_S",

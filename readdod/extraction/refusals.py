@@ -16,8 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from readdod import retrying
 from readdod.errors import ErrorCode, ExtractionError
+from readdod.runtime import retrying
 
 __all__ = [
     "ERROR_BODY_BYTES",

@@ -23,8 +23,8 @@ import anyio
 import httpcore
 import httpx
 
-from readdod.config import FetchConfig
 from readdod.extraction.guard import AddressGuard, GuardedBackend
+from readdod.settings.config import FetchConfig
 
 __all__ = ["GuardedTransport", "HostSlots", "fetch_deadline", "timeouts"]
 

@@ -32,13 +32,13 @@ from typing import Any, Final, Protocol
 import anyio
 from anyio.abc import TaskStatus
 
-from readdod.clock import Clock, SystemClock
 from readdod.core.fleet import Fleet
 from readdod.core.unit import Note
 from readdod.errors import ErrorCode, ReaddodError
-from readdod.events import EventSink
 from readdod.fleet.notices import Notice, pack, unpack
-from readdod.logging import get_logger
+from readdod.runtime.clock import Clock, SystemClock
+from readdod.runtime.events import EventSink
+from readdod.runtime.logging import get_logger
 
 log = get_logger("readdod.fleet")
 

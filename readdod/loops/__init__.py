@@ -1,4 +1,4 @@
-"""The daemon's background loops, each built and started by :mod:`readdod.daemon`.
+"""The daemon's background loops, each built and started by :mod:`readdod.service.daemon`.
 
 - :mod:`~readdod.loops.heartbeat`: renews the supervisor's leases, requeues expired ones;
 - :mod:`~readdod.loops.retry`: queues failed items again when their retry is due;

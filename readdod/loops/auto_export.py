@@ -16,8 +16,8 @@ import anyio
 
 from readdod.core import Core
 from readdod.errors import ExportFailed, RequestError
-from readdod.logging import get_logger
-from readdod.states import Trigger
+from readdod.items.states import Trigger
+from readdod.runtime.logging import get_logger
 
 log = get_logger("readdod.export")
 

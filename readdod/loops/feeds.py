@@ -33,8 +33,6 @@ from readdod.capture.feeds import (
     capture_id,
     entry_html,
 )
-from readdod.clock import Clock
-from readdod.config import FeedsConfig
 from readdod.core.commands import Commands
 from readdod.core.feeds import Feeds, Probed, next_poll
 from readdod.errors import (
@@ -48,8 +46,10 @@ from readdod.errors import (
     UnsupportedContent,
 )
 from readdod.extraction.fetch import FeedDocument, FetchClient, fetch_feed
-from readdod.logging import get_logger
-from readdod.models import CaptureOrigin, CaptureRequest
+from readdod.items.models import CaptureOrigin, CaptureRequest
+from readdod.runtime.clock import Clock
+from readdod.runtime.logging import get_logger
+from readdod.settings.config import FeedsConfig
 from readdod.store.rows import FeedRow
 
 log = get_logger("readdod.feeds")

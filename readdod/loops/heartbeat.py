@@ -16,8 +16,8 @@ from anyio.abc import TaskStatus
 
 from readdod.core.leases import Leases
 from readdod.errors import ReaddodError
-from readdod.logging import get_logger
 from readdod.metrics.meter import Meter
+from readdod.runtime.logging import get_logger
 
 log = get_logger("readdod.supervisor")
 

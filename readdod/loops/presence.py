@@ -15,7 +15,7 @@ from anyio.abc import TaskStatus
 
 from readdod.core.fleet import Fleet
 from readdod.errors import ReaddodError
-from readdod.logging import get_logger
+from readdod.runtime.logging import get_logger
 
 log = get_logger("readdod.fleet")
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import anyio
 
-from readdod.config import RetentionConfig
 from readdod.core.maintenance import Maintenance
 from readdod.errors import ReaddodError
-from readdod.logging import get_logger
+from readdod.runtime.logging import get_logger
+from readdod.settings.config import RetentionConfig
 
 log = get_logger("readdod.retention")
 

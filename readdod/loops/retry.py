@@ -12,10 +12,10 @@ from __future__ import annotations
 import anyio
 from anyio.abc import TaskStatus
 
-from readdod.clock import Clock
 from readdod.core.commands import Commands
 from readdod.errors import ReaddodError
-from readdod.logging import get_logger
+from readdod.runtime.clock import Clock
+from readdod.runtime.logging import get_logger
 
 log = get_logger("readdod.scheduler")
 

@@ -33,8 +33,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from readdod import __version__
 from readdod.engines.base import ModelUsage
+from readdod.items.states import Status
 from readdod.metrics.meter import Meter
-from readdod.states import Status
 from readdod.steps import wire_step
 
 Format = Literal["openmetrics", "prometheus"]

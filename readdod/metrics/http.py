@@ -17,8 +17,8 @@ from anyio.abc import ByteStream, SocketListener, TaskGroup, TaskStatus
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from readdod.errors import ConfigError
-from readdod.listen import ListenAddress
-from readdod.logging import get_logger
+from readdod.runtime.logging import get_logger
+from readdod.settings.listen import ListenAddress
 
 log = get_logger("readdod.metrics")
 

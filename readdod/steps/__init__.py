@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod.models import Failure, WireStep
+from readdod.items.models import Failure, WireStep
 from readdod.steps import card, extraction, score, summary, todos
 from readdod.steps.base import Step, StepContext, StepResult
 
@@ -40,7 +40,7 @@ PAYLOAD_TYPES: Final[dict[str, type[msgspec.Struct]]] = {s.name: s.payload for s
 #: Each step by its wire name, from the names readdod uses inside (the runs'
 #: ``current_step``, events, logs). The READY gate is no step of the contract:
 #: a failure there is put on the step that made the rejected artifact when
-#: that is known (:func:`readdod.rubric.gate_fault`), else on the last step,
+#: that is known (:func:`readdod.steps.rubric.gate_fault`), else on the last step,
 #: the one that completes the set the gate judges.
 WIRE_STEPS: Final[dict[str, WireStep]] = {
     **{s.name: s.wire for s in STEPS},

@@ -16,9 +16,9 @@ import msgspec
 
 from readdod import __version__
 from readdod.errors import AIError, ErrorCode, Spent, StepError
-from readdod.models import ArtifactMeta, Extraction, ProvidedDocument, WireStep
-from readdod.retrying import OnRetry
-from readdod.states import Status
+from readdod.items.models import ArtifactMeta, Extraction, ProvidedDocument, WireStep
+from readdod.items.states import Status
+from readdod.runtime.retrying import OnRetry
 
 P = TypeVar("P")
 W = TypeVar("W", contravariant=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Final, Protocol
 
-from readdod.models import Card, Score, Summary, Todos, UserCard
-from readdod.states import Status
+from readdod.items.models import Card, Score, Summary, Todos, UserCard
+from readdod.items.states import Status
 from readdod.steps.base import (
     EngineInput,
     EngineOutput,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any, Final, Protocol
 
 from readdod.extraction.extract import extract_document, extract_text
-from readdod.models import ArtifactMeta, Extraction
-from readdod.retrying import OnRetry
-from readdod.states import Status
+from readdod.items.models import ArtifactMeta, Extraction
+from readdod.items.states import Status
+from readdod.runtime.retrying import OnRetry
 from readdod.steps.base import Step, StepContext, StepResult, no_problems
 
 #: The extraction has no prompt template: its meta names the version of the

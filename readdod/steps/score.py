@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Final, Protocol
 
-from readdod.models import Score, Summary, UserScore
-from readdod.states import Status
+from readdod.items.models import Score, Summary, UserScore
+from readdod.items.states import Status
 from readdod.steps.base import (
     EngineInput,
     EngineOutput,

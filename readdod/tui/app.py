@@ -18,10 +18,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from readdod.clock import Clock, SystemClock
 from readdod.control.client import RpcError
 from readdod.control.protocol import METHOD_NOT_FOUND
 from readdod.errors import ReaddodError
+from readdod.runtime.clock import Clock, SystemClock
 from readdod.tui import editor, operations
 from readdod.tui.capture import CaptureScreen
 from readdod.tui.card import CardScreen

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.text import Text
 
-from readdod.states import FAILED, Status
+from readdod.items.states import FAILED, Status
 
 
 def _whose(art: dict[str, Any] | None) -> str:

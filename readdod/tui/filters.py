@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from readdod.models import PRIORITIES
-from readdod.states import FAILED, Status
+from readdod.items.models import PRIORITIES
+from readdod.items.states import FAILED, Status
 
 #: The status groups the filter key cycles through, in order; None is everything.
 GROUPS: Final[dict[str, tuple[Status, ...] | None]] = {

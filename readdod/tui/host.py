@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from readdod.clock import Clock
+from readdod.runtime.clock import Clock
 from readdod.tui.link import Link
 
 

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from readdod.errors import ReaddodError
-from readdod.states import FAILED, Status
+from readdod.items.states import FAILED, Status
 from readdod.tui import filters, operations, rows
 from readdod.tui.card import CardScreen
 from readdod.tui.host import Host, state_line

@@ -1,7 +1,7 @@
 """What a person may do with an item from the TUI, read off the transition table.
 
 Pure. Every key the TUI offers on an item is one :class:`Operation`; whether it
-is offered is decided from :data:`readdod.states.TRANSITIONS`, so a change to
+is offered is decided from :data:`readdod.items.states.TRANSITIONS`, so a change to
 the state machine changes the keys, and a test holds every user transition to
 having a key.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from readdod.states import FAILED, TRANSITIONS, Status, Trigger, allowed
+from readdod.items.states import FAILED, TRANSITIONS, Status, Trigger, allowed
 
 S = Status
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Final
 
-from readdod.states import FAILED, Status
+from readdod.items.states import FAILED, Status
 from readdod.tui.progress import TOTAL_STEPS, Progress, bar
 
 #: The inbox's columns: (key, heading, width); a width of 0 takes what is left.

@@ -31,7 +31,7 @@ from readdod.engines.local.card import build_card
 from readdod.engines.local.score import NEUTRAL_SCORE, score_text
 from readdod.engines.local.summary import summarize_text
 from readdod.engines.local.todos import detect_genre, plan_todos
-from readdod.models import Card, Score, Summary, Todos
+from readdod.items.models import Card, Score, Summary, Todos
 
 __all__ = [
     "MIN_WORDS",

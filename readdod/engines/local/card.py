@@ -11,7 +11,7 @@ from readdod.engines.local.phrases import ENGLISH, phrases_for
 from readdod.engines.local.score import band
 from readdod.engines.local.summary import fact_points
 from readdod.engines.local.wording import dup_key, normalize_space, trim
-from readdod.models import TL_DR_MAX, Card, CardSource, RenderSpec, Score, Summary, Todos
+from readdod.items.models import TL_DR_MAX, Card, CardSource, RenderSpec, Score, Summary, Todos
 from readdod.text import join_sentences, split_clauses, split_sentences
 
 CARD_TITLE_MAX: Final = 300

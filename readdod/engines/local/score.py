@@ -31,7 +31,7 @@ from readdod.engines.local.intent import (
 )
 from readdod.engines.local.phrases import Noun, Phrases, phrases_for
 from readdod.engines.local.wording import LINE_MAX, dedupe, trim
-from readdod.models import Priority, Recommendation, Score, Summary
+from readdod.items.models import Priority, Recommendation, Score, Summary
 
 
 def _priority(score: int) -> Priority:

@@ -33,7 +33,7 @@ from readdod.engines.local.wording import (
     quote,
     trim,
 )
-from readdod.models import TL_DR_MAX, Summary
+from readdod.items.models import TL_DR_MAX, Summary
 from readdod.text import is_complete, join_sentences, split_clauses
 
 RELEVANCE_MAX: Final = 1_000

@@ -19,7 +19,7 @@ from readdod.engines.local.analysis import TextAnalysis, analyze
 from readdod.engines.local.instructions import find_instructions
 from readdod.engines.local.phrases import ENGLISH, Phrases, phrases_for
 from readdod.engines.local.wording import normalize_space
-from readdod.models import Score, Summary, Todo, TodoKind, Todos
+from readdod.items.models import Score, Summary, Todo, TodoKind, Todos
 from readdod.text import is_complete, split_sentences
 from readdod.text.dates import find_dates
 from readdod.text.words import latin_length

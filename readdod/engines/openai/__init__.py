@@ -4,7 +4,7 @@
 Studio. Each step renders a versioned prompt template (``templates/``,
 chosen by ``ai.profile``), asks for JSON matching the payload's generated
 JSON Schema in the most structured ``response_format`` the server takes
-(:mod:`.formats`), and judges the answer with :mod:`readdod.rubric`. An
+(:mod:`.formats`), and judges the answer with :mod:`readdod.steps.rubric`. An
 invalid answer gets one repair request that tells the model what was wrong
 (an answer cut at ``max_tokens`` is asked again, shorter, instead); a second
 invalid answer fails the step.
@@ -14,7 +14,7 @@ Resilience, from the inside out:
 - the client never retries by itself (``max_retries=0``) and its timeout is
   below readdod's own deadline for the request (``ai.timeout_s``);
 - timeouts, 429 (honouring ``Retry-After``), 5xx and connection errors are
-  retried by :mod:`readdod.retrying`, each retry recorded through the step's
+  retried by :mod:`readdod.runtime.retrying`, each retry recorded through the step's
   ``on_retry`` hook;
 - consecutive connection failures and 5xx open a :class:`CircuitBreaker`;
   while it is open, requests wait for the server instead of failing;
@@ -60,9 +60,6 @@ from typing import Any, Final, TypeVar
 
 import anyio
 
-from readdod import rubric, schemas
-from readdod.clock import Clock
-from readdod.config import AIConfig
 from readdod.engines.base import NO_HOOKS, EngineInput, EngineOutput, ModelUsage, StepHooks
 from readdod.engines.openai.answers import CardText, ChunkNotes, struct_schema
 from readdod.engines.openai.asking import Asker
@@ -90,9 +87,13 @@ from readdod.engines.openai.templates import Template, load_template
 from readdod.engines.openai.transport import CLOSE_S, CompletionClient, display_url
 from readdod.engines.openai.verdict import ScoreJudgement, combine
 from readdod.errors import ConfigError, StepError
-from readdod.logging import add_secret, get_logger
-from readdod.models import Card, Score, Summary, Todos
+from readdod.items.models import Card, Score, Summary, Todos
+from readdod.runtime.clock import Clock
+from readdod.runtime.logging import add_secret, get_logger
+from readdod.settings.config import AIConfig
+from readdod.steps import rubric
 from readdod.text import reading_minutes as reading_minutes  # the reading time of every engine
+from readdod.wire import schemas
 
 __all__ = [
     "ANSWER_TOKENS",

@@ -1,6 +1,6 @@
 """What the model is asked for, and how its answer is judged.
 
-Pure. Artifact payloads are checked by :mod:`readdod.rubric`; the shapes the
+Pure. Artifact payloads are checked by :mod:`readdod.steps.rubric`; the shapes the
 model is asked for beyond them (a chunk's notes, a card's words) by their
 ``msgspec`` types. Problems found become the text of the one repair request.
 
@@ -22,10 +22,10 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 
-from readdod import rubric, schemas
 from readdod.errors import AIError, ErrorCode
-from readdod.models import TL_DR_MAX
-from readdod.steps import PAYLOAD_TYPES
+from readdod.items.models import TL_DR_MAX
+from readdod.steps import PAYLOAD_TYPES, rubric
+from readdod.wire import schemas
 
 T = TypeVar("T")
 

@@ -16,8 +16,6 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from readdod import retrying
-from readdod.config import AnswerTokens
 from readdod.engines.base import EngineInput, StepHooks
 from readdod.engines.openai.answers import judge, model_schema, problem_list, still_invalid
 from readdod.engines.openai.tally import Tally
@@ -25,7 +23,9 @@ from readdod.engines.openai.templates import load_template
 from readdod.engines.openai.transport import CompletionClient, Messages
 from readdod.engines.openai.verdict import Relevance, lead, relevance
 from readdod.errors import AIError
-from readdod.logging import get_logger
+from readdod.runtime import retrying
+from readdod.runtime.logging import get_logger
+from readdod.settings.config import AnswerTokens
 
 log = get_logger("readdod.engines.openai")
 #: The relevance question's answer is one word; its likeliest first tokens are asked for.
@@ -87,7 +87,7 @@ class Asker:
 
         ``material`` is what the prompt is about (the article, a chunk, notes);
         ``computed`` fields are readdod's own and are not asked for; ``mend`` mends an
-        answer's near misses before it is judged (:func:`readdod.rubric.mend_todos`).
+        answer's near misses before it is judged (:func:`readdod.steps.rubric.mend_todos`).
         """
         asked = model_schema(schema, computed or {})
         messages, version = self.messages(

@@ -26,10 +26,10 @@ import httpx
 import msgspec
 import openai
 
-from readdod.config import AIConfig
 from readdod.engines.openai import formats
 from readdod.engines.openai.servers import ServerMemory
 from readdod.engines.openai.transport import display_url
+from readdod.settings.config import AIConfig
 
 #: The tiny JSON every format is asked for.
 _SCHEMA: Final[dict[str, Any]] = {

@@ -12,10 +12,10 @@ from typing import Final, Literal
 
 import openai
 
-from readdod import retrying
-from readdod.config import AIConfig
 from readdod.engines.openai import formats
 from readdod.errors import AIError, ErrorCode
+from readdod.runtime import retrying
+from readdod.settings.config import AIConfig
 
 #: The client gives up this much before readdod's own deadline, so its error is the one seen.
 CLIENT_TIMEOUT_RATIO: Final = 0.9

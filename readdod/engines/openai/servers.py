@@ -18,7 +18,7 @@ from typing import Final
 
 import msgspec
 
-from readdod.logging import get_logger
+from readdod.runtime.logging import get_logger
 
 log = get_logger("readdod.engines.openai")
 

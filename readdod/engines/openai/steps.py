@@ -16,7 +16,6 @@ from typing import Final
 import anyio
 import msgspec
 
-from readdod import retrying, rubric
 from readdod.engines.base import EngineInput, StepHooks
 from readdod.engines.local.phrases import phrases_for
 from readdod.engines.openai.answers import CardText, ChunkNotes, struct_schema
@@ -24,7 +23,9 @@ from readdod.engines.openai.asking import Asker
 from readdod.engines.openai.budget import split_paragraphs
 from readdod.engines.openai.tally import Tally
 from readdod.errors import AIError, ErrorCode, StepError
-from readdod.models import Card, CardSource, RenderSpec, Score, Summary, Todos
+from readdod.items.models import Card, CardSource, RenderSpec, Score, Summary, Todos
+from readdod.runtime import retrying
+from readdod.steps import rubric
 
 #: The longest todo title (``models.Todo.title``).
 TODO_TITLE_MAX: Final = 200
@@ -55,7 +56,7 @@ def digest_values(inp: EngineInput, summary: Summary) -> dict[str, str]:
 
 def own_output_todo(inp: EngineInput, summary: Summary) -> str:
     """readdod's own todo of kind ``output``, in the text's language: a short note on what
-    the text means for the intent (:func:`readdod.rubric.mend_todos` adds it to a model's
+    the text means for the intent (:func:`readdod.steps.rubric.mend_todos` adds it to a model's
     todos that have none)."""
     ph = phrases_for(inp.lang or summary.lang)
     title = ph.note_meaning.format(ref_subj=ph.this_text[1], goal=ph.goal(inp.intent))

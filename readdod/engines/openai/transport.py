@@ -7,7 +7,7 @@ next request waiting; the client never retries by itself; requests in flight
 are bounded per server and model by a limit learned from its answers, up to
 ``ai.concurrency`` (:mod:`.concurrency`), and ``ai.rpm``/``ai.tpm`` bound
 requests and tokens per minute; the :class:`CircuitBreaker` parks requests
-while the server is down; and :mod:`readdod.retrying` retries what a retry
+while the server is down; and :mod:`readdod.runtime.retrying` retries what a retry
 may fix, each retry recorded through the step's hooks.
 
 A stream cut short (llama-cpp-python ends a running stream when the next
@@ -38,9 +38,6 @@ from openai import AsyncOpenAI
 from openai.types import CompletionUsage
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
-from readdod import retrying
-from readdod.clock import Clock
-from readdod.config import AIConfig
 from readdod.engines.base import ModelUsage, StepHooks, StepStopped
 from readdod.engines.circuit import CircuitBreaker, State
 from readdod.engines.openai import formats
@@ -51,7 +48,10 @@ from readdod.engines.openai.limits import RateLimiter
 from readdod.engines.openai.servers import ServerMemory
 from readdod.engines.openai.tally import Tally
 from readdod.errors import AIError, ErrorCode, Spent
-from readdod.logging import get_logger
+from readdod.runtime import retrying
+from readdod.runtime.clock import Clock
+from readdod.runtime.logging import get_logger
+from readdod.settings.config import AIConfig
 
 log = get_logger("readdod.engines.openai")
 

@@ -31,7 +31,7 @@ from typing import Annotated, Final, Literal
 
 import msgspec
 
-from readdod.models import Priority, Recommendation, Score
+from readdod.items.models import Priority, Recommendation, Score
 from readdod.text import is_unspaced
 
 Judgement = Literal["yes", "partly", "no"]

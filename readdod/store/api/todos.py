@@ -6,7 +6,7 @@ from typing import Protocol
 
 
 class TodoQueries(Protocol):
-    """A person's ticks, one per item and todo key (:func:`readdod.todos.keys`).
+    """A person's ticks, one per item and todo key (:func:`readdod.items.todos.keys`).
 
     A tick outlives the card it was made on: a later card showing a todo of
     the same key shows it ticked.

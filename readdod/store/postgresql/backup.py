@@ -24,9 +24,9 @@ import anyio
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from readdod.dsn import REDACTED, SECRET_PARAMS
 from readdod.errors import BackupUnsupported, ValidationFailed
-from readdod.logging import scrub_text
+from readdod.runtime.dsn import REDACTED, SECRET_PARAMS
+from readdod.runtime.logging import scrub_text
 from readdod.store.rows import BackupResult
 
 #: The service a private service file names when a secret has no variable of its own.

@@ -62,7 +62,6 @@ import psycopg_pool
 import stamina
 import stamina.instrumentation
 
-from readdod.dsn import redact
 from readdod.errors import (
     InternalError,
     ShuttingDown,
@@ -70,7 +69,8 @@ from readdod.errors import (
     StoreBusy,
     StoreWriteFailed,
 )
-from readdod.logging import get_logger
+from readdod.runtime.dsn import redact
+from readdod.runtime.logging import get_logger
 from readdod.store.api import NOTICE_MAX_BYTES, StepSlot
 from readdod.store.postgresql import notifications
 from readdod.store.postgresql.backup import dump_database
@@ -82,7 +82,7 @@ T = TypeVar("T")
 log = get_logger("readdod.store")
 
 # The store logs an outage itself (store.unavailable); stamina's default hooks would add
-# an undocumented line per retry (as readdod.retrying says for in-step retries).
+# an undocumented line per retry (as readdod.runtime.retrying says for in-step retries).
 stamina.instrumentation.set_on_retry_hooks([])
 
 #: Connections a daemon keeps by default: enough for its actors' commits, reads and loops.

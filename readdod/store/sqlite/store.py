@@ -55,7 +55,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 
 from readdod.errors import InternalError, ShuttingDown, StoreBusy, StoreWriteFailed
-from readdod.logging import get_logger
+from readdod.runtime.logging import get_logger
 from readdod.store import channel as channels
 from readdod.store.api import NOTICE_MAX_BYTES, StepSlot
 from readdod.store.rows import BackupResult, StoreCounters

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from readdod import logging as log
+from readdod.runtime import logging as log
 
 CRASH_EXIT_CODE = 86
 

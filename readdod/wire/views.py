@@ -11,9 +11,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from readdod import cards
-from readdod.clock import iso
-from readdod.models import (
+from readdod.items import cards
+from readdod.items.models import (
     CHUNK_ACTIVE,
     Artifact,
     ArtifactMeta,
@@ -26,7 +25,8 @@ from readdod.models import (
     Item,
     Run,
 )
-from readdod.states import Status
+from readdod.items.states import Status
+from readdod.runtime.clock import iso
 from readdod.steps import NAMES, decode_failure, wire_step
 from readdod.store.rows import (
     ArtifactRow,
@@ -82,7 +82,7 @@ def artifact_view(row: ArtifactRow) -> Artifact:
 
 def shown_view(rows: dict[str, ArtifactRow]) -> dict[str, Artifact]:
     """What an item shows, by type; the card composed from the shown summary, score
-    and todos (:mod:`readdod.cards`), so a person's edit of any of them is on it."""
+    and todos (:mod:`readdod.items.cards`), so a person's edit of any of them is on it."""
     out = {kind: artifact_view(row) for kind, row in sorted(rows.items())}
     card = out.get("card")
     if card is None:

@@ -1,4 +1,5 @@
-"""JSON Schemas of the artifact payloads and of the item, generated from :mod:`readdod.models`.
+"""JSON Schemas of the artifact payloads and of the item, generated from
+:mod:`readdod.items.models`.
 
 The Structs are the source of truth; ``schemas/<type>.schema.json`` is their
 published form (for model servers' structured output and for other tools),
@@ -16,7 +17,7 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod.models import Item
+from readdod.items.models import Item
 from readdod.steps import PAYLOAD_TYPES
 
 DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
@@ -78,5 +79,7 @@ def check_dir(out_dir: Path) -> list[str]:
             problems.append(f"{path} is missing")
             continue
         if text != render(step):
-            problems.append(f"{path} differs from readdod.models.{SCHEMA_TYPES[step].__name__}")
+            problems.append(
+                f"{path} differs from readdod.items.models.{SCHEMA_TYPES[step].__name__}"
+            )
     return problems

@@ -14,11 +14,11 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-from readdod import listen as address
-from readdod.dsn import redact as redact_dsn
 from readdod.errors import ConfigError
 from readdod.export import naming
-from readdod.logging import scrub_text
+from readdod.runtime.dsn import redact as redact_dsn
+from readdod.runtime.logging import scrub_text
+from readdod.settings import listen as address
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 Seconds = Annotated[float, msgspec.Meta(gt=0)]

@@ -1,6 +1,6 @@
 """The quality rubric for AI artifacts (seed 000 §7, 001 §4, 003).
 
-Pure: no I/O. Struct constraints in :mod:`readdod.models` already bound
+Pure: no I/O. Struct constraints in :mod:`readdod.items.models` already bound
 lengths, counts and ranges (tl_dr <= 280 chars, key points 3-7, reasons >= 3,
 todos 3-7, a render_spec with sections); each step declares what a type cannot
 say (nothing blank, nothing repeated, a todo of kind ``output``) as its
@@ -19,7 +19,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from readdod import steps
-from readdod.models import (
+from readdod.items.models import (
     Todo,
     TodoKind,
     Todos,

@@ -1,7 +1,7 @@
 """Every stored or wire payload, as msgspec Structs.
 
 Pure: no I/O. Artifact payloads carry their constraints (lengths, ranges,
-enums) so that decoding *is* validation; :mod:`readdod.rubric` adds the
+enums) so that decoding *is* validation; :mod:`readdod.steps.rubric` adds the
 checks a type cannot express.
 """
 
@@ -11,7 +11,7 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-from readdod.states import Status
+from readdod.items.states import Status
 
 Priority = Literal["P0", "P1", "P2", "P3"]
 TodoKind = Literal["output", "action", "learn", "read"]

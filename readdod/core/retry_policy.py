@@ -1,6 +1,6 @@
 """Retries across runs (DESIGN §5.2): when a failed item is queued again.
 
-Pure: no I/O. The in-step retries (:mod:`readdod.retrying`) deal with a
+Pure: no I/O. The in-step retries (:mod:`readdod.runtime.retrying`) deal with a
 hiccup within seconds; this policy deals with what outlasts a run, the
 Cecelia table: a network failure is retried 3 times at 30 s, 60 s, 120 s, a
 timeout once after 5 minutes, a rate limit when the provider says, a
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from readdod.config import RetryConfig, RetryRule
 from readdod.errors import ErrorCode
+from readdod.settings.config import RetryConfig, RetryRule
 
 FailureClass = Literal["network", "timeout", "rate_limit", "provider", "schema", "worker_lost"]
 

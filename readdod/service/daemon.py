@@ -24,11 +24,7 @@ from typing import IO, NamedTuple
 import anyio
 from anyio.abc import SocketListener, TaskStatus
 
-from readdod import __version__, collector, config, dsn, systemd
-from readdod import listen as metrics_address
-from readdod import logging as rlog
-from readdod.clock import Clock, SystemClock
-from readdod.config import Config
+from readdod import __version__
 from readdod.control.security import prepare_socket_dir, secure_socket_file
 from readdod.control.server import ControlServer
 from readdod.core import Core
@@ -38,7 +34,6 @@ from readdod.errors import ConfigError, InstanceLocked, ReaddodError
 from readdod.export.writer import Exporter
 from readdod.extraction.fetch import FetchClient, make_client
 from readdod.fleet.relay import Relay
-from readdod.logging import get_logger
 from readdod.loops import retention
 from readdod.loops.auto_export import AutoExporter
 from readdod.loops.feeds import FeedPoller
@@ -48,10 +43,18 @@ from readdod.loops.retry import RetryScheduler
 from readdod.metrics import http as metrics_http
 from readdod.metrics.exposition import DaemonCollector, Metrics
 from readdod.metrics.meter import Meter
-from readdod.pipeline import Pipeline
+from readdod.processing.pipeline import Pipeline
+from readdod.processing.supervisor import Supervisor, worker_id
+from readdod.runtime import collector, dsn
+from readdod.runtime import logging as rlog
+from readdod.runtime.clock import Clock, SystemClock
+from readdod.runtime.logging import get_logger
+from readdod.service import systemd
+from readdod.settings import config
+from readdod.settings import listen as metrics_address
+from readdod.settings.config import Config
 from readdod.store import SqliteStore
 from readdod.store import api as store_api
-from readdod.supervisor import Supervisor, worker_id
 
 log = get_logger("readdod.daemon")
 

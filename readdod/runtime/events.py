@@ -15,7 +15,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from readdod.clock import Clock, SystemClock, iso
+from readdod.runtime.clock import Clock, SystemClock, iso
 
 DROPPED: Final = "watch.dropped"
 

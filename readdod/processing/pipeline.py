@@ -14,12 +14,12 @@ from typing import Any
 import anyio
 import msgspec
 
-from readdod.config import FetchConfig
 from readdod.engines.base import Engine
 from readdod.extraction import extract
 from readdod.extraction.fetch import FetchClient, extract_url
-from readdod.models import Extraction
-from readdod.retrying import OnRetry
+from readdod.items.models import Extraction
+from readdod.runtime.retrying import OnRetry
+from readdod.settings.config import FetchConfig
 from readdod.steps import PAYLOAD_TYPES, Step, StepContext, StepResult
 
 

@@ -12,10 +12,10 @@ from typing import Final, Literal
 
 import msgspec
 
-from readdod.collector import Collector
-from readdod.config import DaemonConfig
-from readdod.models import Feed
-from readdod.roster import FleetMember
+from readdod.items.models import Feed
+from readdod.runtime.collector import Collector
+from readdod.settings.config import DaemonConfig
+from readdod.status.roster import FleetMember
 from readdod.store.rows import StoreCounters
 
 Level = Literal["ok", "degraded", "unhealthy"]

@@ -6,7 +6,7 @@ from typing import Final
 
 import msgspec
 
-from readdod.clock import iso
+from readdod.runtime.clock import iso
 from readdod.store.rows import DaemonRow
 
 #: Missed heartbeats after which a daemon counts as gone (it beats every lease TTL / 3).

@@ -18,15 +18,15 @@ from typing import Any
 import anyio
 import msgspec
 
-from readdod import faults
 from readdod.core.book import LeaseBook
 from readdod.core.intake import document_of
 from readdod.core.leases import Claimed
 from readdod.engines.base import StepHooks, StepStopped
 from readdod.errors import ErrorCode, ShuttingDown, StepError, StoreBusy, StoreWriteFailed
-from readdod.events import EventSink
-from readdod.logging import get_logger
-from readdod.pipeline import Pipeline, decode_payload
+from readdod.processing.pipeline import Pipeline, decode_payload
+from readdod.runtime import faults
+from readdod.runtime.events import EventSink
+from readdod.runtime.logging import get_logger
 from readdod.steps import STEPS, StepContext
 from readdod.steps.base import Source
 

@@ -27,14 +27,14 @@ from typing import TypeVar
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from readdod import actor
 from readdod.core.book import LeaseBook
 from readdod.core.leases import Claimed, Leases
 from readdod.core.unit import Work
 from readdod.errors import ReaddodError
-from readdod.events import EventSink
-from readdod.logging import get_logger
-from readdod.pipeline import Pipeline
+from readdod.processing import actor
+from readdod.processing.pipeline import Pipeline
+from readdod.runtime.events import EventSink
+from readdod.runtime.logging import get_logger
 
 log = get_logger("readdod.supervisor")
 T = TypeVar("T")

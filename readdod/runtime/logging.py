@@ -22,9 +22,9 @@ from typing import Any, ClassVar, TextIO
 import msgspec
 import structlog
 
-from readdod.clock import utc_second
-from readdod.dsn import SECRET_PARAMS
-from readdod.dsn import redact as redact_dsn
+from readdod.runtime.clock import utc_second
+from readdod.runtime.dsn import SECRET_PARAMS
+from readdod.runtime.dsn import redact as redact_dsn
 
 _encoder = msgspec.json.Encoder()
 REDACTED = "[redacted]"
@@ -32,7 +32,7 @@ REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(
     r"(^|_)(api_?key|token|password|passwd|secret|credentials?|authorization|cookie)($|_)", re.I
 )
-#: libpq's secret parameters as one alternation (readdod.dsn keeps the list).
+#: libpq's secret parameters as one alternation (readdod.runtime.dsn keeps the list).
 _LIBPQ_SECRETS = "|".join(sorted(SECRET_PARAMS, key=len, reverse=True))
 _SECRET_PATTERNS = [
     # user:password@ in URLs, up to the last @ of the authority (``app:p@ss@host``)
@@ -114,7 +114,7 @@ def _scrub_text(text: str) -> str:
     if not _maybe_secret(text):
         return text
     if "postgres" in text.lower():
-        # A PostgreSQL URI as readdod.dsn reads it (percent-encoded names, a raw @).
+        # A PostgreSQL URI as readdod.runtime.dsn reads it (percent-encoded names, a raw @).
         text = _PG_URI.sub(lambda m: redact_dsn(m[0]), text)
     for pattern, repl in _SECRET_PATTERNS:
         text = pattern.sub(repl, text)

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import msgspec
 
-from readdod.models import Artifact
+from readdod.items.models import Artifact
 
 #: Hex digits of the text's SHA-256 a key keeps: collisions among one card's todos are moot.
 KEY_HEX: Final = 16

@@ -1,0 +1,2 @@
+"""Claiming queued items and running each through the pipeline's steps under its
+lease."""

@@ -1,0 +1,1 @@
+"""The service: the composition root and its place under systemd."""

@@ -1,0 +1,1 @@
+"""How the daemon and its fleet are doing: health judged against limits, who is alive."""
