@@ -37,17 +37,22 @@ _CHROME_ROLES: Final = frozenset(
 )
 
 # --- class/id vocabulary -----------------------------------------------------
-# Token-bounded so that "header" or "shadow" never reads as "ad".
-_NEGATIVE_RE: Final = re.compile(
-    r"(?:^|[\s_-])(?:ads?|advert\w*|banner|combx|comment\w*|com|contact|footer|footnote"
+_NEGATIVE_WORDS: Final = (
+    r"ads?|advert\w*|banner|combx|comment\w*|com|contact|footer|footnote"
     r"|masthead|media|meta|nav\w*|newsletter|outbrain|promo\w*|related|scroll|share\w*"
     r"|shoutbox|sidebar|skyscraper|sponsor\w*|shopping|social|subscribe\w*|tags?|tool\w*"
-    r"|widget\w*|teaser\w*|recirc\w*|trending|popular|most)(?=$|[\s_-])",
-    re.IGNORECASE,
+    r"|widget\w*|teaser\w*|recirc\w*|trending|popular|most"
 )
-_POSITIVE_RE: Final = re.compile(
-    r"article|body|content|entry|hentry|h-entry|main|page|post|text|blog|story", re.IGNORECASE
-)
+_POSITIVE_WORDS: Final = r"article|body|content|entry|hentry|h-entry|main|page|post|text|blog|story"
+# Token-bounded so that "header" or "shadow" never reads as "ad".
+_NEGATIVE_RE: Final = re.compile(rf"(?:^|[\s_-])(?:{_NEGATIVE_WORDS})(?=$|[\s_-])", re.IGNORECASE)
+_POSITIVE_RE: Final = re.compile(_POSITIVE_WORDS, re.IGNORECASE)
+# The same, for an ASCII name once lowercased: a case-sensitive pattern that
+# opens with its words lets the regex engine skip to where a word can start,
+# where IGNORECASE tries every alternative at every character (a few times
+# faster; other scripts keep the patterns above, whose case folding differs).
+_NEGATIVE_LOW_RE: Final = re.compile(rf"(?<![^\s_-])(?:{_NEGATIVE_WORDS})(?![^\s_-])")
+_POSITIVE_LOW_RE: Final = re.compile(_POSITIVE_WORDS)
 # Class/id words, matched per token ("header" or "shadow" never reads as "ad");
 # a prefix matches its derivations (comment, comments, commentlist).
 _UNLIKELY_WORDS: Final = frozenset(
@@ -126,7 +131,7 @@ def _names(names: str, cache: dict[str, int]) -> int:
     if verdict:
         if verdict & _UNLIKELY and _MAYBE_RE.search(low):
             verdict &= ~_UNLIKELY
-        if verdict & _JUNK and _POSITIVE_RE.search(low):
+        if verdict & _JUNK and _is_positive(low):
             verdict &= ~_JUNK
     cache[names] = verdict
     return verdict
@@ -266,11 +271,23 @@ def class_weight(node: Node) -> float:
     for value in (attrs.get("class"), attrs.get("id")):
         if not value:
             continue
-        if _NEGATIVE_RE.search(value):
+        if _is_negative(value):
             weight -= 25
-        if _POSITIVE_RE.search(value):
+        if _is_positive(value):
             weight += 25
     return weight
+
+
+def _is_negative(value: str) -> bool:
+    if value.isascii():
+        return _NEGATIVE_LOW_RE.search(value.lower()) is not None
+    return _NEGATIVE_RE.search(value) is not None
+
+
+def _is_positive(value: str) -> bool:
+    if value.isascii():
+        return _POSITIVE_LOW_RE.search(value.lower()) is not None
+    return _POSITIVE_RE.search(value) is not None
 
 
 def prune(container: Node, judge: Boilerplate) -> None:

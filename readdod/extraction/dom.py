@@ -50,9 +50,20 @@ def node_text_len(node: Node) -> int:
 
 
 def nonspace_len(text: str) -> int:
-    """Length without the usual whitespace (counting beats splitting on long texts)."""
-    chars = len(text) - text.count(" ") - text.count("\n") - text.count("\t") - text.count("\r")
-    return chars if text.isascii() else chars - text.count("\xa0")
+    """Length without the usual whitespace (counting beats splitting on long texts).
+
+    ``str.count`` visits every character, ``in`` skips ahead with ``memchr``:
+    the rarer characters are counted only when they are there (a carriage
+    return never is after parsing, a tab or no-break space seldom).
+    """
+    chars = len(text) - text.count(" ") - text.count("\n")
+    if "\t" in text:
+        chars -= text.count("\t")
+    if "\r" in text:
+        chars -= text.count("\r")
+    if not text.isascii() and "\xa0" in text:
+        chars -= text.count("\xa0")
+    return chars
 
 
 def link_density(node: Node, total: int = -1) -> float:
