@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from readdod.demo import SamplePage, sample_pages
 from readdod.errors import ErrorCode, ExtractionError
@@ -612,3 +614,28 @@ def test_decode_body_fallbacks() -> None:
     assert decode_body(b"\xef\xbb\xbfhi", "latin-1") == "hi"
     assert decode_body(b"caf\xe9", "no-such-charset") == "café"  # unknown label: detected
     assert decode_body(b"<meta charset=latin1>caf\xe9", None).endswith("café")
+
+
+# --- class and id names: the lowercased fast path agrees with the patterns -------------
+
+_NAME_PARTS = st.sampled_from(
+    [
+        *("ad", "ads", "advertisement", "banner", "comment", "comments", "footer", "nav"),
+        *("navbar", "sidebar", "share", "tags", "most", "media", "Article", "BODY", "main"),
+        *("content", "h-entry", "post", "header", "shadow", "admin", "shadows", "Kelvin"),
+        *("ſ", "ı", "\u212a", "x", "1"),
+    ]
+)
+_SEPARATORS = st.sampled_from(["", " ", "-", "_", "\t", "  ", ":", "."])
+
+
+@given(st.lists(st.tuples(_SEPARATORS, _NAME_PARTS, st.booleans()), max_size=6))
+def test_class_names_match_alike_on_the_fast_path_and_the_patterns(
+    parts: list[tuple[str, str, bool]],
+) -> None:
+    """A class or id is judged by the same words however it is spelled in case."""
+    from readdod.extraction import boilerplate as bp
+
+    value = "".join(sep + (word.upper() if up else word) for sep, word, up in parts)
+    assert bp._is_negative(value) == (bp._NEGATIVE_RE.search(value) is not None)
+    assert bp._is_positive(value) == (bp._POSITIVE_RE.search(value) is not None)
