@@ -102,6 +102,11 @@ class VectorSearch:
 _SEARCH = VectorSearch()
 
 
+def _columns(rows: Sequence[Any], *names: str) -> list[list[Any]]:
+    """Rows as one list per column, for ``unnest``."""
+    return [[getattr(row, name) for row in rows] for name in names]
+
+
 def held_statements(held: HeldRows) -> list[tuple[str, list[Any]]]:
     """The held rows as statements (SQL, one array per column), forgotten."""
     out: list[tuple[str, list[Any]]] = []
@@ -109,38 +114,38 @@ def held_statements(held: HeldRows) -> list[tuple[str, list[Any]]]:
         sets = ", ".join(f"{column} = %s" for column in fields)
         out.append((f"UPDATE runs SET {sets} WHERE run_id = %s", [*fields.values(), run_id]))
     if held.artifacts:
-        arts = held.artifacts
         out.append(
             (
                 INSERT_ARTIFACTS,
-                [
-                    [a.item_id for a in arts],
-                    [a.artifact_type for a in arts],
-                    [a.version for a in arts],
-                    [a.run_id for a in arts],
-                    [a.payload for a in arts],
-                    [a.meta for a in arts],
-                    [a.created_at for a in arts],
-                ],
+                _columns(
+                    held.artifacts,
+                    "item_id",
+                    "artifact_type",
+                    "version",
+                    "run_id",
+                    "payload",
+                    "meta",
+                    "created_at",
+                ),
             )
         )
     if held.steps:
         out.append((SET_STEPS, [list(held.steps), list(held.steps.values())]))
     if held.events:
-        evs = held.events
         out.append(
             (
                 INSERT_EVENTS,
-                [
-                    [e.at for e in evs],
-                    [e.item_id for e in evs],
-                    [e.run_id for e in evs],
-                    [e.kind for e in evs],
-                    [e.from_status for e in evs],
-                    [e.to_status for e in evs],
-                    [e.trigger for e in evs],
-                    [e.detail for e in evs],
-                ],
+                _columns(
+                    held.events,
+                    "at",
+                    "item_id",
+                    "run_id",
+                    "kind",
+                    "from_status",
+                    "to_status",
+                    "trigger",
+                    "detail",
+                ),
             )
         )
     if held.settles:
