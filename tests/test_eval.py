@@ -110,6 +110,11 @@ def test_engine_comes_from_the_config(capsys: pytest.CaptureFixture[str], tmp_pa
     problems = [p for page in report["pages"] for p in page["problems"]]
     assert any("not from the text" in p for p in problems)
     assert any("not above the unrelated intent" in p for p in problems)
+    # With --progress each page's problems follow its line on stderr, as they come.
+    cli.main(["eval", "--config", str(path), "--json", "--no-pairs", "--progress"])
+    err = capsys.readouterr().err
+    assert err.count("\n    - ") == len(problems)
+    assert any(x.startswith("    - ") and "not from the text" in x for x in err.split("\n"))
 
 
 def test_openai_engine_passes_the_golden_set_against_a_fake_server(

@@ -384,7 +384,7 @@ def _progress_line(
     return (
         f"readdod eval: {done}/{total} {name}: match {_num(match, 'd')},"
         f" unrelated {_num(unrelated, 'd')}, {verdict} ({took:.0f} s)"
-    )
+    ) + "".join(f"\n    - {p}" for p in problems)
 
 
 async def close_engine(engine: Engine) -> None:
