@@ -288,18 +288,8 @@ def fleet_check(report: Report, fleet: Sequence[FleetMember]) -> Report:
         " database; the other daemons take its items as their leases run out"
         for m in silent
     ]
-    check = Check(
-        status="degraded" if silent else "ok",
-        value=len(silent),
-        reason="; ".join(reasons) if reasons else None,
-    )
-    status = report.status if _RANK[report.status] >= _RANK[check.status] else check.status
     return msgspec.structs.replace(
-        report,
-        status=status,
-        reasons=[*report.reasons, *reasons],
-        checks={**report.checks, "silent_daemons": check},
-        fleet=list(fleet),
+        _with_degraded(report, "silent_daemons", reasons), fleet=list(fleet)
     )
 
 
@@ -311,9 +301,14 @@ def feeds_check(report: Report, failing: Sequence[Feed], threshold: int) -> Repo
         f" {f.last_error}); it is polled again at {f.next_poll_at} (`readdod feed ls`)"
         for f in failing
     ]
+    return _with_degraded(report, "failing_feeds", reasons)
+
+
+def _with_degraded(report: Report, name: str, reasons: list[str]) -> Report:
+    """``report`` with one more check, degraded by each of ``reasons`` (ok without any)."""
     check = Check(
-        status="degraded" if failing else "ok",
-        value=len(failing),
+        status="degraded" if reasons else "ok",
+        value=len(reasons),
         reason="; ".join(reasons) if reasons else None,
     )
     status = report.status if _RANK[report.status] >= _RANK[check.status] else check.status
@@ -321,5 +316,5 @@ def feeds_check(report: Report, failing: Sequence[Feed], threshold: int) -> Repo
         report,
         status=status,
         reasons=[*report.reasons, *reasons],
-        checks={**report.checks, "failing_feeds": check},
+        checks={**report.checks, name: check},
     )
