@@ -71,6 +71,14 @@ async def test_the_inbox_lists_updates_live_and_opens_cards(daemon: DaemonProc) 
         fresh = daemon.call("capture", {"text": "A new thing to read. " * 40, "intent": "see it"})
         new_id = fresh["item"]["id"]
         await until(pilot, lambda: new_id in inbox(app).items, "the capture to appear")
+        # The daemon's pace is not under test, and a loaded machine slows it: once the
+        # daemon has the item READY, the inbox has the usual bound to show it.
+        await until(
+            pilot,
+            lambda: daemon.call("get", {"id": new_id})["item"]["status"] == "READY",
+            "the daemon to make it READY",
+            timeout=180,
+        )
         await until(pilot, lambda: inbox(app).items[new_id]["status"] == "READY", "it to settle")
         await until(pilot, lambda: inbox(app).shown[new_id][0] == "ready", "its row to say so")
 
