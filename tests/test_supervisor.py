@@ -57,8 +57,12 @@ async def test_an_actor_that_loses_its_lease_stops_without_writing(rig: Rig) -> 
     item_id = await _capture(rig.orch)
     with anyio.fail_after(10):
         await rig.engine.entered.wait()
-    with sqlite3.connect(rig.path) as db:  # another worker takes the item over
-        db.execute("UPDATE items SET lease_owner = 'thief' WHERE id = ?", (item_id,))
+    with sqlite3.connect(rig.path) as db:  # another worker takes the item over, for long
+        db.execute(
+            "UPDATE items SET lease_owner = 'thief', lease_expires_at = lease_expires_at + ?"
+            " WHERE id = ?",
+            (3_600_000, item_id),
+        )
     with anyio.fail_after(10):
         await rig.sup.wait_idle()  # the heartbeat noticed and cancelled the actor
     rig.engine.gate.set()
