@@ -208,7 +208,7 @@ async def test_every_request_carries_max_tokens_and_a_cut_answer_is_not_sent_bac
         assert [m["role"] for m in again] == ["system", "user"]
         assert again[1]["content"].startswith(cut[1]["content"])
         assert "cut off after 500 tokens" in again[1]["content"]
-        assert out.template_version == "summary.v2+truncated.v1"
+        assert out.template_version == "summary.v3+truncated.v1"
 
 
 async def test_answers_always_cut_fail_naming_the_setting_to_raise() -> None:
@@ -258,7 +258,7 @@ async def test_a_context_overflow_splits_the_text_again_and_remembers_the_contex
         first = fake.steps()[0]["body"]
         assert first["stream"] is True  # the whole text, refused
         # Asked whole, refused; then in chunks that fit, and their notes reduced.
-        assert out.template_version == "summary.v2+summary_chunk.v2+summary_reduce.v2"
+        assert out.template_version == "summary.v3+summary_chunk.v2+summary_reduce.v3"
         assert eng.context_of("m") == 2_000
         learned = json.loads((tmp_path / "model-servers.json").read_text())
         assert learned[f"{fake.base_url} m"]["context_tokens"] == 2_000

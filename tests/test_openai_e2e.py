@@ -104,7 +104,7 @@ def test_items_become_ready_with_provenance_and_the_key_stays_secret(
     summary = arts["summary"]
     assert summary["meta"]["engine"] == "openai"
     assert summary["meta"]["model"] == "fake-small"
-    assert summary["meta"]["template_version"] == "summary.research.v2"
+    assert summary["meta"]["template_version"] == "summary.research.v3"
     assert summary["meta"]["prompt_tokens"] > 0 and summary["meta"]["completion_tokens"] > 0
     assert summary["meta"]["latency_ms"] >= 0
     assert arts["card"]["meta"]["model"] == "fake-tiny"
@@ -161,7 +161,7 @@ def test_every_kind_of_server_trouble_ends_in_the_right_state(
     assert 'failed (HTTP 500): "the model crashed"' in crashed["message"]
     # The repaired item's summary records the repair; 429s waited what Retry-After said.
     repaired = d.call("get", {"id": ids["fake:invalidx1@summary#f"]})["artifacts"]["summary"]
-    assert repaired["meta"]["template_version"] == "summary.v2+repair.v1"
+    assert repaired["meta"]["template_version"] == "summary.v3+repair.v1"
     assert repaired["meta"]["attempts"] == 2
     waits = [
         e["delay_s"]
@@ -272,7 +272,7 @@ def test_a_long_text_is_summarised_in_chunks_and_a_retry_redoes_only_the_failed_
     assert got["chunks"]["summary"]["done"] == total
     assert _chunk_requests(fake) - before == total - progress["done"]
     assert got["artifacts"]["summary"]["meta"]["template_version"] == (
-        "summary_chunk.v2+summary_reduce.v2"
+        "summary_chunk.v2+summary_reduce.v3"
     )
     shown = subprocess.run(
         [sys.executable, "-m", "readdod", "show", item, "--socket", str(d.sock)],

@@ -130,8 +130,8 @@ async def test_a_held_back_request_names_its_limit_and_gives_up_when_told() -> N
 
 
 def test_templates_are_versioned_and_profiles_fall_back_to_default() -> None:
-    assert oa.load_template("summary", "default").version == "summary.v2"
-    assert oa.load_template("summary", "research").version == "summary.research.v2"
+    assert oa.load_template("summary", "default").version == "summary.v3"
+    assert oa.load_template("summary", "research").version == "summary.research.v3"
     assert oa.load_template("card", "research").version == "card.v2"
     with pytest.raises(ConfigError):
         oa.load_template("nonexistent", "default")
@@ -202,7 +202,7 @@ async def test_summary_maps_chunks_and_reuses_the_done_ones(fake: FakeOpenAI) ->
         assert len(fake.steps()) == sent + 1
     finally:
         await eng.aclose()
-    assert first.template_version == "summary_chunk.v2+summary_reduce.v2"
+    assert first.template_version == "summary_chunk.v2+summary_reduce.v3"
     assert first.attempts == total + 1
     assert first.payload.reading_time_min == oa.reading_minutes(text)
 
@@ -224,3 +224,30 @@ async def test_no_more_requests_in_flight_than_ai_concurrency() -> None:
             await eng.aclose()
         assert len(fake.steps()) == 5
         assert fake.max_in_flight == 2
+
+
+async def test_the_summary_prompt_names_the_texts_language() -> None:
+    """A small model told "the language of the text" writes English all the same: the
+    prompt names the language readdod reads from the text, or from the page's lang."""
+    texts = {
+        "Japanese, the text's language": (
+            "ローカル線は来年の春からバスに転換される。運行本数は一日八本になる。"
+        ),
+        "German, the text's language": (
+            "Die Kette wird mit einem Lappen gereinigt und danach dünn geölt. Das ist nicht schwer."
+        ),
+    }
+    with FakeOpenAI() as fake:
+        eng = oa.OpenAIEngine(_cfg(fake.base_url), environ={})
+        try:
+            for text in texts.values():
+                await eng.summarize(EngineInput(text=text, intent="know what changes"))
+            await eng.summarize(EngineInput(text="12 34 56", intent="x", lang="pt-BR"))
+            await eng.summarize(EngineInput(text="12 34 56", intent="x"))
+        finally:
+            await eng.aclose()
+        asked = [r["body"]["messages"][-1]["content"] for r in fake.steps()]
+    named = [*texts, "Portuguese, the text's language", "the text's language"]
+    assert len(asked) == len(named)
+    for language, prompt in zip(named, asked, strict=True):
+        assert f"intent_relevance in {language}." in prompt

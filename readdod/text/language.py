@@ -27,6 +27,13 @@ _SCRIPT_LANG: Final[Mapping[str, str]] = {
     "devanagari": "hi",
     "thai": "th",
 }
+#: The languages :func:`detect_language` names, in English: how a prompt names them.
+NAMES: Final[Mapping[str, str]] = {
+    "en": "English", "de": "German", "fr": "French", "es": "Spanish", "ru": "Russian",
+    "pt": "Portuguese", "it": "Italian", "nl": "Dutch", "sv": "Swedish", "ja": "Japanese",
+    "zh": "Chinese", "ko": "Korean", "el": "Greek", "ar": "Arabic", "he": "Hebrew",
+    "hi": "Hindi", "th": "Thai",
+}  # fmt: skip
 _WORD_RE: Final = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 #: Words looked at: the opening of a text says which language it is in.
 SAMPLE_WORDS: Final = 400

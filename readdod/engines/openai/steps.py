@@ -26,6 +26,8 @@ from readdod.errors import AIError, ErrorCode, StepError
 from readdod.items.models import Card, CardSource, RenderSpec, Score, Summary, Todos
 from readdod.runtime import retrying
 from readdod.steps import rubric
+from readdod.text.language import NAMES as LANGUAGE_NAMES
+from readdod.text.language import detect_language
 
 #: The longest todo title (``models.Todo.title``).
 TODO_TITLE_MAX: Final = 200
@@ -42,7 +44,19 @@ def require_text(text: str) -> None:
 
 def common_values(inp: EngineInput) -> dict[str, str]:
     """The prompt values every step's template has."""
-    return {"intent": inp.intent, "title": inp.title or "(untitled)"}
+    return {"intent": inp.intent, "title": inp.title or "(untitled)", "language": language(inp)}
+
+
+def language(inp: EngineInput) -> str:
+    """The text's language as a prompt names it: by name when readdod can tell it.
+
+    Told only "the language of the text", a 1.5B model summarised a Japanese
+    and a Russian page in another language; told "Japanese" and "Russian", it
+    wrote theirs.
+    """
+    code = detect_language(inp.text) or (inp.lang or "").split("-")[0].lower()
+    name = LANGUAGE_NAMES.get(code)
+    return f"{name}, the text's language" if name else "the text's language"
 
 
 def digest_values(inp: EngineInput, summary: Summary) -> dict[str, str]:
