@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -132,7 +133,7 @@ async def test_a_held_back_request_names_its_limit_and_gives_up_when_told() -> N
 def test_templates_are_versioned_and_profiles_fall_back_to_default() -> None:
     assert oa.load_template("summary", "default").version == "summary.v3"
     assert oa.load_template("summary", "research").version == "summary.research.v3"
-    assert oa.load_template("card", "research").version == "card.v2"
+    assert oa.load_template("card", "research").version == "card.v3"
     with pytest.raises(ConfigError):
         oa.load_template("nonexistent", "default")
 
@@ -226,9 +227,10 @@ async def test_no_more_requests_in_flight_than_ai_concurrency() -> None:
         assert fake.max_in_flight == 2
 
 
-async def test_the_summary_prompt_names_the_texts_language() -> None:
+async def test_every_written_part_names_the_texts_language() -> None:
     """A small model told "the language of the text" writes English all the same: the
-    prompt names the language readdod reads from the text, or from the page's lang."""
+    summary, todos and card prompts name the language readdod reads from the text, or
+    from the page's lang."""
     texts = {
         "Japanese, the text's language": (
             "ローカル線は来年の春からバスに転換される。運行本数は一日八本になる。"
@@ -237,17 +239,29 @@ async def test_the_summary_prompt_names_the_texts_language() -> None:
             "Die Kette wird mit einem Lappen gereinigt und danach dünn geölt. Das ist nicht schwer."
         ),
     }
+    inputs = [
+        *(EngineInput(text=text, intent="know what changes") for text in texts.values()),
+        EngineInput(text="12 34 56", intent="x", lang="pt-BR"),
+        EngineInput(text="12 34 56", intent="x"),
+    ]
     with FakeOpenAI() as fake:
         eng = oa.OpenAIEngine(_cfg(fake.base_url), environ={})
         try:
-            for text in texts.values():
-                await eng.summarize(EngineInput(text=text, intent="know what changes"))
-            await eng.summarize(EngineInput(text="12 34 56", intent="x", lang="pt-BR"))
-            await eng.summarize(EngineInput(text="12 34 56", intent="x"))
+            asked = []
+            for inp in inputs:
+                summary = await eng.summarize(inp)
+                score = await eng.score(inp, summary.payload)
+                todos = await eng.todos(inp, summary.payload, score.payload)
+                await eng.card(inp, summary.payload, score.payload, todos.payload)
+                prompts = [r["body"]["messages"][-1]["content"] for r in fake.steps()[-5:]]
+                asked.append(
+                    {m[1]: p for p in prompts if (m := re.search(r'Write the "(\w+)" part', p))}
+                )
         finally:
             await eng.aclose()
-        asked = [r["body"]["messages"][-1]["content"] for r in fake.steps()]
     named = [*texts, "Portuguese, the text's language", "the text's language"]
     assert len(asked) == len(named)
-    for language, prompt in zip(named, asked, strict=True):
-        assert f"intent_relevance in {language}." in prompt
+    for language, prompts in zip(named, asked, strict=True):
+        assert f"intent_relevance in {language}." in prompts["summary"]
+        assert f"Write the titles in {language}." in prompts["todos"]
+        assert f"Write title and one_liner in {language}." in prompts["card_text"]
