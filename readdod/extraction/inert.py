@@ -42,37 +42,41 @@ def empty_inert(page: str) -> bytes:
     cuts = _cuts(page)
     if not cuts:
         return page.encode("utf-8", "ignore")  # as the parser encodes text
-    pieces: list[str] = []
+    # Encoded piece by piece: a piece in ASCII (most of them, a page's other characters
+    # being in its text) is copied, not encoded.
+    pieces: list[bytes] = []
     kept = 0
     for start, end in cuts:
-        pieces.append(page[kept:start])
+        pieces.append(page[kept:start].encode("utf-8", "ignore"))
         kept = end
-    pieces.append(page[kept:])
-    return "".join(pieces).encode("utf-8", "ignore")
+    pieces.append(page[kept:].encode("utf-8", "ignore"))
+    return b"".join(pieces)
 
 
-def _outside_titles(page: str, cuts: list[Span]) -> list[Span]:
-    """The cuts that do not lie in a ``<title>``'s text: a title is read, and script
-    markup written in it is text. Each stretch between two cuts is searched once."""
-    kept: list[Span] = []
-    since = 0
-    in_title = False
-    for start, end in cuts:
-        pos = since
-        while True:
-            if in_title:
-                close = page.find("</title", pos, start)
-                if close < 0:
-                    break
-                in_title, pos = False, close + 7
-            title = page.find("<title", pos, start)
-            if title < 0:
-                break
-            in_title, pos = True, title + 6
-        if not in_title:
-            kept.append((start, end))
-        since = end
-    return kept
+def _outside_title(page: str, cuts: list[Span], scripts: list[Span]) -> list[Span]:
+    """The cuts that do not lie in the page's ``<title>``: it is read, and script markup
+    written in it is text.
+
+    The title is the first ``<title`` that is not in a script's body (``scripts``, in
+    page order), looked for no further than the last cut: near the top of a page, where
+    it is found quickly. Later titles (an SVG's) are not read. A ``<title`` written in a
+    comment before the page's own would stand for it here.
+    """
+    if not cuts:
+        return cuts
+    limit = cuts[-1][0]
+    pos = i = 0
+    while (title := page.find("<title", pos, limit)) >= 0:
+        while i < len(scripts) and scripts[i][1] <= title:
+            i += 1
+        if i < len(scripts) and scripts[i][0] <= title:
+            pos = scripts[i][1]
+            continue
+        title_end = page.find("</title", title)
+        if title_end < 0:
+            title_end = len(page)
+        return [cut for cut in cuts if not title < cut[0] < title_end]
+    return cuts
 
 
 def _cuts(page: str) -> list[Span]:
@@ -85,7 +89,7 @@ def _cuts(page: str) -> list[Span]:
         if cuts and cuts[-1][1] > body:
             continue  # a "<style>…</style>" written in a script's text, inside its cut
         cuts.append((body, end))
-    return _outside_titles(page, cuts)
+    return _outside_title(page, cuts, script_spans)
 
 
 def _bodies(page: str, name: str, within: list[Span]) -> tuple[list[Span], list[Span]]:
