@@ -18,9 +18,9 @@ little more than their instructions.
 ``bench/data/score_pairs_heldout.json`` (a short text, an intent it serves
 and one it does not; ``--pairs FILE`` for another set) through the engine's
 score step alone, and the scores of both kinds of intent side by side. The
-relevance scale in ``engines/openai/verdict.py`` was set on
-``score_pairs.json``; the held-out pairs were written after it and never
-tuned on.
+lift scale in ``engines/openai/verdict.py`` was set on ``score_pairs.json``
+and the golden set's pairs; the held-out pairs were written after the first
+scale and never tuned on.
 
 ``--small`` is CI's quick look that the bench still runs: the 135M model, one
 short text, short answers (its cards may fail the rubric; the cost is still

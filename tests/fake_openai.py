@@ -104,8 +104,9 @@ LLAMA_CPP_PYTHON_REFUSAL = (
 )
 
 
-#: readdod's relevance question (``templates/relevance.v1.txt``) names the reader's goal so.
-_RELEVANCE = re.compile(r'A reader saved this text for this goal: "(.*)"')
+#: readdod's short questions (``templates/relevance.v1.txt``, ``helps.v1.txt``) name the
+#: reader's goal so.
+_RELEVANCE = re.compile(r'(?:A reader saved this text for this goal|A reader\'s goal): "(.*)"')
 _SECTION = re.compile(r"^(?:Text|Notes|Part \d+ of \d+|Key points):\s*$", re.M)
 
 
@@ -741,7 +742,7 @@ class FakeOpenAI:
         token's log-probabilities when the request asks for them."""
         words = _terms(goal)
         shared = (
-            len(words & _terms(user[: user.find("A reader saved")])) / len(words) if words else 0
+            len(words & _terms(user[: user.find("A reader")])) / len(words) if words else 0
         )
         p = 0.35 + 0.6 * min(1.0, 2 * shared)
         word = "yes" if p >= 0.5 else "no"

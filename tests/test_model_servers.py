@@ -453,16 +453,33 @@ async def _scores(fake: FakeOpenAI, **kw: Any) -> tuple[int, int, oa.OpenAIEngin
     return about.payload.match_score, other.payload.match_score, eng
 
 
-async def test_the_relevance_question_goes_without_the_article_and_sets_the_score() -> None:
+async def test_the_relevance_questions_go_without_the_article_and_set_the_score() -> None:
+    """Two short questions per intent, each about the text's lead and about an empty
+    text; the answers about the empty text are kept for the next item with that intent."""
     with FakeOpenAI() as fake:
-        about, other, _ = await _scores(fake)
+        about, other, eng = await _scores(fake)
         asked = [r["body"] for r in fake.completions() if r not in fake.steps()]
+        eng = _engine(fake)
+        try:
+            await eng.score(EngineInput(text=TEXT, intent="turn on WAL in SQLite"), SUMMARY)
+            again = await eng.score(EngineInput(text=TEXT, intent="turn on WAL in SQLite"), SUMMARY)
+        finally:
+            await eng.aclose()
+        repeated = [r["body"] for r in fake.completions() if r not in fake.steps()][len(asked) :]
     assert about >= 60 > 40 > other
-    assert len(asked) == 2
+    assert len(asked) == 2 * 2 * 2  # intents, questions, with and without the text
+    prompts = [body["messages"][0]["content"] for body in asked]
+    assert sum('"N/A"' in p for p in prompts) == 4
+    assert sum("Would reading this text help" in p for p in prompts) == 4
     for body in asked:
         assert body["logprobs"] is True and body["top_logprobs"] > 1
         assert "response_format" not in body and not body.get("stream")
         assert len(body["messages"]) == 1 and TEXT not in body["messages"][0]["content"]
+    # A new engine asks all four; the same intent again, not the empty text's answers.
+    assert len(repeated) == 4 + 2
+    assert again.payload.match_score == about
+    assert again.template_version.endswith("relevance.v1+helps.v1")
+    assert any("log-odds over the same questions" in r for r in again.payload.reasons)
 
 
 async def test_a_server_that_refuses_logprobs_is_asked_for_the_word() -> None:

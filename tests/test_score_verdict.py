@@ -16,6 +16,7 @@ from readdod.engines.openai.verdict import (
     combine,
     grounded,
     lead,
+    lifted,
     relevance,
     relevance_score,
 )
@@ -129,7 +130,41 @@ def test_the_relevance_probability_sets_the_score_against_the_skip_threshold() -
     assert about.recommendation == "read" and unrelated.recommendation == "skip"
     assert any("90% yes" in r for r in about.reasons)
     assert rubric.check(unrelated) == []
-    assert relevance_score(0.0) == 0 and relevance_score(1.0) <= 100
+    assert relevance_score(Relevance(p=0.0, graded=True)) == 0
+    assert relevance_score(Relevance(p=1.0, graded=True)) <= 100
+
+
+def test_the_lift_over_an_empty_text_sets_the_score_not_the_models_lean() -> None:
+    """A small model leans to "yes" for some goals whatever the text: what counts is what
+    the text adds to the odds of "yes" over the same question about an empty text."""
+    said_yes = _j("yes", QUOTE, "yes", "yes")
+
+    def score(*answers: tuple[float, float]) -> int:
+        rel = lifted(
+            [(Relevance(p=p, graded=True), Relevance(p=p0, graded=True)) for p, p0 in answers]
+        )
+        assert rel is not None and rel.lift is not None
+        return combine(said_yes, TEXT, 1, rel).match_score
+
+    # Measured with Qwen2.5 1.5B: a goal the text served (0.81 against 0.67 without it) and
+    # an unrelated one the model leaned to (0.66 against 0.60).
+    served, leaned = score((0.81, 0.67), (0.86, 0.60)), score((0.66, 0.60), (0.55, 0.58))
+    assert served >= 60 > 40 > leaned
+    # Raw, the leaning goal would have scored as "skim" and the served one only just "read".
+    assert 40 <= relevance_score(Relevance(p=0.66, graded=True)) < 60
+    # The lifts of the questions are averaged; the scale is monotonic and bounded.
+    assert score((0.9, 0.5), (0.5, 0.5)) == score((0.75, 0.5))
+    scores = [score((p, 0.6)) for p in (0.01, 0.3, 0.6, 0.7, 0.8, 0.9, 0.99)]
+    assert scores == sorted(scores) and scores[0] >= 0 and scores[-1] <= 100
+
+
+def test_without_an_answer_about_the_empty_text_the_probability_is_read_as_before() -> None:
+    yes = Relevance(p=0.9, graded=True)
+    assert lifted([(yes, None)]) == Relevance(p=0.9, graded=True)
+    # A server that gives only words: the first word answers.
+    word = Relevance(p=1.0, graded=False)
+    assert lifted([(word, None), (Relevance(p=0.2, graded=True), yes)]) == word
+    assert lifted([]) is None
 
 
 def test_a_relevance_word_that_contradicts_the_verdict_leaves_the_middle() -> None:

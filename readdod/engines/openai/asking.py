@@ -13,6 +13,7 @@ brief. A second wrong answer fails the step.
 from __future__ import annotations
 
 import json
+import string
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,7 +22,7 @@ from readdod.engines.openai.answers import judge, model_schema, problem_list, st
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import load_template
 from readdod.engines.openai.transport import CompletionClient, Messages
-from readdod.engines.openai.verdict import Relevance, lead, relevance
+from readdod.engines.openai.verdict import Relevance, lead, lifted, relevance
 from readdod.errors import AIError
 from readdod.runtime import retrying
 from readdod.runtime.logging import get_logger
@@ -31,6 +32,12 @@ log = get_logger("readdod.engines.openai")
 #: The relevance question's answer is one word; its likeliest first tokens are asked for.
 RELEVANCE_TOKENS = 2
 RELEVANCE_LOGPROBS = 10
+#: The short questions asked without the article (templates of these names).
+QUESTIONS = ("relevance", "helps")
+#: The empty text each question is also asked about: the model's lean towards "yes".
+EMPTY = "N/A"
+#: Answers about the empty text kept per (model, question, goal): a backlog shares goals.
+PRIORS_KEPT = 512
 T = TypeVar("T")
 
 
@@ -41,6 +48,7 @@ class Asker:
         self.transport = transport
         self.profile = profile
         self.max_tokens = max_tokens
+        self._priors: dict[tuple[str, str, str], Relevance] = {}
 
     def messages(
         self, template: str, values: dict[str, str], material: str, heading: str, asked: str
@@ -141,19 +149,50 @@ class Asker:
         raise still_invalid(kind, problems, parsed, f"ai.max_tokens.{kind}" if cut else None)
 
     async def relevance(self, inp: EngineInput, tally: Tally, hooks: StepHooks) -> Relevance | None:
-        """The short question without the article: is the text about the intent's subject?
-        One token, with its probability when the server gives it (:mod:`.verdict`). A
-        server that fails the question, or answers neither word, leaves the score to the
-        judgements (None)."""
-        template = load_template("relevance", self.profile)
-        question = template.body.substitute(
-            title=inp.title or "", passage=lead(inp.text), goal=" ".join(inp.intent.split())
-        )
-        tally.templates.append(template.version)
+        """The short questions without the article (is the text about the intent's subject,
+        would it help with it?), each asked about the text's title and lead and about an
+        empty text (:mod:`.verdict`). One token each, with its probability when the server
+        gives it. A server that fails the questions, or answers neither word, leaves the
+        score to the judgements (None)."""
+        goal = " ".join(inp.intent.split())
+        answers: list[tuple[Relevance, Relevance | None]] = []
+        for name in QUESTIONS:
+            template = load_template(name, self.profile)
+            tally.templates.append(template.version)
+            said = await self._probe(
+                template.body, inp.title or "", lead(inp.text), goal, tally, hooks
+            )
+            if said is None:
+                continue
+            key = (tally.model, template.version, goal)
+            prior = self._priors.get(key)
+            if prior is None and said.graded:
+                prior = await self._probe(template.body, EMPTY, EMPTY, goal, tally, hooks)
+                if prior is not None:
+                    if len(self._priors) >= PRIORS_KEPT:
+                        del self._priors[next(iter(self._priors))]
+                    self._priors[key] = prior
+            answers.append((said, prior))
+        return lifted(answers)
+
+    async def _probe(
+        self,
+        question: string.Template,
+        title: str,
+        passage: str,
+        goal: str,
+        tally: Tally,
+        hooks: StepHooks,
+    ) -> Relevance | None:
         try:
             answer = await self.transport.complete(
                 tally,
-                [{"role": "user", "content": question}],
+                [
+                    {
+                        "role": "user",
+                        "content": question.substitute(title=title, passage=passage, goal=goal),
+                    }
+                ],
                 "relevance",
                 {},
                 RELEVANCE_TOKENS,

@@ -18,9 +18,18 @@ question is asked without the article: the text's title and lead, the
 reader's goal, and "is the text about the subject of the goal?", answered
 with one word whose probability the server reports (``logprobs``). That
 probability (:class:`Relevance`) ranks intents far more reliably than the
-word itself and sets ``match_score`` (:data:`RELEVANCE_SCALE`); the
-judgements above give the reasons. A server that gives no probabilities
-gives the word, which confirms or tempers the verdict.
+word itself; the judgements above give the reasons. A server that gives no
+probabilities gives the word, which confirms or tempers the verdict.
+
+A small model also says ``yes`` more readily to some goals than to others,
+whatever the text: for "fix a leaking kitchen tap" beside a text on sleep
+and memory, Qwen2.5 1.5B said yes at 0.66, above some texts that did serve
+their goal. So each question is asked twice, about the text and about an
+empty one ("N/A"); what the text adds, the log-odds of ``yes`` with it less
+those without it (the *lift*), is what counts. Two questions are asked ("is
+it about the goal's subject?", "would it help with the goal?") and their
+lifts averaged, which halves the spread of one question's noise. The lift
+sets ``match_score`` through :data:`LIFT_SCALE`.
 """
 
 from __future__ import annotations
@@ -48,6 +57,13 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 #: Qwen2.5 1.5B, texts about the goal's subject gave p >= 0.76 and unrelated texts
 #: p <= 0.66 on the pairs of ``bench/data/score_pairs.json``; the centre lies between.
 RELEVANCE_SCALE: Final = (0.70, 125.0)
+#: ``match_score`` = 100 * sigmoid(slope * (lift - centre)) from the lift (log-odds): with
+#: Qwen2.5 1.5B, the texts of ``bench/data/score_pairs.json`` and the golden pairs lifted
+#: the goals they serve by 0.75 or more and unrelated goals by 0.49 or less; the centre
+#: lies between, and the slope puts both sides of it past the read (60) and skip (40) marks.
+LIFT_SCALE: Final = (0.62, 3.5)
+#: How sure a probability may be, so that a certain answer has finite log-odds.
+_SURE: Final = 1e-4
 #: Characters of the text's lead the relevance question shows.
 LEAD_CHARS: Final = 400
 _YES: Final = frozenset({"yes"})
@@ -55,11 +71,38 @@ _NO: Final = frozenset({"no"})
 
 
 class Relevance(msgspec.Struct, frozen=True):
-    """The answer to the short relevance question: ``p``, the probability of ``yes``;
-    ``graded`` is False when the server gave only the word (p is then 1 or 0)."""
+    """The answer to the short questions: ``p``, the probability of ``yes``; ``graded``
+    is False when the server gave only the word (p is then 1 or 0); ``lift``, the
+    log-odds the text adds to ``yes`` (:func:`lifted`), when the questions were also
+    asked without it."""
 
     p: float
     graded: bool
+    lift: float | None = None
+
+
+def log_odds(p: float) -> float:
+    p = min(max(p, _SURE), 1.0 - _SURE)
+    return math.log(p / (1.0 - p))
+
+
+def lifted(answers: list[tuple[Relevance, Relevance | None]]) -> Relevance | None:
+    """The questions' answers about the text, each with its answer about an empty text,
+    as one: the mean probability, and the mean lift where every answer has both
+    probabilities. The first answer alone when a server gave only words."""
+    if not answers:
+        return None
+    if not all(said.graded for said, _ in answers):
+        return answers[0][0]
+    p = sum(said.p for said, _ in answers) / len(answers)
+    priors = [prior for _, prior in answers if prior is not None and prior.graded]
+    if len(priors) < len(answers):
+        return Relevance(p=p, graded=True)
+    lift = sum(
+        log_odds(said.p) - log_odds(prior.p)
+        for (said, _), prior in zip(answers, priors, strict=True)
+    )
+    return Relevance(p=p, graded=True, lift=lift / len(answers))
 
 
 def lead(text: str, limit: int = LEAD_CHARS) -> str:
@@ -88,9 +131,14 @@ def relevance(first_tokens: list[tuple[str, float]], word: str) -> Relevance | N
     return None
 
 
-def relevance_score(p: float) -> int:
+def relevance_score(rel: Relevance) -> int:
+    """``match_score`` from the lift; from the probability alone when the questions could
+    not be asked without the text."""
+    if rel.lift is not None:
+        centre, slope = LIFT_SCALE
+        return round(100.0 / (1.0 + math.exp(-slope * (rel.lift - centre))))
     centre, slope = RELEVANCE_SCALE
-    return max(0, min(100, round(50 + (p - centre) * slope)))
+    return max(0, min(100, round(50 + (rel.p - centre) * slope)))
 
 
 class IntentPart(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -156,7 +204,7 @@ def match_score(j: ScoreJudgement, text: str, rel: Relevance | None = None) -> i
     quote, so the verdict itself is kept). A relevance word that contradicts the verdict
     leaves the middle band."""
     if rel is not None and rel.graded:
-        return relevance_score(rel.p)
+        return relevance_score(rel)
     v = verdict(j, text)
     if rel is not None and (v == "yes") != (rel.p >= 0.5):
         v = "partly"
@@ -199,6 +247,8 @@ def reasons(
     out = [first]
     if rel is not None:
         said = f"{rel.p:.0%} yes" if rel.graded else ("yes" if rel.p >= 0.5 else "no")
+        if rel.lift is not None:
+            said += f", {rel.lift:+.2f} log-odds over the same questions without the text"
         out.append(f"Asked whether the text is about the intent's subject: {said}")
     for p in j.parts:
         out.append(f"{_COVERED[p.covered]}: {' '.join(p.part.split())}")
