@@ -120,6 +120,18 @@ def test_a_script_that_writes_a_commented_script_is_kept_where_its_end_is_unsure
     assert shape(empty_inert(html)) == shape(html)
 
 
+def test_the_pages_title_is_found_past_a_script_that_writes_one() -> None:
+    html = (
+        "<html><head><script>document.write('<title>Old</title>');" + LONG_JS + "</script>"
+        "<title>How to write <script>" + LONG_JS + "</script> well</title></head>"
+        "<body><p>Text.</p></body></html>"
+    )
+    inert = empty_inert(html).decode()
+    assert "<title>How to write <script>" + LONG_JS + "</script> well</title>" in inert
+    assert "document.write('<title>Old</title>')" in inert  # an end tag in it: kept whole
+    assert shape(inert) == shape(html)
+
+
 def test_extraction_reads_the_same_article_from_the_cut_page() -> None:
     body = "".join(
         f"<p>{sentence} {LONG_JS.replace('<', 'less than')}</p>"
@@ -189,6 +201,7 @@ _MARKUP = st.sampled_from(
         + LONG_JS
         + " //--></SCRIPT>",
         "<!-- <script> -->",
+        "<!-- <script> --!>",
         "<!-- <style> " + LONG_CSS + " -->",
         "\u00e9t\u00e9 \u65e5\u672c\u8a9e \U0001f600",
     ]

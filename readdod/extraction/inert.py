@@ -193,10 +193,11 @@ def _named(page: str, at: int, name: str) -> bool:
 
 
 def _ends_comment(page: str, start: int, end: int) -> bool:
-    """Whether ``page[start:end]`` holds a ``-->``, found by its ``>`` (see :func:`_bodies`)."""
+    """Whether ``page[start:end]`` holds a ``-->`` (or ``--!>``, which ends a comment too),
+    found by its ``>`` (see :func:`_bodies`)."""
     gt = page.find(">", start, end)
     while gt >= 0:
-        if page[gt - 2 : gt] == "--":
+        if page[gt - 2 : gt] == "--" or page[gt - 3 : gt] == "--!":
             return True
         gt = page.find(">", gt + 1, end)
     return False
