@@ -42,7 +42,6 @@ from selectolax.lexbor import LexborHTMLParser
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.content import article_blocks
 from readdod.extraction.dom import INVISIBLE_RE, has_invisible, ws
-from readdod.extraction.inert import empty_inert
 from readdod.extraction.markdown import join_markdown
 from readdod.extraction.metadata import read_meta
 from readdod.extraction.scan import scan_page
@@ -84,7 +83,7 @@ def extract(
     navigation links would be worse than an honest failure.
     """
     try:
-        tree = LexborHTMLParser(empty_inert(html))
+        tree = LexborHTMLParser(html)
     except Exception as exc:  # lexbor refuses only pathological input
         raise ExtractionError(
             "The page could not be parsed as HTML.",

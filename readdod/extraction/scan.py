@@ -1,8 +1,8 @@
-"""The walks over a parsed page that every later stage reads from.
+"""The one walk over a parsed page that every later stage reads from.
 
-Every CSS query or Python walk over a whole page is costly, so
-:func:`scan_page` walks it once per thing it needs, in C, and collects,
-before anything is removed, what metadata and content scoring both need: the metadata
+Every CSS query or Python walk over a whole page costs about a fifth of
+parsing it, so a single query (:func:`scan_page`) collects, before anything
+is removed, what metadata and content scoring both need: the metadata
 elements (``<meta>``, ``<link rel=canonical>``, ``<title>``, ``<base>``,
 ``<time>``, ``<h1>``), the JSON-LD objects and the article among them, the
 semantic hints (``<article>``, ``<main>``, ``itemprop=articleBody``,
@@ -21,14 +21,15 @@ from urllib.parse import urljoin
 
 from readdod.extraction.dom import Node, node_text_len, resolve_url, ws
 
-# What the walks over the document collect: the paragraphs in document order (one
-# query), the semantic hints named by an attribute (one query), and each metadata
-# element by its tag name (a walk by name costs about half a selector in a query).
-_PARAGRAPH_QUERY: Final = "p, pre, td, br"
-_PARAGRAPH_TAGS: Final = frozenset(_PARAGRAPH_QUERY.split(", "))
-_HINT_QUERY: Final = "[itemprop~=articleBody i], [role=main i]"
-_SCAN_TAGS: Final = ("meta", "link", "title", "base", "script", "h1", "article", "main", "time")
-_NAMED_TAGS: Final = frozenset(_SCAN_TAGS) - {"article"}
+# What the one query over the document collects.
+_SCAN_TAGS: Final = frozenset(
+    {"meta", "link", "title", "base", "script", "h1", "article", "main", "time"}
+)
+_PARAGRAPH_TAGS: Final = frozenset({"p", "pre", "td", "br"})
+_SCAN_QUERY: Final = (
+    'meta, link[rel~=canonical i], title, base, script[type="application/ld+json" i], h1, '
+    "article, main, time, p, pre, td, br, [itemprop~=articleBody i], [role=main i]"
+)
 _LD_ARTICLE_TYPES: Final = frozenset(
     {
         "Article", "NewsArticle", "BlogPosting", "TechArticle", "ScholarlyArticle",
@@ -59,63 +60,62 @@ class Scan:
 
 
 def scan_page(tree: Node, page_url: str | None) -> Scan:
-    """Collect metadata elements, semantic hints and paragraphs."""
+    """Collect metadata elements, semantic hints and paragraphs in one query."""
     scan = Scan(base=page_url)
     canonical_href: str | None = None
     semantic: list[Node] = []
     articles: list[Node] = []
-    scan.paragraph_nodes = tree.css(_PARAGRAPH_QUERY)
-    for node in tree.css(_HINT_QUERY):
-        # A paragraph, or a metadata element (but an <article>), is read by its tag.
+    paragraphs = scan.paragraph_nodes
+    for node in tree.css(_SCAN_QUERY):
         tag = node.tag
-        if tag in _PARAGRAPH_TAGS or tag in _NAMED_TAGS:
+        if tag in _PARAGRAPH_TAGS:
+            paragraphs.append(node)
             continue
         attrs = node.attributes
-        if "articlebody" in (attrs.get("itemprop") or "").lower().split():
-            scan.article_body_id = node.mem_id
-            semantic.append(node)
-        elif (attrs.get("role") or "").lower() == "main":
-            semantic.append(node)
-    hinted = {node.mem_id for node in semantic}
-    for tag in _SCAN_TAGS:
-        for node in tree.tags(tag):
-            attrs = node.attributes
-            if tag == "meta":
-                content = attrs.get("content")
-                if content:
-                    for attr in ("property", "name", "itemprop"):
-                        key = attrs.get(attr)
-                        if key:
-                            scan.metas.setdefault(key.strip().lower(), content)
-                    if (attrs.get("http-equiv") or "").lower() == "content-language":
-                        scan.metas.setdefault("content-language", content)
-            elif tag == "link":
-                rel = attrs.get("rel")
-                if canonical_href is None and rel and "canonical" in rel.lower().split():
-                    canonical_href = attrs.get("href")
-            elif tag == "title":
-                if not scan.doc_title:
-                    scan.doc_title = ws(node.text())
-            elif tag == "base":
-                href = attrs.get("href")
-                if href and href.strip():
-                    scan.base = urljoin(page_url or "", href.strip()) or page_url
-            elif tag == "script":
-                if (attrs.get("type") or "").strip().lower() == "application/ld+json":
-                    scan.ld_objects.extend(_flatten_ld(_ld_json(node.text() or "")))
-            elif tag == "h1":
-                scan.h1s.append(node)
-            elif tag == "article":
-                if node.mem_id not in hinted:
-                    articles.append(node)
-            elif tag == "main":
+        if tag not in _SCAN_TAGS or tag == "article":  # maybe matched by itemprop or role
+            if "articlebody" in (attrs.get("itemprop") or "").lower().split():
+                scan.article_body_id = node.mem_id
                 semantic.append(node)
-            elif tag == "time":
-                stamp = attrs.get("datetime")
-                if stamp and stamp.strip():
-                    scan.times.append(stamp.strip())
-                    if (attrs.get("itemprop") or "").lower() == "datepublished":
-                        scan.date_published = stamp.strip()
+                continue
+            if (attrs.get("role") or "").lower() == "main":
+                semantic.append(node)
+                continue
+            if tag != "article":
+                continue
+        if tag == "meta":
+            content = attrs.get("content")
+            if content:
+                for attr in ("property", "name", "itemprop"):
+                    key = attrs.get(attr)
+                    if key:
+                        scan.metas.setdefault(key.strip().lower(), content)
+                if (attrs.get("http-equiv") or "").lower() == "content-language":
+                    scan.metas.setdefault("content-language", content)
+        elif tag == "link":
+            if canonical_href is None and "canonical" in (attrs.get("rel") or "").lower().split():
+                canonical_href = attrs.get("href")
+        elif tag == "title":
+            if not scan.doc_title:
+                scan.doc_title = ws(node.text())
+        elif tag == "base":
+            href = attrs.get("href")
+            if href and href.strip():
+                scan.base = urljoin(page_url or "", href.strip()) or page_url
+        elif tag == "script":
+            if (attrs.get("type") or "").strip().lower() == "application/ld+json":
+                scan.ld_objects.extend(_flatten_ld(_ld_json(node.text() or "")))
+        elif tag == "h1":
+            scan.h1s.append(node)
+        elif tag == "article":
+            articles.append(node)
+        elif tag == "main":
+            semantic.append(node)
+        elif tag == "time":
+            stamp = attrs.get("datetime")
+            if stamp and stamp.strip():
+                scan.times.append(stamp.strip())
+                if (attrs.get("itemprop") or "").lower() == "datepublished":
+                    scan.date_published = stamp.strip()
     scan.canonical = resolve_url(scan.base, canonical_href)
     if scan.base is None and scan.canonical and scan.canonical.startswith(("https://", "http://")):
         # A saved page read without its URL still links where it did on the web.
