@@ -741,9 +741,7 @@ class FakeOpenAI:
         likelier the more of the goal's words the text's lead shares, with the first
         token's log-probabilities when the request asks for them."""
         words = _terms(goal)
-        shared = (
-            len(words & _terms(user[: user.find("A reader")])) / len(words) if words else 0
-        )
+        shared = len(words & _terms(user[: user.find("A reader")])) / len(words) if words else 0
         p = 0.35 + 0.6 * min(1.0, 2 * shared)
         word = "yes" if p >= 0.5 else "no"
         logprobs = None
