@@ -247,7 +247,7 @@ async def test_every_written_part_names_the_texts_language() -> None:
     with FakeOpenAI() as fake:
         eng = oa.OpenAIEngine(_cfg(fake.base_url), environ={})
         try:
-            asked = []
+            asked: list[dict[str, str]] = []
             for inp in inputs:
                 summary = await eng.summarize(inp)
                 score = await eng.score(inp, summary.payload)
@@ -261,7 +261,7 @@ async def test_every_written_part_names_the_texts_language() -> None:
             await eng.aclose()
     named = [*texts, "Portuguese, the text's language", "the text's language"]
     assert len(asked) == len(named)
-    for language, prompts in zip(named, asked, strict=True):
-        assert f"intent_relevance in {language}." in prompts["summary"]
-        assert f"Write the titles in {language}." in prompts["todos"]
-        assert f"Write title and one_liner in {language}." in prompts["card_text"]
+    for language, parts in zip(named, asked, strict=True):
+        assert f"intent_relevance in {language}." in parts["summary"]
+        assert f"Write the titles in {language}." in parts["todos"]
+        assert f"Write title and one_liner in {language}." in parts["card_text"]
