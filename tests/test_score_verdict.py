@@ -10,6 +10,7 @@ import pytest
 from readdod.engines.openai.answers import judge, struct_schema
 from readdod.engines.openai.verdict import (
     LEAD_CHARS,
+    NEAR_CHARS,
     IntentPart,
     Relevance,
     ScoreJudgement,
@@ -17,6 +18,7 @@ from readdod.engines.openai.verdict import (
     grounded,
     lead,
     lifted,
+    passage,
     relevance,
     relevance_score,
 )
@@ -179,3 +181,36 @@ def test_the_lead_ends_on_a_sentence_and_stays_short() -> None:
     got = lead(text)
     assert len(got) <= LEAD_CHARS and got.endswith(".")
     assert lead("Short.\n\n  Text.") == "Short. Text."
+
+
+BROAD = " ".join(
+    f"Part {i} of this guide covers the history of web servers and their many uses."
+    for i in range(12)
+)
+
+
+def test_the_passage_adds_the_later_sentence_nearest_the_goal() -> None:
+    """A text that opens broadly shows the lead and the one sentence that serves the goal."""
+    served = "A 503 status tells the client the server is overloaded and should retry later."
+    text = f"{BROAD} {served} Part 13 closes the guide."
+    got = passage(text, "look up what a 503 status from the server means")
+    assert got == f"{lead(text)} … {served}"
+
+
+def test_the_passage_is_the_lead_when_no_later_sentence_shares_the_goals_words() -> None:
+    assert passage(BROAD, "bake sourdough bread at home") == lead(BROAD)
+    assert passage("Short.\n\n  Text.", "short text") == "Short. Text."
+
+
+def test_the_passage_keeps_the_first_of_equally_near_sentences_and_cuts_long_ones() -> None:
+    long = "Leaking kitchen taps " + "and other words " * 30 + "end."
+    text = f"{BROAD} {long} Leaking kitchen taps again."
+    near = passage(text, "fix a leaking kitchen tap").split(" … ", 1)[1]
+    assert near.startswith("Leaking kitchen taps and other words")
+    assert len(near) == NEAR_CHARS + 1 and near.endswith("…")
+
+
+def test_the_passage_splits_sentences_without_spaces() -> None:
+    text = "这是一个很长的开头。" * 60 + "如何修理漏水的厨房水龙头。结束。"
+    got = passage(text, "修理漏水的厨房水龙头")
+    assert got.endswith("… 如何修理漏水的厨房水龙头。")

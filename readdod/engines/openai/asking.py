@@ -22,7 +22,7 @@ from readdod.engines.openai.answers import judge, model_schema, problem_list, st
 from readdod.engines.openai.tally import Tally
 from readdod.engines.openai.templates import load_template
 from readdod.engines.openai.transport import CompletionClient, Messages
-from readdod.engines.openai.verdict import Relevance, lead, lifted, relevance
+from readdod.engines.openai.verdict import Relevance, lifted, passage, relevance
 from readdod.errors import AIError
 from readdod.runtime import retrying
 from readdod.runtime.logging import get_logger
@@ -150,17 +150,17 @@ class Asker:
 
     async def relevance(self, inp: EngineInput, tally: Tally, hooks: StepHooks) -> Relevance | None:
         """The short questions without the article (is the text about the intent's subject,
-        would it help with it?), each asked about the text's title and lead and about an
-        empty text (:mod:`.verdict`). One token each, with its probability when the server
-        gives it. A server that fails the questions, or answers neither word, leaves the
-        score to the judgements (None)."""
+        would it help with it?), each asked about the text's title and passage
+        (:func:`.verdict.passage`) and about an empty text. One token each, with its
+        probability when the server gives it. A server that fails the questions, or
+        answers neither word, leaves the score to the judgements (None)."""
         goal = " ".join(inp.intent.split())
         answers: list[tuple[Relevance, Relevance | None]] = []
         for name in QUESTIONS:
             template = load_template(name, self.profile)
             tally.templates.append(template.version)
             said = await self._probe(
-                template.body, inp.title or "", lead(inp.text), goal, tally, hooks
+                template.body, inp.title or "", passage(inp.text, goal), goal, tally, hooks
             )
             if said is None:
                 continue

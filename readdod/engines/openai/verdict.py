@@ -14,12 +14,13 @@ coverage then moves the score half as far within the verdict's band.
 
 With the article in its context, a small model says ``yes`` to almost any
 intent (a running plan "addresses" choosing a database). So a second, short
-question is asked without the article: the text's title and lead, the
-reader's goal, and "is the text about the subject of the goal?", answered
-with one word whose probability the server reports (``logprobs``). That
-probability (:class:`Relevance`) ranks intents far more reliably than the
-word itself; the judgements above give the reasons. A server that gives no
-probabilities gives the word, which confirms or tempers the verdict.
+question is asked without the article: the text's title and lead (with the
+one later sentence nearest the goal, :func:`passage`), the reader's goal,
+and "is the text about the subject of the goal?", answered with one word
+whose probability the server reports (``logprobs``). That probability
+(:class:`Relevance`) ranks intents far more reliably than the word itself;
+the judgements above give the reasons. A server that gives no probabilities
+gives the word, which confirms or tempers the verdict.
 
 A small model also says ``yes`` more readily to some goals than to others,
 whatever the text: for "fix a leaking kitchen tap" beside a text on sleep
@@ -53,19 +54,23 @@ GROUNDED: Final = 0.6
 #: a ``partly`` 35-59, a ``no`` 0-25, below the default skip threshold (40).
 BANDS: Final[dict[str, tuple[int, int]]] = {"yes": (60, 40), "partly": (35, 24), "no": (0, 25)}
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 #: ``match_score`` = 50 + (p - centre) * slope from the relevance probability p: with
 #: Qwen2.5 1.5B, texts about the goal's subject gave p >= 0.76 and unrelated texts
 #: p <= 0.66 on the pairs of ``bench/data/score_pairs.json``; the centre lies between.
 RELEVANCE_SCALE: Final = (0.70, 125.0)
 #: ``match_score`` = 100 * sigmoid(slope * (lift - centre)) from the lift (log-odds): with
-#: Qwen2.5 1.5B, the texts of ``bench/data/score_pairs.json`` and the golden pairs lifted
-#: the goals they serve by 0.75 or more and unrelated goals by 0.49 or less; the centre
-#: lies between, and the slope puts both sides of it past the read (60) and skip (40) marks.
-LIFT_SCALE: Final = (0.62, 3.5)
+#: Qwen2.5 1.5B and the passage of :func:`passage`, the texts of
+#: ``bench/data/score_pairs.json`` and the golden pairs lifted the goals they serve by 0.71
+#: or more and unrelated goals by 0.51 or less; the centre lies between, and the slope puts
+#: both sides of it past the read (60) and skip (40) marks.
+LIFT_SCALE: Final = (0.61, 4.5)
 #: How sure a probability may be, so that a certain answer has finite log-odds.
 _SURE: Final = 1e-4
 #: Characters of the text's lead the relevance question shows.
 LEAD_CHARS: Final = 400
+#: Characters of the one later sentence nearest the goal it shows beside the lead.
+NEAR_CHARS: Final = 250
 _YES: Final = frozenset({"yes"})
 _NO: Final = frozenset({"no"})
 
@@ -114,6 +119,26 @@ def lead(text: str, limit: int = LEAD_CHARS) -> str:
     cut = text[:limit]
     end = max(cut.rfind(". "), cut.rfind("。"), cut.rfind("! "), cut.rfind("? "))
     return cut[: end + 1] if end > limit // 3 else cut.rstrip() + "…"
+
+
+def passage(text: str, goal: str) -> str:
+    """What the short questions show of the text: its lead and, after it, the one later
+    sentence that shares the most of the goal's words (:func:`_terms`), so a
+    text whose opening is about something broader still shows the part that serves the
+    goal. The lead alone when no later sentence shares a word."""
+    text = " ".join(text.split())
+    opening = lead(text)
+    terms = _terms(goal)
+    rest = text[len(opening.rstrip("…")) :]
+    best, shared = "", 0
+    for sentence in _SENTENCE_END.split(rest):
+        hits = len(terms & _terms(sentence))
+        if hits > shared:
+            best, shared = sentence.strip(), hits
+    if not best:
+        return opening
+    near = best if len(best) <= NEAR_CHARS else best[:NEAR_CHARS].rstrip() + "…"
+    return f"{opening} … {near}"
 
 
 def relevance(first_tokens: list[tuple[str, float]], word: str) -> Relevance | None:
