@@ -202,6 +202,34 @@ def test_a_page_without_article_is_a_failure_not_a_crash(
     assert "EXTRACTION_EMPTY" in report["pages"][0]["problems"][0]
 
 
+def test_the_deadline_reports_what_ended_and_names_the_rest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A server that stops answering halfway: the pages that ended are reported, the
+    others are named, and the command fails; nothing already answered is lost."""
+    dst, manifest = _golden_copy(tmp_path, {"tar-reference", "bike-lanes-news"})
+    manifest.sort(key=lambda p: p["id"] != "tar-reference")
+    stuck = dst / manifest[1]["file"]
+    html = stuck.read_text()
+    stuck.write_text(html.replace("</p>", " fake:hang</p>", 2).replace(" fake:hang", "", 1))
+    (dst / runner.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    with FakeOpenAI(hang_s=60.0) as fake:
+        path = tmp_path / "openai.toml"
+        path.write_text(
+            f'[ai]\nengine = "openai"\nbase_url = "{fake.base_url}"\nmodel = "fake"\n',
+            encoding="utf-8",
+        )
+        args = ["--golden", str(dst), "--deadline", "5", "--no-pairs", "--steps", "score"]
+        code = cli.main(["eval", "--config", str(path), "--json", *args])
+        out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert code == cli.EXIT_ERROR
+    assert [p["id"] for p in report["pages"]] == ["tar-reference"]
+    assert report["pages"][0]["passed"] is True
+    assert report["unfinished"] == ["bike-lanes-news"] and report["deadline_s"] == 5
+    assert "not run: 1 of 2 (bike-lanes-news): gave up after 5 s" in out.err
+
+
 def test_a_missing_golden_set_is_an_error(
     capsys: pytest.CaptureFixture[str], cfg: Path, tmp_path: Path
 ) -> None:

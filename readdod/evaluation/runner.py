@@ -20,6 +20,7 @@ from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any, Final, Literal
 
+import anyio
 import msgspec
 
 from readdod.engines.base import Engine, EngineInput
@@ -132,11 +133,15 @@ class Report(msgspec.Struct, kw_only=True):
     """The thresholds the quality figures must meet; None: reported only."""
     quality_problems: list[str] = []
     pairs: list[PairReport] = []
+    unfinished: list[str] = []
+    """Pages and pairs not run: the deadline passed first (``deadline_s``)."""
+    deadline_s: float | None = None
 
     @property
     def passed(self) -> bool:
         pages_ok = self.figures.failed == 0 and self.figures.pages > 0
-        return pages_ok and not (self.quality_gate is not None and self.quality_problems)
+        gated = self.quality_gate is not None and bool(self.quality_problems)
+        return pages_ok and not gated and not self.unfinished
 
 
 # --- the golden set ----------------------------------------------------------
@@ -327,23 +332,39 @@ async def evaluate(
     gate: QualityGate | None = None,
     steps: Steps = "all",
     progress: Callable[[str], None] | None = None,
+    deadline_s: float | None = None,
 ) -> Report:
     """Every page, then every pair, one after another (a model server sees one request at a
     time). ``gate`` makes the quality figures part of the verdict; without it they are
     reported only. With ``steps="score"`` the gate holds the score's figures alone.
-    ``progress`` gets a line per page and pair as each ends: a slow server's run is long."""
+    ``progress`` gets a line per page and pair as each ends: a slow server's run is long.
+    Once ``deadline_s`` seconds have passed, what ended is reported and the rest is listed
+    as unfinished: an hour of a slow server's answers is not thrown away."""
     total = len(pages) + len(pairs)
     reports: list[PageReport] = []
-    for page, html in pages:
-        started = time.perf_counter()
-        r = await run_page(engine, page, html, steps)
-        reports.append(r)
+    pair_reports: list[PairReport] = []
+
+    def ended(r: PageReport | PairReport, started: float) -> None:
         if progress is not None:
-            progress(
-                _progress_line(
-                    len(reports), total, r.id, r.match_score, r.unrelated_score, r.problems, started
-                )
+            done = len(reports) + len(pair_reports)
+            line = _progress_line(
+                done, total, r.id, r.match_score, r.unrelated_score, r.problems, started
             )
+            progress(line)
+
+    with anyio.move_on_after(deadline_s):
+        for page, html in pages:
+            started = time.perf_counter()
+            r = await run_page(engine, page, html, steps)
+            reports.append(r)
+            ended(r, started)
+        for pair in pairs:
+            started = time.perf_counter()
+            pr = await run_pair(engine, pair, steps)
+            pair_reports.append(pr)
+            ended(pr, started)
+    unfinished = [page.id for page, _ in pages[len(reports) :]]
+    unfinished += [pair.case.id for pair in pairs[len(pair_reports) :]]
     report = Report(
         engine=engine.name,
         engine_version=engine.version,
@@ -351,19 +372,11 @@ async def evaluate(
         figures=figures(reports),
         pages=reports,
         quality_gate=gate,
+        pairs=pair_reports,
+        unfinished=unfinished,
+        deadline_s=deadline_s if unfinished else None,
     )
-    if pairs:
-        for pair in pairs:
-            started = time.perf_counter()
-            pr = await run_pair(engine, pair, steps)
-            report.pairs.append(pr)
-            if progress is not None:
-                done = len(reports) + len(report.pairs)
-                progress(
-                    _progress_line(
-                        done, total, pr.id, pr.match_score, pr.unrelated_score, pr.problems, started
-                    )
-                )
+    if pair_reports:
         report.quality = quality_figures(report.pairs, skip_below)
         if gate is not None:
             report.quality_problems = gate_problems(report.quality, gate, todos=steps == "all")
@@ -434,8 +447,22 @@ def format_report(report: Report) -> str:
     ]
     if report.quality is not None:
         lines += ["", *format_quality(report)]
+    if report.unfinished:
+        lines += ["", unfinished_line(report)]
     lines.append("result: " + ("PASS" if report.passed else "FAIL"))
     return "\n".join(lines)
+
+
+def unfinished_line(report: Report) -> str:
+    """What the deadline left out, and what to do about it."""
+    left = report.unfinished
+    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    return (
+        f"not run: {len(left)} of {len(report.pages) + len(report.pairs) + len(left)}"
+        f" ({shown}): gave up after {report.deadline_s or 0:g} s (--deadline); the figures"
+        " above are of what ended. Check that the model server answers, or give it more"
+        " time with --deadline"
+    )
 
 
 def format_quality(report: Report) -> list[str]:
