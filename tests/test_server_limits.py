@@ -20,7 +20,13 @@ import pytest
 
 from readdod.engines import openai as oa
 from readdod.engines.base import EngineInput
-from readdod.engines.openai.concurrency import MAX_BACKOFF, RAISE_AFTER, Aimd
+from readdod.engines.openai.concurrency import (
+    MAX_BACKOFF,
+    RAISE_AFTER,
+    SHORT_ANSWER_TOKENS,
+    AdaptiveSlots,
+    Aimd,
+)
 from readdod.settings.config import AIConfig
 from tests.daemon_proc import NO_AUTO_RETRY, DaemonProc
 from tests.fake_openai import FakeOpenAI
@@ -90,6 +96,28 @@ def test_a_raise_that_is_cut_again_waits_twice_as_long_before_the_next() -> None
     assert aimd.backoff == MAX_BACKOFF
 
 
+def test_a_cut_stream_lowers_the_limit_to_one_and_a_429_halves_it() -> None:
+    """A server that cuts a stream because another came runs one at a time whatever the
+    limit: halving would cost another round of cuts."""
+    aimd = Aimd.start(8, None)
+    assert aimd.lower(aimd.epoch, cut=True) is True and aimd.limit == 1
+    told = Aimd.start(8, None)
+    assert told.lower(told.epoch) is True and told.limit == 4
+
+
+def test_short_answers_do_not_earn_a_raise() -> None:
+    """The score step's one-token questions finish while another request's prompt is read:
+    a run of them says nothing of whether the server takes one more at once."""
+    slots = AdaptiveSlots(2, learned=1)
+    for _ in range(10 * RAISE_AFTER):
+        slots.succeed(max_tokens=2)
+        slots.succeed(max_tokens=SHORT_ANSWER_TOKENS)
+    assert slots.limit == 1
+    for _ in range(RAISE_AFTER):
+        slots.succeed(max_tokens=SHORT_ANSWER_TOKENS + 1)
+    assert slots.limit == 2
+
+
 def test_a_learned_limit_starts_within_the_ceiling() -> None:
     assert Aimd.start(4, 9).limit == 4
     assert Aimd.start(4, 0).limit == 1
@@ -128,6 +156,23 @@ async def test_cut_streams_are_sent_again_and_lower_the_limit_without_failing(
         assert eng.transport.circuit.state.value == "closed"
         learned = json.loads((tmp_path / "model-servers.json").read_text())
         assert learned[f"{fake.base_url} m"]["concurrency"] == slots.limit
+
+
+@pytest.mark.anyio
+async def test_requests_queued_behind_a_cut_stream_wait_for_the_lowered_limit() -> None:
+    """Three requests at a limit of two: the first is cut when the second reaches the
+    server. The limit falls before the cut request frees its place, so the third waits
+    instead of going out at the old limit and cutting the second in turn."""
+    with FakeOpenAI(interrupts=True, event_s=0.01) as fake:
+        eng = _engine(fake, None, concurrency=2)
+        try:
+            async with anyio.create_task_group() as tg:
+                for n in range(3):
+                    tg.start_soon(eng.summarize, EngineInput(text=TEXT, intent=f"learn WAL {n}"))
+        finally:
+            await eng.aclose()
+        assert fake.cuts == 1
+        assert eng.transport.slots("m").limit == 1
 
 
 @pytest.mark.anyio

@@ -7,9 +7,12 @@ arrives (its ``interrupt_requests``, on by default). So readdod does not ask a
 person which: every server and model gets an adaptive limit, additive
 increase and multiplicative decrease (AIMD, as TCP's congestion window).
 
-- A stream cut short, a 429 or a 503 halves the limit (at least 1). Requests
-  that were already out when the limit fell say nothing new about it, so one
-  burst of cuts lowers it once (each lowering starts an *epoch*).
+- A 429 or a 503 halves the limit (at least 1). A stream cut short lowers it
+  to 1: a server that cuts a stream because another request came (the only
+  server known to cut) runs one request at a time whatever the limit, so
+  halving would only cost another round of cuts. Requests that were already
+  out when the limit fell say nothing new about it, so one burst of cuts
+  lowers it once (each lowering starts an *epoch*).
 - Sustained success raises it by one, up to ``ai.concurrency``: after
   ``RAISE_AFTER`` successes per request the limit allows. A raise that is
   cut again makes the next raise wait twice as long (up to
@@ -34,6 +37,8 @@ import anyio
 RAISE_AFTER: Final = 8
 #: The most times the wait for a raise doubles after raises that were cut again.
 MAX_BACKOFF: Final = 5
+#: Requests for at most this many tokens do not count towards a raise.
+SHORT_ANSWER_TOKENS: Final = 16
 
 
 @dataclass
@@ -57,8 +62,9 @@ class Aimd:
         limit = ceiling if learned is None else max(1, min(learned, ceiling))
         return cls(ceiling=ceiling, limit=limit)
 
-    def lower(self, epoch: int) -> bool:
-        """A request of ``epoch`` was cut, or told to slow down; True if the limit fell."""
+    def lower(self, epoch: int, *, cut: bool = False) -> bool:
+        """A request of ``epoch`` was told to slow down, or its stream was ``cut``; True if
+        the limit fell."""
         if epoch < self.epoch:
             return False  # out before the last lowering: already accounted for
         self.epoch += 1
@@ -68,7 +74,7 @@ class Aimd:
         self.raised = False
         if self.limit == 1:
             return False
-        self.limit = max(1, self.limit // 2)
+        self.limit = 1 if cut else max(1, self.limit // 2)
         return True
 
     def succeed(self) -> bool:
@@ -126,12 +132,15 @@ class AdaptiveSlots:
         finally:
             self._slots.release_on_behalf_of(holder)
 
-    def lower(self, slot: Slot, why: str) -> None:
-        """The request in ``slot`` was cut short (``why``: cut, 429, 503)."""
-        if self.aimd.lower(slot.epoch):
+    def lower(self, slot: Slot, why: str, *, cut: bool = False) -> None:
+        """The request in ``slot`` was told to slow down (``why``: 429, 503) or ``cut``."""
+        if self.aimd.lower(slot.epoch, cut=cut):
             self._moved(why)
 
-    def succeed(self) -> None:
+    def succeed(self, max_tokens: int) -> None:
+        """A request for ``max_tokens`` went through whole."""
+        if max_tokens <= SHORT_ANSWER_TOKENS:
+            return
         if self.aimd.succeed():
             self._moved("sustained success")
 

@@ -42,7 +42,7 @@ from readdod.engines.base import ModelUsage, StepHooks, StepStopped
 from readdod.engines.circuit import CircuitBreaker, State
 from readdod.engines.openai import formats
 from readdod.engines.openai.budget import estimate_tokens
-from readdod.engines.openai.concurrency import AdaptiveSlots, Slot
+from readdod.engines.openai.concurrency import AdaptiveSlots
 from readdod.engines.openai.errors import CLIENT_TIMEOUT_RATIO, Down, classify
 from readdod.engines.openai.limits import RateLimiter
 from readdod.engines.openai.servers import ServerMemory
@@ -314,7 +314,6 @@ class CompletionClient:
         whole = False
         while True:
             mode = self.mode(model)
-            slot: Slot | None = None
             probe = await self.circuit.enter(give_up=give_up)
             if probe is None:
                 raise StepStopped((stop_reason() if stop_reason else None) or "stop")
@@ -329,6 +328,7 @@ class CompletionClient:
                     self.usage.requests += 1
                     started = time.perf_counter()
                     answer: Answer | None = None
+                    alone = slots.limit == 1
                     try:
                         answer = await self._send(
                             model,
@@ -340,6 +340,15 @@ class CompletionClient:
                             whole=whole,
                             logprobs=logprobs,
                         )
+                    except StreamCut:
+                        # Lowered while the slot is still held: released first, it would
+                        # let a queued request out at the old limit, to be cut in turn.
+                        slots.lower(slot, "stream cut short", cut=True)
+                        raise
+                    except openai.APIStatusError as exc:
+                        if exc.status_code in (429, 503):
+                            slots.lower(slot, f"HTTP {exc.status_code}")
+                        raise
                     finally:
                         spent = time.perf_counter() - started
                         tally.latency_ms += spent * 1000
@@ -347,11 +356,8 @@ class CompletionClient:
                         self._logged(model, kind, asked, max_tokens, spent, answer, slots.limit)
             except StreamCut as cut:
                 # The server is up and answering: it takes fewer requests at once.
-                assert slot is not None
                 cuts += 1
                 self.cuts += 1
-                alone = slots.limit == 1
-                slots.lower(slot, "stream cut short")
                 whole = cuts >= MAX_CUTS or alone
                 log.info(
                     "ai.stream_cut",
@@ -366,12 +372,6 @@ class CompletionClient:
                 self.circuit.succeeded()
                 continue
             except Exception as exc:
-                if (
-                    slot is not None
-                    and isinstance(exc, openai.APIStatusError)
-                    and exc.status_code in (429, 503)
-                ):
-                    slots.lower(slot, f"HTTP {exc.status_code}")
                 error, verdict = classify(
                     exc, server=self.server, model=model, cfg=self.cfg, mode=mode
                 )
@@ -410,7 +410,7 @@ class CompletionClient:
                     self.circuit.abandoned()
                 raise
             self.circuit.succeeded()
-            slots.succeed()
+            slots.succeed(max_tokens)
             assert answer is not None
             return answer
 
