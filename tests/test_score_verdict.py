@@ -11,6 +11,7 @@ from readdod.engines.openai.answers import judge, struct_schema
 from readdod.engines.openai.verdict import (
     LEAD_CHARS,
     NEAR_CHARS,
+    NEAR_SCAN_CHARS,
     IntentPart,
     Relevance,
     ScoreJudgement,
@@ -214,3 +215,11 @@ def test_the_passage_splits_sentences_without_spaces() -> None:
     text = "这是一个很长的开头。" * 60 + "如何修理漏水的厨房水龙头。结束。"
     got = passage(text, "修理漏水的厨房水龙头")
     assert got.endswith("… 如何修理漏水的厨房水龙头。")
+
+
+def test_the_passage_searches_a_bounded_head_of_the_text() -> None:
+    """A book-length text is searched only in its head: the question stays quick."""
+    served = "Fix the leaking kitchen tap by replacing its worn washer."
+    filler = " ".join(["Nothing to see in this sentence at all."] * (NEAR_SCAN_CHARS // 30))
+    assert passage(f"{BROAD} {served} {filler}", "fix a leaking kitchen tap").endswith(served)
+    assert passage(f"{BROAD} {filler} {served}", "fix a leaking kitchen tap") == lead(BROAD)

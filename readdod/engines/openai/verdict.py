@@ -71,6 +71,9 @@ _SURE: Final = 1e-4
 LEAD_CHARS: Final = 400
 #: Characters of the one later sentence nearest the goal it shows beside the lead.
 NEAR_CHARS: Final = 250
+#: Characters of the text searched for that sentence: about 10,000 words, a long article,
+#: searched in tens of milliseconds; a book-length text would hold the event loop.
+NEAR_SCAN_CHARS: Final = 60_000
 _YES: Final = frozenset({"yes"})
 _NO: Final = frozenset({"no"})
 
@@ -125,8 +128,9 @@ def passage(text: str, goal: str) -> str:
     """What the short questions show of the text: its lead and, after it, the one later
     sentence that shares the most of the goal's words (:func:`_terms`), so a
     text whose opening is about something broader still shows the part that serves the
-    goal. The lead alone when no later sentence shares a word."""
-    text = " ".join(text.split())
+    goal. The lead alone when no later sentence shares a word. Only the text's first
+    :data:`NEAR_SCAN_CHARS` characters are searched."""
+    text = " ".join(text[:NEAR_SCAN_CHARS].split())
     opening = lead(text)
     terms = _terms(goal)
     rest = text[len(opening.rstrip("…")) :]
