@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from readdod.demo import SamplePage, sample_pages
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction import extract, extract_text
+from readdod.extraction.dom import clean_lines, ws
 from readdod.extraction.extract import EXTRACTOR, word_count
 from readdod.extraction.fetch import FetchClient, decode_body, extract_url, fetch
 from readdod.extraction.fetch import make_client as _make_client
@@ -212,6 +213,24 @@ def test_word_count_handles_spaces_and_cjk() -> None:
     assert word_count("one two  three — four") == 4
     assert word_count("日本語の文章です") == 4
     assert word_count("Python と 日本") == 3
+
+
+@pytest.mark.parametrize(
+    "char",
+    ["ก", "ລ", "က", "ក", "ぁ", "ア", "ｱ", "一", "㐀", "豈", "\U00020000", "\U0002fa1d"],
+)
+def test_word_count_sees_every_unspaced_script_beside_latin_punctuation(char: str) -> None:
+    """The byte prefilter must not clear a text that holds an unspaced character."""
+    assert word_count(f"“quoted” — {char * 4}") == 1 + 2
+
+
+@given(st.text(alphabet=st.sampled_from(list(" \t\n\xa0\u3000\u2028\u200bab’é日"))))
+def test_collapsing_whitespace_keeps_its_rule_on_any_text(text: str) -> None:
+    """The already-collapsed shortcut returns what splitting and joining would."""
+    plain = text.replace("\u200b", "")
+    assert ws(text) == " ".join(plain.split())
+    lines = (" ".join(line.split()) for line in plain.split("\u2028"))
+    assert clean_lines(text) == "\n".join(line for line in lines if line)
 
 
 # --- extract: markdown ---------------------------------------------------------

@@ -126,8 +126,8 @@ def link_target(base: str | None, href: str | None) -> str | None:
 
 def ws(text: str | None) -> str:
     """Whitespace runs become one space (newlines included), none at the ends."""
-    if not text:
-        return ""
+    if not text or is_collapsed(text):
+        return text or ""
     if has_invisible(text):
         text = INVISIBLE_RE.sub("", text)
     return " ".join(text.split())
@@ -144,8 +144,20 @@ def has_invisible(text: str) -> bool:
     )
 
 
+def is_collapsed(text: str) -> bool:
+    """Whether ``text`` is already words between single spaces, on one line.
+
+    Most texts of a page are, and splitting and joining one costs ten times
+    this test. ``isprintable`` is False for every whitespace character but
+    the ASCII space, for ``BR`` and for the ``INVISIBLE`` ones.
+    """
+    return "  " not in text and text[:1] != " " and text[-1:] != " " and text.isprintable()
+
+
 def clean_lines(text: str) -> str:
     """Normalise a block: collapse whitespace, one line per ``<br>``, no empty lines."""
+    if is_collapsed(text):
+        return text
     if has_invisible(text):
         text = INVISIBLE_RE.sub("", text)
     if BR not in text:

@@ -20,12 +20,18 @@ CHARS_PER_WORD: Final = 2
 
 _ALNUM_RE: Final = re.compile(r"[^\W_]")
 _PUNCTUATION: Final = ".,;:!?\"'()[]{}«»“”‘’…-–—/"
+# The UTF-8 lead bytes of the blocks that hold the unspaced scripts (U+0800 to
+# U+1FFF, U+3000 to U+9FFF, U+F000 up): a text whose encoding has none of them has
+# none of their characters. Encoding and searching bytes is several times faster
+# than a character-class scan, and most texts (Latin with typographic quotes, whose
+# lead byte is E2) are cleared by it.
+_UNSPACED_LEADS: Final = bytes((0xE0, 0xE1, *range(0xE3, 0xEA), 0xEF, 0xF0))
 
 
 def word_count(text: str) -> int:
     """Words in ``text`` by the rule in the module docstring."""
     unspaced = 0
-    if not text.isascii():
+    if not text.isascii() and _may_be_unspaced(text):
         text, unspaced = UNSPACED_RE.subn(" ", text)
     tokens = text.split()
     words = len(tokens)
@@ -35,6 +41,11 @@ def word_count(text: str) -> int:
         if not token.strip(_PUNCTUATION).isalnum() and _ALNUM_RE.search(token) is None:
             words -= 1
     return words - (-unspaced // CHARS_PER_WORD)
+
+
+def _may_be_unspaced(text: str) -> bool:
+    encoded = text.encode("utf-8", "surrogatepass")
+    return any(lead in encoded for lead in _UNSPACED_LEADS)
 
 
 def latin_length(text: str) -> int:
