@@ -9,6 +9,7 @@ import io
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -131,6 +132,16 @@ def test_jsonscan_reads_every_entry_of_a_list_whatever_the_chunk(
     got = list(jsonscan.entries(io.StringIO(text), chunk=chunk))
     assert [g[1] for g in got if isinstance(g, tuple)] == values
     assert not [g for g in got if isinstance(g, Problem)]
+
+
+@pytest.mark.parametrize("values", [[1e16], [0.0], [-0.5, 1.5e-7], [12345678901234567890, 7]])
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5])
+def test_jsonscan_reads_a_number_the_window_cut_in_its_fraction_or_exponent(
+    values: list[Any], chunk: int
+) -> None:
+    """A window ending in '1e' or '0.' holds a number's beginning, not a number and junk."""
+    got = list(jsonscan.entries(io.StringIO(json.dumps(values, indent=1)), chunk=chunk))
+    assert got == [(2 + i, v) for i, v in enumerate(values)]
 
 
 @FUZZ

@@ -28,6 +28,8 @@ _SPACE = " \t\n\r"
 #: What matters when walking over a value without decoding it.
 _TOKEN = re.compile(r'[\[\]{}"]')
 _STRING_END = re.compile(r'(?:[^"\\]|\\.)*"', re.S)
+#: Characters a JSON number can go on with after a prefix that is a number itself.
+_NUMBER_TAIL: Final = "0123456789+-.eE"
 
 
 class _TooLarge(Exception):
@@ -87,11 +89,12 @@ class _Reader:
                     raise
                 want *= 2
                 continue
-            # A number at the window's end may go on in the next chunk.
+            # A number at the window's end may go on in the next chunk, and so may
+            # one that stops where the window cut its fraction or exponent ("0.", "1e").
             if (
-                end == len(self.buf)
-                and not self.eof
+                not self.eof
                 and self.buf[self.pos] not in '[{"'
+                and (end == len(self.buf) or self.buf[end] in _NUMBER_TAIL)
                 and self.more(want)
             ):
                 continue
