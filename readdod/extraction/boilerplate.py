@@ -14,7 +14,14 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from readdod.extraction.dom import Node, is_block, link_density, node_text_len, nonspace_len
+from readdod.extraction.dom import (
+    Node,
+    has_match,
+    is_block,
+    link_density,
+    node_text_len,
+    nonspace_len,
+)
 
 # Never article text, wherever they sit.
 _NEVER_TEXT: Final = (
@@ -207,7 +214,7 @@ class Boilerplate:
         text = node.text()
         if (
             len(text) > 2000
-            and node.css_first("p") is not None
+            and has_match(node, "p")
             and link_density(node, len(text)) < 0.5  # cheaper than the body's text
         ):
             if self._total < 0:
@@ -260,7 +267,7 @@ def _is_embed(node: Node) -> bool:
     return (
         child is not None
         and child.tag == "blockquote"
-        and child.css_first("p") is not None
+        and has_match(child, "p")
         and link_density(child) < 0.5
     )
 
@@ -350,7 +357,7 @@ def _is_junk(node: Node, tag: str, judge: Boilerplate, links: int, total: int) -
     ``links``: characters of link text inside; ``total``: the container's.
     """
     if tag == "figure":
-        return node.css_first("blockquote, table, pre") is None
+        return not has_match(node, "blockquote, table, pre")
     if tag == "time":
         return _is_date_line(node)
     attrs = node.attributes

@@ -28,6 +28,7 @@ from readdod.extraction.dom import (
     is_block,
     link_density,
     nonspace_len,
+    select,
     ws,
 )
 from readdod.extraction.markdown import Block, Renderer
@@ -153,7 +154,7 @@ def _div_paragraphs(body: Node, *, cjk: bool) -> list[_Paragraph]:
     """
     minimum = _MIN_PARAGRAPH_CHARS // 3 if cjk else _MIN_PARAGRAPH_CHARS
     found: list[_Paragraph] = []
-    for node in body.css(_TEXT_DIV_QUERY):
+    for node in select(body, _TEXT_DIV_QUERY):
         text = node.text()
         if len(text) < minimum:
             continue

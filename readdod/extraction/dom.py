@@ -10,8 +10,11 @@ tests instead of regex scans) are written once.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any, Final
 from urllib.parse import urljoin
+
+from selectolax.lexbor import LexborCSSSelector
 
 # selectolax ships no type stubs; name the node type for readers.
 Node = Any
@@ -75,13 +78,39 @@ def link_density(node: Node, total: int = -1) -> float:
         total = len(node.text())
     if total == 0:
         return 0.0
-    linked = sum(len(link.text()) for link in node.css("a"))
+    linked = sum(len(link.text()) for link in select(node, "a"))
     return min(linked / total, 1.0)
 
 
+class _Engine(threading.local):
+    """One CSS selector engine per thread, for every page.
+
+    A parsed page makes its own engine on its first query, and setting one
+    up costs more than most queries take to run.
+    """
+
+    def __init__(self) -> None:
+        self.selector = LexborCSSSelector()  # type: ignore[no-untyped-call]  # untyped in the library
+
+
+_ENGINE: Final = _Engine()
+
+
+def select(node: Node, query: str) -> list[Node]:
+    """The elements matching ``query`` in ``node``'s subtree, ``node`` included, in
+    document order."""
+    found: list[Node] = _ENGINE.selector.find(query, node)
+    return found
+
+
+def has_match(node: Node, query: str) -> bool:
+    """Whether anything in ``node``'s subtree, ``node`` included, matches ``query``."""
+    return bool(_ENGINE.selector.any_matches(query, node))
+
+
 def find_inside(node: Node, selector: str) -> Node | None:
-    """First match strictly inside ``node`` (lexbor's css() also matches the node itself)."""
-    for match in node.css(selector):
+    """First match strictly inside ``node`` (a query also matches the node itself)."""
+    for match in select(node, selector):
         if match.mem_id != node.mem_id:
             return match
     return None

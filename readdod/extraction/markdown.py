@@ -26,6 +26,7 @@ from readdod.extraction.dom import (
     fold,
     is_block,
     link_target,
+    select,
     ws,
 )
 
@@ -266,10 +267,10 @@ class Renderer:
         self._groups += 1
         group = self._group if self._group is not None else self._groups
         header_done = False
-        for row in node.css("tr"):
+        for row in select(node, "tr"):
             cells = []
             plains = []
-            for cell in row.css("th, td"):
+            for cell in select(row, "th, td"):
                 parts = self._inline(cell)
                 plain_cell = ws(cell.text())
                 cells.append(ws(parts[1]) if parts is not None else plain_cell)
@@ -299,7 +300,7 @@ def join_markdown(blocks: list[Block]) -> str:
 
 
 def _code_language(node: Node) -> str:
-    for candidate in (node, node.css_first("code")):
+    for candidate in (node, *select(node, "code")[:1]):
         if candidate is None:
             continue
         attrs = candidate.attributes

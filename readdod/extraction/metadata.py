@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from readdod.extraction.dom import Node, absolute_url, fold, ws
+from readdod.extraction.dom import Node, absolute_url, fold, select, ws
 from readdod.extraction.scan import Scan
 from readdod.text.dates import iso_8601
 
@@ -195,14 +195,8 @@ def _byline(tree: Node, scan: Scan, ld: dict[str, Any]) -> str | None:
     for candidate in candidates:
         if cleaned := _clean_byline(candidate):
             return cleaned
-    # Only now pay for another pass over the page, stopping at the first
-    # match when that is the answer (it nearly always is).
-    first = tree.css_first(_AUTHOR_QUERY)
-    if first is None:
-        return None
-    if first.tag != "meta" and (cleaned := _author_name(first)):
-        return cleaned
-    for node in tree.css(_AUTHOR_QUERY)[1:4]:
+    # Only now pay for another pass over the page.
+    for node in select(tree.root, _AUTHOR_QUERY)[:4]:
         if node.tag != "meta" and (cleaned := _author_name(node)):
             return cleaned
     return None
@@ -212,7 +206,7 @@ _AUTHOR_QUERY: Final = "[itemprop~=author i], [rel~=author i], .byline, .author"
 
 
 def _author_name(node: Node) -> str | None:
-    name = node.css_first("[itemprop~=name i]")
+    name = next(iter(select(node, "[itemprop~=name i]")), None)
     return _clean_byline(ws((name or node).text()))
 
 

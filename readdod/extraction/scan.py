@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urljoin
 
-from readdod.extraction.dom import Node, node_text_len, resolve_url, ws
+from readdod.extraction.dom import Node, node_text_len, resolve_url, select, ws
 
 # What the one query over the document collects.
 _SCAN_TAGS: Final = frozenset(
@@ -66,7 +66,7 @@ def scan_page(tree: Node, page_url: str | None) -> Scan:
     semantic: list[Node] = []
     articles: list[Node] = []
     paragraphs = scan.paragraph_nodes
-    for node in tree.css(_SCAN_QUERY):
+    for node in select(tree.root, _SCAN_QUERY):
         tag = node.tag
         if tag in _PARAGRAPH_TAGS:
             paragraphs.append(node)
