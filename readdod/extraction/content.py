@@ -18,8 +18,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from selectolax.lexbor import LexborHTMLParser
-
 from readdod.extraction.boilerplate import Boilerplate, class_weight, prune
 from readdod.extraction.dom import (
     HEADINGS,
@@ -28,6 +26,7 @@ from readdod.extraction.dom import (
     is_block,
     link_density,
     nonspace_len,
+    parse,
     select,
     ws,
 )
@@ -419,7 +418,7 @@ def _ld_body_blocks(ld: dict[str, Any] | None, base: str | None, meta: Meta) -> 
     if not isinstance(body, str) or len(body.strip()) < _LD_BODY_MIN_CHARS:
         return []
     if _HTML_BLOCK_RE.search(body):
-        fragment = LexborHTMLParser(body).body
+        fragment = parse(body).body
         return Renderer(base, meta.headlines).render(fragment) if fragment is not None else []
     paragraphs = (ws(part) for part in _LINES_RE.split(body))
     return [Block(p, p) for p in paragraphs if p]

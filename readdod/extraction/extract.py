@@ -37,11 +37,10 @@ import re
 from typing import Final, Literal
 
 import msgspec
-from selectolax.lexbor import LexborHTMLParser
 
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.content import article_blocks
-from readdod.extraction.dom import INVISIBLE_RE, has_invisible, ws
+from readdod.extraction.dom import INVISIBLE_RE, has_invisible, parse, ws
 from readdod.extraction.markdown import join_markdown
 from readdod.extraction.metadata import read_meta
 from readdod.extraction.scan import scan_page
@@ -83,7 +82,7 @@ def extract(
     navigation links would be worse than an honest failure.
     """
     try:
-        tree = LexborHTMLParser(html)
+        tree = parse(html)
     except Exception as exc:  # lexbor refuses only pathological input
         raise ExtractionError(
             "The page could not be parsed as HTML.",
