@@ -209,6 +209,20 @@ def test_json_ld_article_body_rescues_a_script_rendered_page() -> None:
     assert result.text.endswith("\n\nSecond paragraph here.")
 
 
+@pytest.mark.parametrize(
+    "ld",
+    [
+        "[" * 100_000 + "]" * 100_000,  # nested past any decoder's depth
+        '{"@type": "Article", "headline": "Raw\nnewline", "x": NaN}',  # not strict JSON
+        '<!--//--><![CDATA[//><!--\n{"@type": "Article"}\n//--><!]]>',  # XHTML's wrapper
+    ],
+)
+def test_json_ld_that_is_not_plain_json_never_costs_the_article(ld: str) -> None:
+    head = f'<script type="application/ld+json">{ld}</script>'
+    result = extract(page(f"<article>{article(LOREM)}</article>", head=head))
+    assert result.text.startswith(LOREM[:40])
+
+
 def test_word_count_handles_spaces_and_cjk() -> None:
     assert word_count("one two  three — four") == 4
     assert word_count("日本語の文章です") == 4
