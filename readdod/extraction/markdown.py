@@ -33,6 +33,7 @@ from readdod.extraction.dom import (
 _CODE_TAGS: Final = frozenset({"code", "kbd", "samp", "tt"})
 _STRONG_TAGS: Final = frozenset({"strong", "b"})
 _EM_TAGS: Final = frozenset({"em", "i"})
+_MARKED_TAGS: Final = _CODE_TAGS | _STRONG_TAGS | _EM_TAGS | {"a"}
 _CODE_LANG_RE: Final = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)", re.IGNORECASE)
 
 
@@ -168,12 +169,14 @@ class Renderer:
 
     def _decorate(self, node: Node, text: str, markdown: str) -> str:
         """Markdown for one inline element, keeping its outer whitespace outside."""
+        tag = node.tag
+        if tag not in _MARKED_TAGS:  # <span>, <abbr>, <sup>…: the text as it is
+            return markdown
         inner = markdown.strip()
         if not inner:
             return markdown
         lead = markdown[: len(markdown) - len(markdown.lstrip())]
         trail = markdown[len(markdown.rstrip()) :]
-        tag = node.tag
         if tag == "a":
             href = link_target(self._base, node.attributes.get("href"))
             if href:

@@ -74,6 +74,10 @@ def scan_page(tree: Node, page_url: str | None) -> Scan:
             paragraphs.append(node)
             continue
         attrs = node.attributes
+        if tag == "meta":  # the most numerous after paragraphs
+            if content := attrs.get("content"):
+                _read_meta(attrs, content, scan.metas)
+            continue
         if tag not in _SCAN_TAGS or tag == "article":  # maybe matched by itemprop or role
             if "articlebody" in (attrs.get("itemprop") or "").lower().split():
                 scan.article_body_id = node.mem_id
@@ -84,16 +88,7 @@ def scan_page(tree: Node, page_url: str | None) -> Scan:
                 continue
             if tag != "article":
                 continue
-        if tag == "meta":
-            content = attrs.get("content")
-            if content:
-                for attr in ("property", "name", "itemprop"):
-                    key = attrs.get(attr)
-                    if key:
-                        scan.metas.setdefault(key.strip().lower(), content)
-                if (attrs.get("http-equiv") or "").lower() == "content-language":
-                    scan.metas.setdefault("content-language", content)
-        elif tag == "link":
+        if tag == "link":
             if canonical_href is None and "canonical" in (attrs.get("rel") or "").lower().split():
                 canonical_href = attrs.get("href")
         elif tag == "title":
@@ -131,6 +126,18 @@ def scan_page(tree: Node, page_url: str | None) -> Scan:
             node = node.parent
     scan.ld_article = _ld_article(scan.ld_objects)
     return scan
+
+
+def _read_meta(attrs: dict[str, str | None], content: str, metas: dict[str, str]) -> None:
+    """Files a ``<meta>``'s content under each name it has; the first of a name wins."""
+    if key := attrs.get("property"):
+        metas.setdefault(key.strip().lower(), content)
+    if key := attrs.get("name"):
+        metas.setdefault(key.strip().lower(), content)
+    if key := attrs.get("itemprop"):
+        metas.setdefault(key.strip().lower(), content)
+    if (equiv := attrs.get("http-equiv")) and equiv.lower() == "content-language":
+        metas.setdefault("content-language", content)
 
 
 # --- JSON-LD -----------------------------------------------------------------
