@@ -8,6 +8,7 @@ import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pytest
@@ -387,6 +388,15 @@ def test_demo_page_yields_only_its_article(sample: SamplePage) -> None:
     assert result.title and result.byline and result.published_at and result.site_name
     assert result.lang is not None and result.canonical_url == sample.url
     assert result.markdown.count("\n## ") + result.markdown.count("\n### ") >= 3
+
+
+def test_threads_extracting_at_once_read_pages_as_one_thread_does() -> None:
+    """Each thread queries through its own selector engine: none sees another's page."""
+    pages = sample_pages() * 4
+    alone = [extract(p.html, p.url) for p in pages]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda p: extract(p.html, p.url), pages))
+    assert together == alone
 
 
 def test_spanish_demo_page_reports_its_language() -> None:
