@@ -23,6 +23,8 @@ from readdod.extraction.extract import EXTRACTOR, word_count
 from readdod.extraction.fetch import FetchClient, decode_body, extract_url, fetch
 from readdod.extraction.fetch import make_client as _make_client
 from readdod.settings.config import FetchConfig
+from readdod.text.scripts import UNSPACED_RE
+from readdod.text.words import _may_be_unspaced
 
 pytestmark = pytest.mark.anyio
 
@@ -237,6 +239,18 @@ def test_word_count_handles_spaces_and_cjk() -> None:
 def test_word_count_sees_every_unspaced_script_beside_latin_punctuation(char: str) -> None:
     """The byte prefilter must not clear a text that holds an unspaced character."""
     assert word_count(f"“quoted” — {char * 4}") == 1 + 2
+
+
+def test_the_unspaced_prefilter_lets_through_every_character_of_those_scripts() -> None:
+    """Whatever ranges scripts.UNSPACED holds, none of their characters is cleared."""
+    missed = [
+        hex(code)
+        for code in range(0x80, 0x40000)
+        if not 0xD800 <= code <= 0xDFFF
+        and UNSPACED_RE.match(chr(code))
+        and not _may_be_unspaced(chr(code))
+    ]
+    assert missed == []
 
 
 @given(st.text(alphabet=st.sampled_from(list(" \t\n\xa0\u3000\u2028\u200bab’é日"))))

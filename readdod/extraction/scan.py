@@ -76,7 +76,7 @@ def scan_page(tree: Node, page_url: str | None) -> Scan:
         attrs = node.attributes
         if tag == "meta":  # the most numerous after paragraphs
             if content := attrs.get("content"):
-                _read_meta(attrs, content, scan.metas)
+                _file_meta(attrs, content, scan.metas)
             continue
         if tag not in _SCAN_TAGS or tag == "article":  # maybe matched by itemprop or role
             if "articlebody" in (attrs.get("itemprop") or "").lower().split():
@@ -128,7 +128,7 @@ def scan_page(tree: Node, page_url: str | None) -> Scan:
     return scan
 
 
-def _read_meta(attrs: dict[str, str | None], content: str, metas: dict[str, str]) -> None:
+def _file_meta(attrs: dict[str, str | None], content: str, metas: dict[str, str]) -> None:
     """Files a ``<meta>``'s content under each name it has; the first of a name wins."""
     if key := attrs.get("property"):
         metas.setdefault(key.strip().lower(), content)
@@ -158,7 +158,9 @@ def _ld_json(text: str) -> Any:
     """
     try:
         return msgspec.json.decode(text)
-    except (msgspec.DecodeError, RecursionError):
+    except RecursionError:
+        return None  # no decoder reads deeper, and a wrapper adds no depth
+    except msgspec.DecodeError:
         pass
     for candidate in (text, _LD_WRAPPER_RE.sub("", text)):
         try:
