@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from readdod.demo import SamplePage, sample_pages
 from readdod.errors import ErrorCode, ExtractionError
-from readdod.extraction import extract, extract_text
+from readdod.extraction import article_text, extract, extract_text
 from readdod.extraction.dom import clean_lines, ws
 from readdod.extraction.extract import EXTRACTOR, word_count
 from readdod.extraction.fetch import FetchClient, decode_body, extract_url, fetch
@@ -328,6 +328,9 @@ def test_page_without_article_text_is_extraction_empty(html: str) -> None:
     assert info.value.code is ErrorCode.EXTRACTION_EMPTY
     assert info.value.retryable is False
     assert "--text" in info.value.message
+    with pytest.raises(ExtractionError) as alone:
+        article_text(html)
+    assert alone.value.code is ErrorCode.EXTRACTION_EMPTY
 
 
 # --- extract_text --------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.extraction import html_words, run_readability, title_agrees, word_scores
-from readdod.extraction import extract
+from readdod.extraction import article_text, extract
 from readdod.extraction.charsets import decode_body
 from readdod.text.dates import iso_8601
 
@@ -63,6 +63,16 @@ def test_readability_page_keeps_its_article(name: str, min_recall: float) -> Non
     assert scores["precision"] >= 0.85, scores  # readability drops some code blocks we keep
     title = json.loads((folder / "expected-metadata.json").read_text())["title"]
     assert title_agrees(title, result.title), (title, result.title)
+
+
+@pytest.mark.parametrize("name", ["royal-road", "mercurial", "ehow-1"])
+def test_article_text_is_the_text_of_the_extraction(name: str) -> None:
+    """The text alone (what extractors are compared on) is the extraction's own."""
+    html = decode_body(gzip.decompress((PAGES / name / "source.html.gz").read_bytes()), None)
+    url = f"https://example.org/{name}/"
+    text = article_text(html, url)
+    assert len(text.split()) > 300
+    assert text == extract(html, url).text
 
 
 def test_bench_reads_a_readability_pages_directory() -> None:

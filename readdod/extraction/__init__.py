@@ -4,6 +4,6 @@ Only the pure extractor is exported here so that importing the package never
 pulls in httpx; the fetcher lives in :mod:`readdod.extraction.fetch`.
 """
 
-from readdod.extraction.extract import extract, extract_text
+from readdod.extraction.extract import article_text, extract, extract_text
 
-__all__ = ["extract", "extract_text"]
+__all__ = ["article_text", "extract", "extract_text"]

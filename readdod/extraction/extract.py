@@ -40,15 +40,22 @@ import msgspec
 
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction.content import article_blocks
-from readdod.extraction.dom import INVISIBLE_RE, has_invisible, parse, ws
-from readdod.extraction.markdown import join_markdown
-from readdod.extraction.metadata import read_meta
-from readdod.extraction.scan import scan_page
+from readdod.extraction.dom import INVISIBLE_RE, Node, has_invisible, parse, ws
+from readdod.extraction.markdown import Block, join_markdown
+from readdod.extraction.metadata import Meta, read_headline, read_meta
+from readdod.extraction.scan import Scan, scan_page
 from readdod.items.models import Extraction, ProvidedDocument
 from readdod.text.sentences import split_sentences
 from readdod.text.words import latin_length, word_count
 
-__all__ = ["EXTRACTOR", "extract", "extract_document", "extract_text", "word_count"]
+__all__ = [
+    "EXTRACTOR",
+    "article_text",
+    "extract",
+    "extract_document",
+    "extract_text",
+    "word_count",
+]
 
 EXTRACTOR: Final = "readdod/2"
 
@@ -81,30 +88,9 @@ def extract(
     ``EXTRACTION_EMPTY`` when no article text is found, because a summary of
     navigation links would be worse than an honest failure.
     """
-    try:
-        tree = parse(html)
-    except Exception as exc:  # lexbor refuses only pathological input
-        raise ExtractionError(
-            "The page could not be parsed as HTML.",
-            code=ErrorCode.EXTRACTION_PARSE_FAILED,
-            retryable=False,
-            debug=repr(exc),
-        ) from exc
-
-    scan = scan_page(tree, final_url or url)
+    tree, scan = _scan(html, final_url or url)
     meta = read_meta(tree, scan)
-    try:
-        blocks = article_blocks(tree, scan, meta)
-    except RecursionError as exc:
-        raise ExtractionError(
-            "The page is nested too deeply to be read.",
-            code=ErrorCode.EXTRACTION_PARSE_FAILED,
-            retryable=False,
-        ) from exc
-
-    text = "\n\n".join(block.text for block in blocks)
-    if not text.strip():
-        raise ExtractionError(EMPTY_HTML_MESSAGE, code=ErrorCode.EXTRACTION_EMPTY, retryable=False)
+    blocks, text = _article(tree, scan, meta)
     return Extraction(
         url=url,
         final_url=final_url,
@@ -124,6 +110,49 @@ def extract(
         extractor=EXTRACTOR,
         fetched_at=fetched_at,
     )
+
+
+def article_text(html: str, url: str | None = None) -> str:
+    """The article's plain text alone: what :func:`extract` gives as ``text``.
+
+    For callers that want the words and nothing about them (comparing
+    extractors, indexing). What does not choose the text (byline, date,
+    description, canonical URL), the Markdown form, the word count and the
+    excerpt are not worked out. Raises :class:`ExtractionError` as
+    :func:`extract` does.
+    """
+    tree, scan = _scan(html, url)
+    return _article(tree, scan, read_headline(tree, scan))[1]
+
+
+def _scan(html: str, url: str | None) -> tuple[Node, Scan]:
+    """The parsed page and its scan (stage 1)."""
+    try:
+        tree = parse(html)
+    except Exception as exc:  # lexbor refuses only pathological input
+        raise ExtractionError(
+            "The page could not be parsed as HTML.",
+            code=ErrorCode.EXTRACTION_PARSE_FAILED,
+            retryable=False,
+            debug=repr(exc),
+        ) from exc
+    return tree, scan_page(tree, url)
+
+
+def _article(tree: Node, scan: Scan, meta: Meta) -> tuple[list[Block], str]:
+    """The article's blocks and plain text (stages 2 and 3); prunes ``tree``."""
+    try:
+        blocks = article_blocks(tree, scan, meta)
+    except RecursionError as exc:
+        raise ExtractionError(
+            "The page is nested too deeply to be read.",
+            code=ErrorCode.EXTRACTION_PARSE_FAILED,
+            retryable=False,
+        ) from exc
+    text = "\n\n".join(block.text for block in blocks)
+    if not text.strip():
+        raise ExtractionError(EMPTY_HTML_MESSAGE, code=ErrorCode.EXTRACTION_EMPTY, retryable=False)
+    return blocks, text
 
 
 def extract_text(text: str, *, title: str | None = None, url: str | None = None) -> Extraction:

@@ -43,6 +43,22 @@ class Meta:
 
 def read_meta(tree: Node, scan: Scan) -> Meta:
     """Page metadata from the scan, JSON-LD and the document element."""
+    meta = read_headline(tree, scan)
+    ld = scan.ld_article or {}
+    meta.byline = _byline(tree, scan, ld)
+    meta.published_at = _published_at(scan, ld)
+    meta.canonical_url = scan.canonical or absolute_url(
+        scan.base, _first_meta(scan.metas, "og:url")
+    )
+    meta.description = _first_meta(
+        scan.metas, "description", "og:description", "twitter:description"
+    )
+    return meta
+
+
+def read_headline(tree: Node, scan: Scan) -> Meta:
+    """Only what choosing and rendering the article's text need: the title and
+    its headline forms, the language and the site name (the title's referee)."""
     ld = scan.ld_article or {}
     metas = scan.metas
     site_name = _first_meta(metas, "og:site_name", "application-name") or _ld_name(
@@ -56,12 +72,8 @@ def read_meta(tree: Node, scan: Scan) -> Meta:
     return Meta(
         title=title or None,
         headlines=headlines,
-        byline=_byline(tree, scan, ld),
-        published_at=_published_at(scan, ld),
         lang=_lang(tree, metas),
         site_name=site_name,
-        canonical_url=scan.canonical or absolute_url(scan.base, _first_meta(metas, "og:url")),
-        description=_first_meta(metas, "description", "og:description", "twitter:description"),
     )
 
 

@@ -163,7 +163,7 @@ def iso_8601(stamp: str) -> str | None:
 def _write(when: dt.date) -> str:
     if not isinstance(when, dt.datetime):
         return when.isoformat()
-    text = when.replace(microsecond=0).isoformat()
+    text = when.isoformat(timespec="seconds")
     offset = when.utcoffset()
     if offset is not None and not offset:
         text = text[: -len("+00:00")] + "Z"
