@@ -13,6 +13,8 @@ import pytest
 
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction import extract
+from readdod.extraction.boilerplate import _link_chars
+from readdod.extraction.dom import nonspace_len, parse, select
 
 # Paragraphs long enough to be scored as prose, in a few languages.
 EN = [
@@ -139,6 +141,29 @@ def test_link_heavy_lists_inside_the_article_are_pruned() -> None:
     text = extract(html).text
     assert "Coastal story" not in text
     assert text == "\n\n".join(EN)
+
+
+def test_link_text_is_credited_to_every_ancestor_inside_the_container() -> None:
+    """Each element's link characters, summed bottom-up, equal what a query of its
+    own links finds (nested links, links straight in the container, deep menus)."""
+    menu = "".join(
+        f"<li><span><a href='/m/{i}'>Menu entry {i}</a> <b>new</b></span></li>" for i in range(30)
+    )
+    tree = parse(
+        "<html><body><main id='c'><p>Intro with <a href='/x'>one link</a> and text.</p>"
+        f"<div><nav><ul>{menu}</ul></nav><a href='/y'>straight in <a href='/z'>nested</a></a>"
+        "<svg><a href='/s'><text>drawn link</text></a></svg></div><p>No links here.</p>"
+        "</main></body></html>"
+    )
+    container = tree.css_first("main")
+    nodes = list(container.traverse())
+    linked = _link_chars(nodes, [node.tag for node in nodes], container.mem_id)
+    for node in nodes:
+        expected = sum(
+            nonspace_len(link.text()) for link in select(node, "a") if link.mem_id != node.mem_id
+        )
+        assert linked.get(node.mem_id, 0) == expected, node.tag
+    assert linked[container.mem_id] > 30 * len("Menuentry0")
 
 
 def test_repeated_blocks_are_kept_once() -> None:

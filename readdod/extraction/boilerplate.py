@@ -305,25 +305,10 @@ def prune(container: Node, judge: Boilerplate) -> None:
     figures (their text is captions); date lines and author/date microdata;
     rel=tag links; lists and blocks that are mostly links.
     """
-    # One walk: the links' text is credited to their ancestors first, since
-    # the elements are judged by it (a css("a") query would be a second walk).
     nodes = list(container.traverse())
     tags: list[str | None] = [node.tag for node in nodes]
-    linked: dict[int, int] = {}
     cid = container.mem_id
-    for link, tag in zip(nodes, tags, strict=True):
-        if tag != "a":
-            continue
-        chars = nonspace_len(link.text())
-        if not chars:
-            continue
-        ancestor = link.parent
-        while ancestor is not None:
-            key = ancestor.mem_id
-            linked[key] = linked.get(key, 0) + chars
-            if key == cid:
-                break
-            ancestor = ancestor.parent
+    linked = _link_chars(nodes, tags, cid)
     total = node_text_len(container)
     doomed: list[Node] = []
     # What lies inside a doomed element goes with it: not worth judging
@@ -349,6 +334,43 @@ def prune(container: Node, judge: Boilerplate) -> None:
             doomed.append(node)
             dead.add(node.mem_id)
     _decompose_reversed(doomed)
+
+
+def _link_chars(nodes: list[Node], tags: list[str | None], cid: int) -> dict[int, int]:
+    """Characters of link text inside each element, by key, up to the container ``cid``.
+
+    One walk: the links' text is credited to their ancestors, since the
+    elements are judged by it (a css("a") query would be a second walk). Each
+    link credits its parent; the sums then flow up once per ancestor, not
+    once per link and ancestor (menus hold hundreds of links, deep down).
+    """
+    linked: dict[int, int] = {}
+    up: dict[int, int | None] = {}  # an ancestor of a link -> its parent, None above cid
+    order: list[int] = []  # those ancestors, each after its own ancestors
+    for link, tag in zip(nodes, tags, strict=True):
+        if tag != "a":
+            continue
+        chars = nonspace_len(link.text())
+        node = link.parent
+        if not chars or node is None:
+            continue
+        key = node.mem_id
+        linked[key] = linked.get(key, 0) + chars
+        path: list[int] = []
+        while key not in up:
+            path.append(key)
+            parent = None if key == cid else node.parent
+            if parent is None:
+                up[key] = None
+                break
+            node, up[key] = parent, parent.mem_id
+            key = up[key]
+        order.extend(reversed(path))
+    for key in reversed(order):
+        parent_key = up[key]
+        if parent_key is not None:
+            linked[parent_key] = linked.get(parent_key, 0) + linked[key]
+    return linked
 
 
 def _is_junk(node: Node, tag: str, judge: Boilerplate, links: int, total: int) -> bool:
