@@ -22,6 +22,7 @@ from readdod.extraction.dom import clean_lines, ws
 from readdod.extraction.extract import EXTRACTOR, word_count
 from readdod.extraction.fetch import FetchClient, decode_body, extract_url, fetch
 from readdod.extraction.fetch import make_client as _make_client
+from readdod.extraction.scan import _ld_json
 from readdod.settings.config import FetchConfig
 from readdod.text.scripts import UNSPACED_RE
 from readdod.text.words import _may_be_unspaced
@@ -224,6 +225,18 @@ def test_json_ld_that_is_not_plain_json_never_costs_the_article(ld: str) -> None
     head = f'<script type="application/ld+json">{ld}</script>'
     result = extract(page(f"<article>{article(LOREM)}</article>", head=head))
     assert result.text.startswith(LOREM[:40])
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        '<!--\n{"@type": "Article", "x": 1}\n-->',
+        '  //<![CDATA[\n{"@type": "Article", "x": 1}\n//  ]]>  \n',
+        '<![CDATA[{"@type": "Article", "x": 1}]]>',
+    ],
+)
+def test_json_ld_is_read_inside_a_comment_or_cdata_wrapper(wrapped: str) -> None:
+    assert _ld_json(wrapped) == {"@type": "Article", "x": 1}
 
 
 def test_word_count_handles_spaces_and_cjk() -> None:

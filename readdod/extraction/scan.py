@@ -143,9 +143,8 @@ def _file_meta(attrs: dict[str, str | None], content: str, metas: dict[str, str]
 # --- JSON-LD -----------------------------------------------------------------
 
 
-_LD_WRAPPER_RE: Final = re.compile(
-    r"^\s*(?://\s*)?(?:<!\[CDATA\[|<!--)|(?://\s*)?(?:\]\]>|-->)\s*$"
-)
+_LD_OPENING_RE: Final = re.compile(r"\s*(?://\s*)?(?:<!\[CDATA\[|<!--)")
+_LD_CLOSINGS: Final = ("]]>", "-->")
 
 
 def _ld_json(text: str) -> Any:
@@ -162,12 +161,27 @@ def _ld_json(text: str) -> Any:
         return None  # no decoder reads deeper, and a wrapper adds no depth
     except msgspec.DecodeError:
         pass
-    for candidate in (text, _LD_WRAPPER_RE.sub("", text)):
+    for candidate in (text, _unwrap(text)):
         try:
             return json.loads(candidate, strict=False)
         except (ValueError, RecursionError):
             continue
     return None
+
+
+def _unwrap(text: str) -> str:
+    """``text`` less a CDATA section or comment around it (``//`` before a marker
+    too, which hides it from scripts). The closing marker is looked for at the
+    end only: a pattern anchored there would be tried at every character."""
+    if (opening := _LD_OPENING_RE.match(text)) is not None:
+        text = text[opening.end() :]
+    body = text.rstrip()
+    for closing in _LD_CLOSINGS:
+        if body.endswith(closing):
+            body = body[: -len(closing)]
+            before = body.rstrip()
+            return before[:-2] if before.endswith("//") else body
+    return text
 
 
 def _flatten_ld(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
