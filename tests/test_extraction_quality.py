@@ -13,7 +13,7 @@ import pytest
 
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction import extract
-from readdod.extraction.boilerplate import _link_chars
+from readdod.extraction.boilerplate import Boilerplate, _link_chars
 from readdod.extraction.dom import nonspace_len, parse, select
 
 # Paragraphs long enough to be scored as prose, in a few languages.
@@ -119,6 +119,23 @@ def test_comment_thread_longer_than_the_post_is_not_the_article() -> None:
     )
     text = extract(html).text
     assert text == "\n\n".join(EN[:2])
+
+
+def test_a_page_wide_wrapper_named_as_chrome_is_read_through() -> None:
+    """A layout wrapper whose class says "sidebar" holds the whole article: it is the
+    page, not a sidebar, as long as the text around it is short (scripts count)."""
+    texts = [f"{text} Part {n}." for n in range(4) for text in EN]  # over 2,000 characters
+    wrapped = f"<div class='sidebar-layout'><div class='post'>{paras(texts)}</div></div>"
+    script = "<script>var tracking = {site: 'tide', section: 'news'};</script>"
+    assert extract(page(chrome() + wrapped + script + FOOTER)).text == "\n\n".join(texts)
+    tree = parse(page(chrome() + wrapped + script + FOOTER))
+    assert not Boilerplate(tree.body, set()).is_bad(tree.css_first(".sidebar-layout"))
+    # The same wrapper beside a longer text elsewhere is a sidebar after all.
+    story = [f"{text} Chapter {n}." for n in range(9) for text in EN]
+    elsewhere = f"<div class='story'>{paras(story)}</div>"
+    tree = parse(page(chrome() + elsewhere + wrapped + FOOTER))
+    assert Boilerplate(tree.body, set()).is_bad(tree.css_first(".sidebar-layout"))
+    assert extract(page(chrome() + elsewhere + wrapped + FOOTER)).text == "\n\n".join(story)
 
 
 def test_article_split_into_sibling_blocks_is_read_whole() -> None:

@@ -171,7 +171,6 @@ class Boilerplate:
         self.keep = keep
         self.verdicts: dict[str, int] = {}
         self.judged: dict[int, bool] = {}
-        self._total = -1
 
     def is_bad(self, node: Node, attrs: dict[str, str | None] | None = None) -> bool:
         """``attrs``: the node's attributes, if the caller has read them already."""
@@ -212,18 +211,36 @@ class Boilerplate:
                 if _is_embed(node):
                     return False
         text = node.text()
-        if (
+        # A comment thread can outweigh a short post, so a node named as
+        # boilerplate escapes only as a page-wide wrapper.
+        return not (
             len(text) > 2000
             and has_match(node, "p")
-            and link_density(node, len(text)) < 0.5  # cheaper than the body's text
-        ):
-            if self._total < 0:
-                self._total = node_text_len(self.body)
-            # A comment thread can outweigh a short post, so a node named as
-            # boilerplate escapes only as a page-wide wrapper.
-            if nonspace_len(text) > self._total * (0.5 if chrome else 0.8):
-                return False
-        return True
+            and link_density(node, len(text)) < 0.5
+            and self._holds_most(node, nonspace_len(text), 0.5 if chrome else 0.8)
+        )
+
+    def _holds_most(self, node: Node, chars: int, share: float) -> bool:
+        """Whether ``chars``, the text of ``node``, is more than ``share`` of the body's.
+
+        The rest of the body is read sibling by sibling up from ``node``, and
+        only until it is clearly too much: a page's whole text is long (its
+        scripts' included), the rest around a page-wide wrapper short.
+        """
+        total = chars
+        body_id = self.body.mem_id
+        while node.mem_id != body_id:
+            parent = node.parent
+            if parent is None:
+                break
+            own = node.mem_id
+            for sibling in parent.iter(include_text=True):
+                if sibling.mem_id != own:
+                    total += nonspace_len(sibling.text())
+                    if chars <= total * share:
+                        return False
+            node = parent
+        return chars > total * share
 
     def names(self, attrs: dict[str, str | None], node: Node) -> int:
         """Verdict bits of the element's class and id.
