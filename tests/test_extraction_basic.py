@@ -241,6 +241,7 @@ def test_json_ld_is_read_inside_a_comment_or_cdata_wrapper(wrapped: str) -> None
 
 def test_word_count_handles_spaces_and_cjk() -> None:
     assert word_count("one two  three — four") == 4
+    assert word_count("don't pay 10,000 e-mail (sic) — & ... __ _x_ 2019-11-19") == 7
     assert word_count("日本語の文章です") == 4
     assert word_count("Python と 日本") == 3
 

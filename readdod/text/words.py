@@ -36,9 +36,12 @@ def word_count(text: str) -> int:
     tokens = text.split()
     words = len(tokens)
     # Most tokens are plain words: only the others are looked at in Python, and of
-    # those most are words with punctuation stuck on.
+    # those most are words with punctuation stuck on, or inside ("don't", "10,000").
     for token in filterfalse(str.isalnum, tokens):
-        if not token.strip(_PUNCTUATION).isalnum() and _ALNUM_RE.search(token) is None:
+        core = token.strip(_PUNCTUATION)
+        if core.isalnum() or (core and (core[0].isalnum() or core[-1].isalnum())):
+            continue
+        if _ALNUM_RE.search(token) is None:
             words -= 1
     return words - (-unspaced // CHARS_PER_WORD)
 
