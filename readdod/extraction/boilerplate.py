@@ -113,8 +113,9 @@ _META_ITEMPROPS: Final = frozenset(
     {"datepublished", "datemodified", "datecreated", "author", "creator", "publisher"}
 )
 _LINK_LIST_DENSITY: Final = 0.5
-# Siblings read around a node judged against the body before the body is read whole.
-_SIBLINGS_READ: Final = 200
+# Nodes a page may have read around the nodes judged against its body, before the
+# body's text is read whole.
+_NODES_READ: Final = 500
 _DATE_LINE_EXTRA_CHARS: Final = 30  # "Published on", "Updated:", a time zone
 
 
@@ -174,6 +175,7 @@ class Boilerplate:
         self.verdicts: dict[str, int] = {}
         self.judged: dict[int, bool] = {}
         self._total = -1  # the body's text length, once read whole
+        self._reads = 0  # nodes read around nodes judged against the body
 
     def is_bad(self, node: Node, attrs: dict[str, str | None] | None = None) -> bool:
         """``attrs``: the node's attributes, if the caller has read them already."""
@@ -228,13 +230,13 @@ class Boilerplate:
 
         The rest of the body is read sibling by sibling up from ``node``, and
         only until it is clearly too much: a page's whole text is long (its
-        scripts' included), the rest around a page-wide wrapper short. Past
-        ``_SIBLINGS_READ`` siblings the body's text is read whole, once a page.
+        scripts' included), the rest around a page-wide wrapper short. Once a
+        page has had ``_NODES_READ`` nodes read so (deep or crowded markup),
+        the body's text is read whole instead, and only once.
         """
         if self._total >= 0:
             return chars > self._total * share
         total = chars
-        read = 0
         body_id = self.body.mem_id
         while node.mem_id != body_id:
             parent = node.parent
@@ -246,10 +248,10 @@ class Boilerplate:
                     total += nonspace_len(sibling.text())
                     if chars <= total * share:
                         return False
-                    read += 1
-                    if read > _SIBLINGS_READ:
-                        self._total = node_text_len(self.body)
-                        return chars > self._total * share
+                self._reads += 1
+                if self._reads > _NODES_READ:
+                    self._total = node_text_len(self.body)
+                    return chars > self._total * share
             node = parent
         return chars > total * share
 
