@@ -10,15 +10,16 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from urllib.parse import urljoin
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from readdod.demo import SamplePage, sample_pages
 from readdod.errors import ErrorCode, ExtractionError
 from readdod.extraction import article_text, extract, extract_text
-from readdod.extraction.dom import clean_lines, ws
+from readdod.extraction.dom import clean_lines, resolve_url, ws
 from readdod.extraction.extract import EXTRACTOR, word_count
 from readdod.extraction.fetch import FetchClient, decode_body, extract_url, fetch
 from readdod.extraction.fetch import make_client as _make_client
@@ -274,6 +275,34 @@ def test_collapsing_whitespace_keeps_its_rule_on_any_text(text: str) -> None:
     assert ws(text) == " ".join(plain.split())
     lines = (" ".join(line.split()) for line in plain.split("\u2028"))
     assert clean_lines(text) == "\n".join(line for line in lines if line)
+
+
+_BASES = (
+    "https://example.com/news/story.html?page=2#top",
+    "http://Example.COM:8080",
+    "https://user@example.com/a/b/",
+    "ftp://example.com/a",
+    "not a url",
+)
+
+
+@example(_BASES[0], "/a?")
+@example(_BASES[0], "/a#")
+@example(_BASES[0], "/a;")
+@example(_BASES[1], "/a//b")
+@example(_BASES[1], "/a/./b")
+@example(_BASES[1], "/a/../b")
+@example(_BASES[2], "/a\tb")
+@example(_BASES[2], "/a b?c=d#e")
+@given(
+    st.sampled_from(_BASES),
+    st.text(alphabet=st.sampled_from(list("/./?#;%:@ \t\nab9é")), max_size=14).map(
+        lambda tail: "/" + tail
+    ),
+)
+def test_a_root_relative_link_resolves_as_urljoin_resolves_it(base: str, href: str) -> None:
+    """The shortcut for links like ``/a/b`` gives urljoin's answer for every path."""
+    assert resolve_url(base, href) == urljoin(base, href.strip())
 
 
 # --- extract: markdown ---------------------------------------------------------

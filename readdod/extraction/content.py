@@ -52,14 +52,16 @@ _HTML_BLOCK_RE: Final = re.compile(r"<(?:p|br|div|h[2-6]|li)\b", re.IGNORECASE)
 _LINES_RE: Final = re.compile(r"\n\s*\n|\n")
 
 
-def article_blocks(tree: Node, scan: Scan, meta: Meta) -> list[Block]:
+def article_blocks(tree: Node, scan: Scan, meta: Meta, *, markdown: bool = True) -> list[Block]:
     """The article as blocks: the DOM's, or the publisher's JSON-LD ``articleBody``.
 
+    Without ``markdown`` a block's Markdown form is its plain text (links
+    unresolved, nothing decorated): for callers that want the words alone.
     Prunes ``tree`` in place. Raises :class:`RecursionError` on pages nested
     too deeply to walk.
     """
-    blocks = _dom_blocks(tree, scan, meta)
-    ld_blocks = _ld_body_blocks(scan.ld_article, scan.base, meta)
+    blocks = _dom_blocks(tree, scan, meta, markdown=markdown)
+    ld_blocks = _ld_body_blocks(scan.ld_article, scan.base, meta, markdown=markdown)
     if ld_blocks and _text_len(blocks) < _LD_BODY_PREFERRED_RATIO * _text_len(ld_blocks):
         # The DOM lost most of the article (JS rendering, teaser markup):
         # the publisher's own articleBody is the better source.
@@ -67,7 +69,7 @@ def article_blocks(tree: Node, scan: Scan, meta: Meta) -> list[Block]:
     return blocks
 
 
-def _dom_blocks(tree: Node, scan: Scan, meta: Meta) -> list[Block]:
+def _dom_blocks(tree: Node, scan: Scan, meta: Meta, *, markdown: bool) -> list[Block]:
     """Strip the chrome, pick the article container, prune it and render it."""
     body = tree.body
     if body is None:
@@ -79,7 +81,7 @@ def _dom_blocks(tree: Node, scan: Scan, meta: Meta) -> list[Block]:
     paragraphs = _paragraphs(scan.paragraph_nodes, cjk=cjk)
     container = _choose_container(body, paragraphs, scan, judge, cjk=cjk)
     prune(container, judge)
-    blocks = Renderer(scan.base, meta.headlines).render(container)
+    blocks = Renderer(scan.base, meta.headlines, markdown=markdown).render(container)
     return _tidy(blocks)
 
 
@@ -398,7 +400,7 @@ def _tidy(blocks: list[Block]) -> list[Block]:
         if size >= _LEAD_PARAGRAPH_CHARS:
             start = index
             break
-        if size >= _LEAD_SHORT_CHARS or block.md.startswith("#"):
+        if size >= _LEAD_SHORT_CHARS or block.heading:
             break
     blocks = blocks[start:]
     seen: set[str] = set()
@@ -412,14 +414,18 @@ def _tidy(blocks: list[Block]) -> list[Block]:
     return out
 
 
-def _ld_body_blocks(ld: dict[str, Any] | None, base: str | None, meta: Meta) -> list[Block]:
+def _ld_body_blocks(
+    ld: dict[str, Any] | None, base: str | None, meta: Meta, *, markdown: bool
+) -> list[Block]:
     """Blocks from JSON-LD ``articleBody`` when it is long enough to be the article."""
     body = ld.get("articleBody") if ld else None
     if not isinstance(body, str) or len(body.strip()) < _LD_BODY_MIN_CHARS:
         return []
     if _HTML_BLOCK_RE.search(body):
         fragment = parse(body).body
-        return Renderer(base, meta.headlines).render(fragment) if fragment is not None else []
+        if fragment is None:
+            return []
+        return Renderer(base, meta.headlines, markdown=markdown).render(fragment)
     paragraphs = (ws(part) for part in _LINES_RE.split(body))
     return [Block(p, p) for p in paragraphs if p]
 

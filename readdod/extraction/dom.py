@@ -9,10 +9,11 @@ tests instead of regex scans) are written once.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from typing import Any, Final
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from selectolax.lexbor import LexborCSSSelector, LexborDocumentOptions, LexborHTMLParser
 
@@ -144,7 +145,34 @@ def resolve_url(base: str | None, href: str | None) -> str | None:
     href = href.strip()
     if not base or href.startswith(("https://", "http://")):
         return href
+    if href[:1] == "/" and _is_plain_path(href) and (origin := _origin(base)):
+        return origin + href  # what urljoin gives, without parsing both again
     return urljoin(base, href)
+
+
+def _is_plain_path(href: str) -> bool:
+    """Whether ``href`` is a root-relative path that urljoin would keep as written.
+
+    It drops empty segments (``//``), resolves dot segments, and drops a
+    ``?``, ``#`` or ``;`` with nothing after it; such paths go through it.
+    """
+    return (
+        "//" not in href
+        and "/." not in href
+        and "?" not in href
+        and "#" not in href
+        and ";" not in href
+        and href.isprintable()
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _origin(base: str) -> str | None:
+    """``scheme://host`` of an http(s) ``base``, as urljoin would write it; else None."""
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def link_target(base: str | None, href: str | None) -> str | None:

@@ -90,7 +90,7 @@ def extract(
     """
     tree, scan = _scan(html, final_url or url)
     meta = read_meta(tree, scan)
-    blocks, text = _article(tree, scan, meta)
+    blocks, text = _article(tree, scan, meta, markdown=True)
     return Extraction(
         url=url,
         final_url=final_url,
@@ -122,7 +122,7 @@ def article_text(html: str, url: str | None = None) -> str:
     :func:`extract` does.
     """
     tree, scan = _scan(html, url)
-    return _article(tree, scan, read_headline(tree, scan))[1]
+    return _article(tree, scan, read_headline(tree, scan), markdown=False)[1]
 
 
 def _scan(html: str, url: str | None) -> tuple[Node, Scan]:
@@ -139,10 +139,10 @@ def _scan(html: str, url: str | None) -> tuple[Node, Scan]:
     return tree, scan_page(tree, url)
 
 
-def _article(tree: Node, scan: Scan, meta: Meta) -> tuple[list[Block], str]:
+def _article(tree: Node, scan: Scan, meta: Meta, *, markdown: bool) -> tuple[list[Block], str]:
     """The article's blocks and plain text (stages 2 and 3); prunes ``tree``."""
     try:
-        blocks = article_blocks(tree, scan, meta)
+        blocks = article_blocks(tree, scan, meta, markdown=markdown)
     except RecursionError as exc:
         raise ExtractionError(
             "The page is nested too deeply to be read.",

@@ -48,6 +48,7 @@ class Block:
     text: str
     md: str
     group: int | None = None
+    heading: bool = False
 
 
 class Renderer:
@@ -57,8 +58,11 @@ class Renderer:
     the next block boundary, so text directly inside a ``<div>`` is not lost.
     """
 
-    def __init__(self, base_url: str | None, headlines: frozenset[str]) -> None:
+    def __init__(
+        self, base_url: str | None, headlines: frozenset[str], *, markdown: bool = True
+    ) -> None:
         self.blocks: list[Block] = []
+        self._markdown = markdown
         self._plain: list[str] = []
         self._md: list[str] = []
         self._base = base_url
@@ -164,8 +168,10 @@ class Renderer:
                 return None
             plain.append(parts[0])
             md.append(parts[1])
-        text, markdown = "".join(plain), "".join(md)
-        return text, self._decorate(node, text, markdown)
+        text = "".join(plain)
+        if not self._markdown:
+            return text, text
+        return text, self._decorate(node, text, "".join(md))
 
     def _decorate(self, node: Node, text: str, markdown: str) -> str:
         """Markdown for one inline element, keeping its outer whitespace outside."""
@@ -200,7 +206,7 @@ class Renderer:
             return
         if level == 1 and (not self.blocks or fold(text) in self._headlines):
             return  # the headline is metadata (title), not body text
-        self.blocks.append(Block(text, f"{'#' * level} {text}", self._group))
+        self.blocks.append(Block(text, f"{'#' * level} {text}", self._group, heading=True))
 
     def _pre(self, node: Node) -> None:
         self._flush()
@@ -238,10 +244,13 @@ class Renderer:
         del self.blocks[start:]
         if not inner:
             return
+        text = "\n\n".join(block.text for block in inner)
+        if not self._markdown:
+            self.blocks.append(Block(text, text, self._group))
+            return
         pad = " " * len(marker)
         lines = join_markdown(inner).split("\n")
         md = "\n".join([marker + lines[0]] + [pad + line if line else "" for line in lines[1:]])
-        text = "\n\n".join(block.text for block in inner)
         self.blocks.append(Block(text, md, self._group))
 
     def _quote(self, node: Node) -> None:
@@ -256,8 +265,11 @@ class Renderer:
         del self.blocks[start:]
         if not inner:
             return
-        md = "\n".join(f"> {line}" if line else ">" for line in join_markdown(inner).split("\n"))
         text = "\n\n".join(block.text for block in inner)
+        if not self._markdown:
+            self.blocks.append(Block(text, text, self._group))
+            return
+        md = "\n".join(f"> {line}" if line else ">" for line in join_markdown(inner).split("\n"))
         self.blocks.append(Block(text, md, self._group))
 
     def _table(self, node: Node) -> None:
