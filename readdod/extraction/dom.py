@@ -195,6 +195,8 @@ def ws(text: str | None) -> str:
     """Whitespace runs become one space (newlines included), none at the ends."""
     if not text or is_collapsed(text):
         return text or ""
+    if is_collapsed(stripped := text.strip()):
+        return stripped  # the usual case: a text node's indentation
     if has_invisible(text):
         text = INVISIBLE_RE.sub("", text)
     return " ".join(text.split())
@@ -225,6 +227,8 @@ def clean_lines(text: str) -> str:
     """Normalise a block: collapse whitespace, one line per ``<br>``, no empty lines."""
     if is_collapsed(text):
         return text
+    if is_collapsed(stripped := text.strip()):
+        return stripped  # the usual case: a block's indentation
     if has_invisible(text):
         text = INVISIBLE_RE.sub("", text)
     if BR not in text:
