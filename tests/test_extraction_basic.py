@@ -268,13 +268,36 @@ def test_the_unspaced_prefilter_lets_through_every_character_of_those_scripts() 
     assert missed == []
 
 
-@given(st.text(alphabet=st.sampled_from(list(" \t\n\xa0\u3000\u2028\u200bab’é日"))))
+_SPACED = list(" \t\n\xa0\u3000\u2028\u200bab’é日")
+_ASCII_SPACED = list(" \t\n\r\x0b\x0c\x1c\x1f\x01\x7fab.")
+
+
+@given(
+    st.text(alphabet=st.sampled_from(_SPACED))
+    | st.text(alphabet=st.sampled_from(_ASCII_SPACED), min_size=60, max_size=400)
+    | st.builds(
+        lambda words, odd, at: (text := " ".join(words))[:at] + odd + text[at:],
+        st.lists(st.sampled_from(["word", "a.b", "\x01", "\x7f"]), min_size=15, max_size=40),
+        st.sampled_from(_ASCII_SPACED),
+        st.integers(min_value=0, max_value=200),
+    )
+)
 def test_collapsing_whitespace_keeps_its_rule_on_any_text(text: str) -> None:
-    """The already-collapsed shortcut returns what splitting and joining would."""
+    """The already-collapsed shortcuts return what splitting and joining would
+    (long ASCII texts take one of their own)."""
     plain = text.replace("\u200b", "")
     assert ws(text) == " ".join(plain.split())
     lines = (" ".join(line.split()) for line in plain.split("\u2028"))
     assert clean_lines(text) == "\n".join(line for line in lines if line)
+
+
+@pytest.mark.parametrize("space", list("\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"))
+@pytest.mark.parametrize("at", [0, 17, -1])
+def test_a_long_ascii_text_with_any_whitespace_is_collapsed(space: str, at: int) -> None:
+    words = ["word"] * 30
+    words[at] += space
+    text = " ".join(words)
+    assert ws(text) == " ".join(text.split()) == clean_lines(text)
 
 
 _BASES = (
