@@ -136,7 +136,8 @@ class Renderer:
     def _flush(self) -> None:
         if not self._plain:
             return
-        raw_plain, raw_md = "".join(self._plain), "".join(self._md)
+        raw_plain = "".join(self._plain)
+        raw_md = "".join(self._md) if self._markdown else raw_plain
         self._plain.clear()
         self._md.clear()
         plain = clean_lines(raw_plain)
