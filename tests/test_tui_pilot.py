@@ -301,6 +301,23 @@ async def test_pause_and_resume(daemon: DaemonProc) -> None:
         assert daemon.call("ping")["paused"] is False
 
 
+async def test_a_ping_answered_before_a_pause_does_not_undo_it(daemon: DaemonProc) -> None:
+    """Answers come back from worker threads in any order: a ping asked before
+    the pause and answered after it ("not paused") is out of date."""
+    app = ReaddodTui(daemon.sock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.connection == "live" and app.paused is False, "ping")
+        asked = app.pause_news
+        await pilot.press("P")
+        await until(pilot, lambda: bool(app.paused), "the pause")
+        app.pinged(False, asked)
+        assert app.paused is True and "paused" in top(app)
+        app.pinged(True, app.pause_news)  # a ping asked after it still counts
+        assert app.paused is True
+        await pilot.press("P")
+        await until(pilot, lambda: app.paused is False, "the resume")
+
+
 async def test_todos_tick_from_the_card(daemon: DaemonProc) -> None:
     ids = seed(daemon)
     item_id = ids["Spaced repetition"]

@@ -66,5 +66,6 @@ async def until(
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise AssertionError(f"waited {timeout:g} s for {what}")
+            said = getattr(pilot.app, "said", [])[-5:]  # what the person was told, newest last
+            raise AssertionError(f"waited {timeout:g} s for {what}; the app said {said}")
         await pilot.pause(0.02)

@@ -64,6 +64,9 @@ class ReaddodTui(App[None]):
         self.connection = "connecting"
         self.why = ""
         self.paused: bool | None = None
+        #: Bumped by every word on pausing newer than a ping (an event, a pause's
+        #: answer): a ping answered before it must not undo it.
+        self.pause_news = 0
         #: Every message shown to the person, newest last (what tests read).
         self.said: list[str] = []
         self.pending: list[dict[str, Any]] = []
@@ -107,6 +110,7 @@ class ReaddodTui(App[None]):
         for ev in batch:
             if ev.get("event") in ("daemon.paused", "daemon.resumed"):
                 self.paused = ev["event"] == "daemon.paused"
+                self.pause_news += 1
         for screen in self._followers():
             screen.take_events(batch)
             if self.paused != was:
@@ -142,14 +146,18 @@ class ReaddodTui(App[None]):
 
     @work(thread=True, group="ping", exclusive=True, exit_on_error=False)
     def ping(self) -> None:
+        asked = self.pause_news
         try:
             answer = self.link.call("ping")
         except ReaddodError:
             return  # the watch says whether the daemon is there
-        self.call_from_thread(self._pinged, bool(answer.get("paused")))
+        self.call_from_thread(self.pinged, bool(answer.get("paused")), asked)
 
-    def _pinged(self, paused: bool) -> None:
-        self.paused = paused
+    def pinged(self, paused: bool, asked: int) -> None:
+        """A ping's answer, unless newer word on pausing came since it was asked
+        (answers from other threads arrive in any order)."""
+        if asked == self.pause_news:
+            self.paused = paused
         for screen in self._followers():
             screen.show_state()
 
@@ -263,6 +271,7 @@ class ReaddodTui(App[None]):
 
         def done(answer: Any) -> str:
             self.paused = bool(answer.get("paused"))
+            self.pause_news += 1
             return "the daemon is paused" if self.paused else "the daemon works again"
 
         self.request(method, {}, done)
