@@ -318,6 +318,56 @@ async def test_a_ping_answered_before_a_pause_does_not_undo_it(daemon: DaemonPro
         await until(pilot, lambda: app.paused is False, "the resume")
 
 
+async def test_a_list_answered_before_an_event_does_not_undo_it(daemon: DaemonProc) -> None:
+    """Pages and rows are read in workers and come back in any order: a list asked
+    before an item's transition and answered after it is out of date for that item,
+    which keeps what the event said and is read again."""
+    ids = seed(daemon)
+    item_id = ids["Sourdough starter"]
+    app = ReaddodTui(daemon.sock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(inbox(app).items) == 4 and app.connection == "live", "it")
+        screen = inbox(app)
+        asked = screen.news
+        before = daemon.call("list", {"limit": app.page_size})
+        daemon.call("archive", {"id": item_id})
+        await until(pilot, lambda: screen.shown[item_id][0] == "archived", "the archive's event")
+        screen.show_page(screen.generation, before, {}, asked)
+        assert screen.items[item_id]["status"] == "ARCHIVED"
+        assert screen.shown[item_id][0] == "archived"
+        assert item_id in screen.stale  # read again at the next flush
+        got = daemon.call("get", {"id": item_id})
+        screen.refreshed([{**got, "item": {**got["item"], "status": "READY"}}], asked)
+        assert screen.items[item_id]["status"] == "ARCHIVED"  # a row read too early, too
+        await until(pilot, lambda: not screen.stale, "the row read again")
+        assert screen.shown[item_id][0] == "archived"
+        screen.show_page(screen.generation, before, {}, screen.news)  # asked after: it counts
+        assert screen.items[item_id]["status"] == "READY"
+
+
+async def test_a_card_read_before_an_event_does_not_undo_it(daemon: DaemonProc) -> None:
+    """Of two reads of a card on their way, only the newer one's answer is shown."""
+    item_id = seed(daemon)["Spaced repetition"]
+    app = ReaddodTui(daemon.sock)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: item_id in inbox(app).items and app.connection == "live", "it")
+        select(app, item_id)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, CardScreen), "the card")
+        card = app.screen
+        assert isinstance(card, CardScreen)
+        await until(pilot, lambda: card.got is not None, "the card's content")
+        before, read = daemon.call("get", {"id": item_id}), card.reads
+        daemon.call("archive", {"id": item_id})
+
+        def status() -> str | None:
+            return card.got["item"]["status"] if card.got is not None else None
+
+        await until(pilot, lambda: status() == "ARCHIVED", "the new state")
+        card.fetched(before, read)
+        assert status() == "ARCHIVED"
+
+
 async def test_todos_tick_from_the_card(daemon: DaemonProc) -> None:
     ids = seed(daemon)
     item_id = ids["Spaced repetition"]

@@ -44,6 +44,9 @@ class CardScreen(Screen[None]):
         self.item_id = item_id
         self.got = got
         self.stale = stale
+        #: Reads asked so far: an answer to an older one (threads answer in any order)
+        #: is out of date.
+        self.reads = 0
 
     def compose(self) -> ComposeResult:
         yield FixedLine(state_line(self.host, f"card {self.item_id}"), id="top")
@@ -68,21 +71,27 @@ class CardScreen(Screen[None]):
         if got is None:
             self.fetch()
 
-    @work(thread=True, group="card", exclusive=True, exit_on_error=False)
     def fetch(self) -> None:
-        item_id = self.item_id
+        """Read the item again in a worker; the answer to an older read is dropped."""
+        self.reads += 1
+        self._fetch(self.item_id, self.reads)
+
+    @work(thread=True, group="card", exclusive=True, exit_on_error=False)
+    def _fetch(self, item_id: str, read: int) -> None:
         try:
             got = self.host.link.call("get", {"id": item_id})
         except ReaddodError as exc:
             self.app.call_from_thread(self._failed, item_id, exc)
             return
-        self.app.call_from_thread(self._show, got)
+        self.app.call_from_thread(self.fetched, got, read)
 
     def _failed(self, item_id: str, exc: ReaddodError) -> None:
         if self.got is None and item_id == self.item_id:
             self.query_one("#card", Static).update(f"could not read {item_id}: {exc.message}")
 
-    def _show(self, got: dict[str, Any]) -> None:
+    def fetched(self, got: dict[str, Any], read: int) -> None:
+        if read != self.reads:
+            return  # a newer read is on its way
         if got == self.got or got["item"]["id"] != self.item_id:
             return  # unchanged (nothing to lay out or repaint), or a card no longer shown
         self.got = got

@@ -10,7 +10,7 @@ one redraw; what an event does not carry (a new score, a title) is read with
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from textual import work
 from textual.app import ComposeResult
@@ -39,6 +39,12 @@ STATE_LATE_S = 0.015
 
 def _op_bindings() -> list[BindingType]:
     return [Binding(op.key, f"op('{op.name}')", op.label) for op in operations.OPERATIONS]
+
+
+#: Events that change what an item's row shows beyond its progress (read again with get).
+_ITEM_NEWS: Final = frozenset(
+    {"item.transition", "retry.scheduled", "artifact.edited", "export.failed"}
+)
 
 
 class InboxScreen(Screen[None]):
@@ -75,6 +81,10 @@ class InboxScreen(Screen[None]):
         self.progress: dict[str, Progress] = {}
         self.shown: dict[str, tuple[str, ...]] = {}
         self.stale: set[str] = set()
+        #: Batches of events taken so far, and the batch that last touched each item: an
+        #: answer asked before an item's last event is out of date for that item.
+        self.news = 0
+        self.touched: dict[str, int] = {}
         #: Rows events changed since the last redraw.
         self.changed: set[str] = set()
         self.reload_wanted = False
@@ -126,10 +136,12 @@ class InboxScreen(Screen[None]):
     def load_page(self) -> None:
         """Read the current page again in a worker; an older answer on its way is dropped."""
         self.generation += 1
-        self._load(self.generation, list(self.cursors), self.filter)
+        self._load(self.generation, list(self.cursors), self.filter, self.news)
 
     @work(thread=True, group="page", exclusive=True, exit_on_error=False)
-    def _load(self, gen: int, cursors: list[str | None], wanted: filters.Filter) -> None:
+    def _load(
+        self, gen: int, cursors: list[str | None], wanted: filters.Filter, asked: int
+    ) -> None:
         params = {**wanted.params(), "limit": self.host.page_size}
         if cursors[-1] is not None:
             params["cursor"] = cursors[-1]
@@ -144,21 +156,29 @@ class InboxScreen(Screen[None]):
         except ReaddodError:
             got = []  # the page still shows; the progress bars fill in from events
         progress = {g["item"]["id"]: from_get(g) for g in got}
-        self.app.call_from_thread(self._show_page, gen, page, progress)
+        self.app.call_from_thread(self.show_page, gen, page, progress, asked)
 
     def _page_failed(self, exc: ReaddodError) -> None:
         self.host.say(f"could not list the items: {exc.message}", error=True)
 
-    def _show_page(self, gen: int, page: dict[str, Any], progress: dict[str, Progress]) -> None:
+    def show_page(
+        self, gen: int, page: dict[str, Any], progress: dict[str, Progress], asked: int
+    ) -> None:
+        """A page as listed when :attr:`news` was ``asked``; an item an event has
+        touched since keeps what the event said, and is read again."""
         if gen != self.generation:
             return  # a newer load is on its way
         self.shown_generation = gen
         keep = self.highlighted_id()
-        self.items = {i["id"]: i for i in page["items"]}
+        items = {i["id"]: i for i in page["items"]}
+        newer = {i for i in items if self.touched.get(i, -1) > asked}
+        for item_id in newer & self.items.keys():
+            items[item_id] = self.items[item_id]
+        self.items = items
         self.progress = {k: v for k, v in self.progress.items() if k in self.items}
-        self.progress.update(progress)
+        self.progress.update((k, v) for k, v in progress.items() if k not in newer)
         self.next_cursor = page.get("next_cursor")
-        self.stale.clear()
+        self.stale = newer
         now = self.host.clock.now_ms()
         self.shown = {
             item_id: rows.cells(item, self.progress.get(item_id), now)
@@ -213,6 +233,7 @@ class InboxScreen(Screen[None]):
 
     def take_events(self, events: list[dict[str, Any]]) -> None:
         changed = self.changed
+        self.news += 1
         for ev in events:
             kind = ev.get("event", "")
             item_id = ev.get("item_id")
@@ -221,7 +242,11 @@ class InboxScreen(Screen[None]):
                 self.reload_wanted = True
             if item_id is not None and item_id == self._opening:
                 self._opening_touched = True
-            if item_id is None or item_id not in self.items:
+            if item_id is None:
+                continue
+            if kind in _ITEM_NEWS:
+                self.touched[item_id] = self.news
+            if item_id not in self.items:
                 continue
             item = self.items[item_id]
             if kind == "item.transition" and isinstance(data.get("to"), str):
@@ -237,7 +262,7 @@ class InboxScreen(Screen[None]):
             elif kind in ("step.started", "step.finished", "chunk.progress"):
                 if self.progress.setdefault(item_id, Progress()).apply(kind, data):
                     changed.add(item_id)
-            elif kind in ("retry.scheduled", "artifact.edited", "export.failed"):
+            elif kind in _ITEM_NEWS:
                 self.stale.add(item_id)
 
     def redraw_changed(self) -> None:
@@ -255,20 +280,24 @@ class InboxScreen(Screen[None]):
             self.load_page()
         elif self.stale:
             wanted, self.stale = sorted(self.stale), set()
-            self.refresh_items(wanted)
+            self.refresh_items(wanted, self.news)
 
     @work(thread=True, group="refresh", exit_on_error=False)
-    def refresh_items(self, ids: list[str]) -> None:
+    def refresh_items(self, ids: list[str], asked: int) -> None:
         try:
             got = self.host.link.calls([("get", {"id": i}) for i in ids])
         except ReaddodError:
             return  # the watch reports a gone daemon; the next page load catches up
-        self.app.call_from_thread(self._refreshed, got)
+        self.app.call_from_thread(self.refreshed, got, asked)
 
-    def _refreshed(self, got: list[dict[str, Any]]) -> None:
+    def refreshed(self, got: list[dict[str, Any]], asked: int) -> None:
+        """Items as read when :attr:`news` was ``asked``; one an event touched since
+        is read again rather than shown as it was."""
         for g in got:
             item = g["item"]
-            if item["id"] in self.items:
+            if self.touched.get(item["id"], -1) > asked:
+                self.stale.add(item["id"])
+            elif item["id"] in self.items:
                 self.items[item["id"]] = item
                 if rows.is_active(item):
                     self.progress[item["id"]] = from_get(g)
