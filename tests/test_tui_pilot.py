@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
 from readdod.tui.app import ReaddodTui
@@ -47,6 +49,17 @@ def select(app: ReaddodTui, item_id: str) -> None:
     table.move_cursor(row=table.get_row_index(item_id))
 
 
+async def open_card(app: ReaddodTui, pilot: Pilot[Any], item_id: str) -> CardScreen:
+    """Highlight ``item_id``, press Enter, and wait for its card's content."""
+    select(app, item_id)
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, CardScreen), "the card")
+    card = app.screen
+    assert isinstance(card, CardScreen)
+    await until(pilot, lambda: card.got is not None, "the card's content")
+    return card
+
+
 def said(app: ReaddodTui, words: str) -> bool:
     return any(words in line for line in app.said)
 
@@ -82,12 +95,7 @@ async def test_the_inbox_lists_updates_live_and_opens_cards(daemon: DaemonProc) 
         await until(pilot, lambda: inbox(app).items[new_id]["status"] == "READY", "it to settle")
         await until(pilot, lambda: inbox(app).shown[new_id][0] == "ready", "its row to say so")
 
-        select(app, ids["SQLite WAL mode"])
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, CardScreen), "the card")
-        card = app.screen
-        assert isinstance(card, CardScreen)
-        await until(pilot, lambda: card.got is not None, "the card's content")
+        card = await open_card(app, pilot, ids["SQLite WAL mode"])
         text = str(card.query_one("#card", Static).render())
         for part in (
             "SQLite WAL mode",
@@ -351,12 +359,7 @@ async def test_a_card_read_before_an_event_does_not_undo_it(daemon: DaemonProc) 
     app = ReaddodTui(daemon.sock)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: item_id in inbox(app).items and app.connection == "live", "it")
-        select(app, item_id)
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, CardScreen), "the card")
-        card = app.screen
-        assert isinstance(card, CardScreen)
-        await until(pilot, lambda: card.got is not None, "the card's content")
+        card = await open_card(app, pilot, item_id)
         before, read = daemon.call("get", {"id": item_id}), card.reads
         daemon.call("archive", {"id": item_id})
 
@@ -374,12 +377,7 @@ async def test_todos_tick_from_the_card(daemon: DaemonProc) -> None:
     app = ReaddodTui(daemon.sock)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: item_id in inbox(app).items, "the item")
-        select(app, item_id)
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, CardScreen), "the card")
-        card = app.screen
-        assert isinstance(card, CardScreen)
-        await until(pilot, lambda: card.got is not None, "the card's content")
+        card = await open_card(app, pilot, item_id)
 
         def ticks() -> list[bool]:
             payload = daemon.call("get", {"id": item_id})["artifacts"]["card"]["payload"]
