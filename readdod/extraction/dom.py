@@ -196,7 +196,7 @@ def ws(text: str | None) -> str:
     if not text or is_collapsed(text):
         return text or ""
     if is_collapsed(stripped := text.strip()):
-        return stripped  # the usual case: a text node's indentation
+        return stripped  # the usual case: a text node's or a block's indentation
     if has_invisible(text):
         text = INVISIBLE_RE.sub("", text)
     return " ".join(text.split())
@@ -245,14 +245,10 @@ _LONG_TEXT: Final = 64  # characters past which nine searches beat one lookup ea
 
 def clean_lines(text: str) -> str:
     """Normalise a block: collapse whitespace, one line per ``<br>``, no empty lines."""
-    if is_collapsed(text):
-        return text
-    if is_collapsed(stripped := text.strip()):
-        return stripped  # the usual case: a block's indentation
+    if BR not in text:
+        return ws(text)
     if has_invisible(text):
         text = INVISIBLE_RE.sub("", text)
-    if BR not in text:
-        return " ".join(text.split())
     lines = (" ".join(line.split()) for line in text.split(BR))
     return "\n".join(line for line in lines if line)
 
